@@ -1,0 +1,53 @@
+"""Noise policies: which combination of a party's releases updates the model.
+
+At permutation ``t`` every party releases ``g~_t = clip(g) + N(0, s^2 I)``. The
+model is updated with ``x_tt * g~_t + (1 - x_tt) * mean(g~_1 .. g~_{t-1})``,
+a lower-triangular post-processing of the releases (the seed paper's X):
+
+- ``"iid"``: ``x_tt = 1``, the release itself.
+- ``"correlated"`` (the paper's X*, eq. 4): ``x_tt = 1/t``, the running mean
+  of the party's raw releases, whose noise variance is ``s^2 / t``.
+- ``"none"``: no noise at all (no privacy), ``x_tt = 1``.
+- an array of length ``k`` or a callable ``f(t, k)`` (``t = 1 .. k`` as an
+  integer array) giving ``x_tt`` in ``(0, 1]``.
+
+The burn-in ``q`` (the paper's Y*) leaves the marginals of the first
+``t <= q k`` permutations uncounted. Post-processing never changes privacy.
+"""
+
+import numpy as np
+
+
+def noise_schedule(noise, n_permutations):
+    """Return ``(x_tt, use_rolling, add_noise)`` for ``t = 1 .. k``.
+
+    ``use_rolling`` is False when every ``x_tt`` is 1 (the rolling means are
+    then never read, so they are not kept).
+    """
+    k = n_permutations
+    t = np.arange(1, k + 1)
+    if isinstance(noise, str):
+        if noise == "none":
+            return np.ones(k), False, False
+        if noise == "iid":
+            return np.ones(k), False, True
+        if noise == "correlated":
+            return 1.0 / t, True, True
+        raise ValueError(
+            "noise must be 'correlated', 'iid', 'none', an array of x_tt or a "
+            f"callable; got {noise!r}.")
+    x_tt = noise(t, k) if callable(noise) else noise
+    x_tt = np.asarray(x_tt, dtype=np.float64)
+    if x_tt.shape != (k,):
+        raise ValueError(
+            f"noise must give one x_tt per permutation: shape ({k},) for "
+            f"n_permutations={k}, got shape {x_tt.shape}.")
+    if not np.all(np.isfinite(x_tt)) or np.any(x_tt <= 0) or np.any(x_tt > 1):
+        raise ValueError("noise: every x_tt must lie in (0, 1].")
+    return x_tt, bool(np.any(x_tt != 1.0)), True
+
+
+def counted_permutations(q, n_permutations):
+    """Boolean mask of the permutations past the burn-in: ``t > q k``."""
+    t = np.arange(1, n_permutations + 1)
+    return t > q * n_permutations

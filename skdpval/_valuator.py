@@ -1,0 +1,509 @@
+"""DPDataValuator: differentially private G-Shapley semivalues."""
+
+import sys
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.stats import rankdata
+from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, validate_data
+
+from . import _kernels
+from ._accounting import gdp_epsilon, noise_std_for_budget, privacy_report
+from ._models import classifier_targets, model_spec
+from ._noise import counted_permutations, noise_schedule
+from ._semivalues import check_semivalue, semivalue_weights
+
+MAX_INT = np.iinfo(np.int32).max
+_UTILITY_CODES = {
+    "neg_loss": _kernels.NEG_LOSS,
+    "accuracy": _kernels.ACCURACY,
+    "neg_mse": _kernels.NEG_MSE,
+    "r2": _kernels.R2,
+}
+_CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
+_REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
+# Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
+AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
+# Bound on the noise drawn ahead of one kernel call (float64 entries).
+_NOISE_BLOCK_ENTRIES = 1 << 21
+
+
+def permutation_draws(seed, n_parties, param_shape, noise_std):
+    """The permutation and noise ``(n_parties, *param_shape)`` of one walk.
+
+    Each walk has its own Generator, seeded from its own child seed, so that
+    results do not depend on how walks are grouped or scheduled.
+    """
+    rng = np.random.default_rng(seed)
+    permutation = rng.permutation(n_parties)
+    if noise_std == 0:
+        return permutation, None
+    return permutation, noise_std * rng.standard_normal((n_parties, *param_shape))
+
+
+class DPDataValuator(BaseEstimator):
+    """Differentially private data values from noisy per-party gradients.
+
+    Estimates a semivalue (data Shapley, Banzhaf, Beta Shapley or
+    leave-one-out) of every training sample with the G-Shapley walk: along
+    each of ``n_permutations`` random permutations, a linear model starts from
+    zero and takes one gradient step per sample, in order; the change in
+    validation utility at a sample's step is its marginal contribution. Every
+    gradient is clipped to L2 norm ``clip_norm`` and released with Gaussian
+    noise calibrated to ``(epsilon, delta)``-DP over all ``n_permutations``
+    releases. With ``noise="correlated"`` the model is updated with the
+    running mean of the sample's own releases, so that more permutations give
+    better, not worse, values [1]_.
+
+    Features are used as given: scale them first (e.g. with
+    :class:`~sklearn.preprocessing.StandardScaler`), as the learning rate and
+    the clipping norm act on their scale.
+
+    Parameters
+    ----------
+    estimator : estimator object, default=None
+        The linear model whose loss and L2 penalty define the walk: one of
+        SGDClassifier, SGDRegressor, LogisticRegression, LinearRegression,
+        Ridge, RidgeClassifier. Only its loss, penalty, ``alpha`` / ``C``,
+        ``epsilon`` (huber) and ``fit_intercept`` are used; it is never
+        fitted. ``None`` means ``LogisticRegression()``.
+
+    semivalue : {"shapley", "banzhaf", "loo"} or tuple ("beta", a, b), \
+            default="shapley"
+        The semivalue to estimate. ``("beta", 16, 1)`` weights small
+        coalitions most (Kwon and Zou's convention). Banzhaf's weights peak
+        near position ``sqrt(2 n / pi)`` and give high-variance estimates.
+
+    noise : {"correlated", "iid", "none"}, array-like or callable, \
+            default="correlated"
+        How each step combines a sample's releases. ``"iid"`` uses the fresh
+        release; ``"correlated"`` the mean of all its releases so far;
+        ``"none"`` adds no noise (no privacy). An array of length
+        ``n_permutations`` or a callable ``f(t, k)`` of the integer array
+        ``t = 1 .. k`` gives the weight ``x_tt`` in (0, 1] of the fresh
+        release at permutation ``t``, the rest going to the running mean.
+
+    q : float in [0, 1), default=0.9
+        Burn-in ratio: marginals of the first ``q * n_permutations``
+        permutations are not counted (they still release noise and are
+        accounted for).
+
+    epsilon : float > 0 or None, default=1.0
+        Privacy budget for all releases of one sample. Set it to ``None``
+        when giving ``noise_multiplier``.
+
+    delta : float in (0, 1), default=5e-5
+        Privacy parameter delta.
+
+    noise_multiplier : float > 0 or None, default=None
+        Per-release noise std divided by ``clip_norm``, instead of
+        ``epsilon``; ``epsilon_`` then reports the resulting budget.
+
+    clip_norm : float > 0, default=1.0
+        L2 norm bound ``C`` of each released gradient (its sensitivity).
+
+    n_permutations : int >= 1, default=1000
+        Number of permutations ``k``; every sample releases ``k`` gradients.
+
+    learning_rate : float > 0 or "auto", default="auto"
+        Step size of the walk. ``"auto"`` picks, from
+        ``AUTO_LEARNING_RATES``, the rate whose clipped one-pass SGD of
+        ``n`` steps on one half of the validation set has the lowest loss on
+        the other half (both ways round). It never reads the training data.
+
+    utility : {"neg_loss", "accuracy", "neg_mse", "r2"}, default="neg_loss"
+        Validation utility: the model's own loss (without the penalty),
+        accuracy (classifiers), or negative MSE / R^2 (regressors).
+
+    validation_fraction : float in (0, 1), default=0.2
+        Fraction held out (stratified for classifiers) as the validation set
+        when ``fit`` gets no ``X_val``. Held-out samples are not valued and
+        not protected.
+
+    n_jobs : int or None, default=None
+        Reserved for parallel permutations; permutations currently run in
+        order on one core.
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the split, the learning-rate search, the permutations and the
+        noise.
+
+    verbose : int, default=0
+        Print progress (permutations per second, time left) to stderr when
+        positive.
+
+    Attributes
+    ----------
+    values_ : ndarray of shape (n_samples,)
+        Estimated value of each sample; NaN for held-out validation samples.
+
+    rank_ : ndarray of shape (n_samples,)
+        Rank of each value, 1 being the most valuable; 0 for held-out samples.
+
+    classes_ : ndarray of shape (n_classes,)
+        Class labels (classifiers only).
+
+    learning_rate_ : float
+        The learning rate used.
+
+    epsilon_ : float
+        Privacy budget of the releases (``inf`` with ``noise="none"``).
+
+    delta_ : float
+        Privacy parameter delta of ``epsilon_``.
+
+    noise_multiplier_ : float
+        Per-release noise std divided by ``clip_norm``.
+
+    n_releases_ : int
+        Number of noisy gradients released per sample (``n_permutations``).
+
+    privacy_report_ : dict
+        The guarantee in full: unit, adjacency, releases, clip norm, noise
+        std, mu of Gaussian DP, epsilon (add/remove and replace-one), delta,
+        method, and what the validation set exposes.
+
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, when X has string column names.
+
+    See Also
+    --------
+    sklearn.linear_model.SGDClassifier : A model the walk can use.
+
+    References
+    ----------
+    .. [1] "Data Value Estimation on Private Gradients", Algorithm 1 and
+       Section 5 (i.i.d. vs correlated noise, burn-in ``q``); the seed paper
+       in the project's ``shared/seeds``.
+    .. [2] Ghorbani and Zou. "Data Shapley: Equitable Valuation of Data for
+       Machine Learning." ICML 2019.
+    .. [3] Dong, Roth and Su. "Gaussian Differential Privacy." JRSS B, 2022.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skdpval import DPDataValuator
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> valuator = DPDataValuator(LogisticRegression(), epsilon=3.0,
+    ...                           n_permutations=50, random_state=0)
+    >>> valuator.fit(X[:200], y[:200], X_val=X[200:300], y_val=y[200:300])
+    DPDataValuator(...)
+    >>> valuator.values_.shape
+    (200,)
+    >>> round(valuator.epsilon_, 6)
+    3.0
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "get_params"]), None],
+        "semivalue": [StrOptions({"shapley", "banzhaf", "loo"}), tuple],
+        "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
+                  callable],
+        "q": [Interval(Real, 0.0, 1.0, closed="left")],
+        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
+        "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
+        "clip_norm": [Interval(Real, 0.0, None, closed="neither")],
+        "n_permutations": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0.0, None, closed="neither"),
+                          StrOptions({"auto"})],
+        "utility": [StrOptions(set(_UTILITY_CODES))],
+        "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        semivalue="shapley",
+        noise="correlated",
+        q=0.9,
+        epsilon=1.0,
+        delta=5e-5,
+        noise_multiplier=None,
+        clip_norm=1.0,
+        n_permutations=1000,
+        learning_rate="auto",
+        utility="neg_loss",
+        validation_fraction=0.2,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.semivalue = semivalue
+        self.noise = noise
+        self.q = q
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise_multiplier = noise_multiplier
+        self.clip_norm = clip_norm
+        self.n_permutations = n_permutations
+        self.learning_rate = learning_rate
+        self.utility = utility
+        self.validation_fraction = validation_fraction
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    def _get_estimator(self):
+        return LogisticRegression() if self.estimator is None else clone(self.estimator)
+
+    def _check_scalar_params(self):
+        """Checks the declared constraints cannot express."""
+        check_semivalue(self.semivalue)
+        for name in ("epsilon", "noise_multiplier", "clip_norm", "learning_rate"):
+            value = getattr(self, name)
+            if isinstance(value, Real) and not np.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value!r}.")
+        if self.noise_multiplier is not None and self.epsilon is not None:
+            raise ValueError(
+                "Give either epsilon or noise_multiplier, not both: set "
+                "epsilon=None to use noise_multiplier.")
+        if (self.noise_multiplier is None and self.epsilon is None
+                and not (isinstance(self.noise, str) and self.noise == "none")):
+            raise ValueError("epsilon is None: give epsilon or noise_multiplier.")
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Estimate the value of every training sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples (the private data, one party per sample).
+        y : array-like of shape (n_samples,)
+            Their targets.
+        X_val : array-like of shape (n_val, n_features), default=None
+            Validation samples defining the utility. When omitted, a
+            ``validation_fraction`` of ``X`` is held out instead.
+        y_val : array-like of shape (n_val,), default=None
+            Validation targets; required with ``X_val``.
+
+        Returns
+        -------
+        self : object
+            The fitted valuator.
+        """
+        self._check_scalar_params()
+        estimator = self._get_estimator()
+        spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together.")
+        if self.utility not in (_CLASSIFIER_UTILITIES if spec.is_classifier
+                                else _REGRESSOR_UTILITIES):
+            kind = "classifier" if spec.is_classifier else "regressor"
+            raise ValueError(
+                f"utility={self.utility!r} does not apply to a {kind}: use one "
+                f"of {_CLASSIFIER_UTILITIES if spec.is_classifier else _REGRESSOR_UTILITIES}.")
+
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+                             y_numeric=not spec.is_classifier,
+                             ensure_min_samples=2)
+        if spec.is_classifier:
+            check_classification_targets(y)
+            self.classes_, y = np.unique(y, return_inverse=True)
+            if len(self.classes_) < 2:
+                raise ValueError(
+                    "y has a single class "
+                    f"({self.classes_[0]!r}); data valuation of a classifier "
+                    "needs at least two classes.")
+        if X_val is not None:
+            X_val = validate_data(self, X_val, reset=False, dtype=np.float64,
+                                  order="C")
+            y_val = check_array(y_val, ensure_2d=False, dtype=None)
+            if y_val.ndim != 1 or len(y_val) != len(X_val):
+                raise ValueError(
+                    f"y_val must be 1-D with one target per row of X_val "
+                    f"({len(X_val)}), got shape {y_val.shape}.")
+            train_index = np.arange(len(X))
+        rs = check_random_state(self.random_state)
+        split_seed, search_seed, walk_seed = rs.randint(MAX_INT, size=3)
+        if X_val is None:
+            train_index, val_index = self._split(y, spec.is_classifier, split_seed)
+            X_val, y_val = X[val_index], y[val_index]
+            n_unprotected = len(val_index)
+        else:
+            n_unprotected = 0
+            if spec.is_classifier:
+                y_val = self._encode_classes(y_val)
+            else:
+                y_val = check_array(y_val, ensure_2d=False, dtype=np.float64)
+        X_train, y_train = X[train_index], y[train_index]
+        n_parties = len(train_index)
+        if n_parties < 2:
+            raise ValueError(f"Data valuation needs at least 2 training samples, got "
+                             f"{n_parties}.")
+
+        spec = model_spec(estimator, n_samples=n_parties)
+        if spec.is_classifier:
+            n_classes = len(self.classes_)
+            T, loss = classifier_targets(spec, y_train, n_classes)
+            T_val, _ = classifier_targets(spec, y_val, n_classes)
+            labels_val = y_val.astype(np.int64)
+            total_sum_squares = 1.0
+        else:
+            T, loss = y_train.reshape(-1, 1), spec.loss
+            T_val = y_val.reshape(-1, 1)
+            labels_val = np.zeros(len(y_val), dtype=np.int64)
+            total_sum_squares = float(np.sum((y_val - y_val.mean()) ** 2))
+            if self.utility == "r2" and total_sum_squares == 0:
+                raise ValueError("utility='r2' needs y_val that is not constant.")
+        if spec.fit_intercept:
+            X_train = np.hstack([X_train, np.ones((n_parties, 1))])
+            X_val = np.hstack([X_val, np.ones((len(X_val), 1))])
+
+        k = self.n_permutations
+        x_tt, use_rolling, add_noise = noise_schedule(self.noise, k)
+        counted = counted_permutations(self.q, k)
+        weights = semivalue_weights(self.semivalue, n_parties)
+        if not add_noise:
+            noise_std = 0.0
+        elif self.noise_multiplier is not None:
+            noise_std = self.noise_multiplier * self.clip_norm
+        else:
+            noise_std = noise_std_for_budget(self.epsilon, self.delta, k,
+                                             self.clip_norm)
+        self.privacy_report_ = privacy_report(
+            noise_std=noise_std, delta=self.delta, n_releases=k,
+            clip_norm=self.clip_norm, unit="sample", n_unprotected=n_unprotected)
+        self.epsilon_ = self.privacy_report_["epsilon"]
+        self.delta_ = float(self.delta)
+        self.noise_multiplier_ = noise_std / self.clip_norm
+        self.n_releases_ = k
+
+        kernel_args = dict(
+            loss=loss, huber_epsilon=spec.huber_epsilon, l2=spec.l2_per_sample,
+            n_penalized=X.shape[1], clip_norm=self.clip_norm)
+        theta_init = np.zeros((T.shape[1], X_train.shape[1]))
+        if self.learning_rate == "auto":
+            self.learning_rate_ = self._search_learning_rate(
+                X_val, T_val, labels_val, n_parties, theta_init, kernel_args,
+                search_seed)
+        else:
+            self.learning_rate_ = float(self.learning_rate)
+
+        marginal_sum = np.zeros(n_parties)
+        marginal_sq_sum = np.zeros(n_parties)
+        rolling_mean = np.zeros((n_parties, *theta_init.shape)) if use_rolling else None
+        seeds = np.random.SeedSequence(walk_seed).spawn(k)
+        block = max(1, _NOISE_BLOCK_ENTRIES // (n_parties * theta_init.size))
+        started = time.perf_counter()
+        for start in range(0, k, block):
+            stop = min(k, start + block)
+            draws = [permutation_draws(seed, n_parties, theta_init.shape, noise_std)
+                     for seed in seeds[start:stop]]
+            _kernels.walk(
+                X_train, T, X_val, T_val, labels_val, utility=_UTILITY_CODES[self.utility],
+                learning_rate=self.learning_rate_,
+                total_sum_squares=total_sum_squares, theta_init=theta_init,
+                permutations=np.stack([p for p, _ in draws]),
+                noise=np.stack([z for _, z in draws]) if noise_std else None,
+                x_tt=x_tt[start:stop], counted=counted[start:stop],
+                releases_before=start, rolling_mean=rolling_mean,
+                weights=weights, marginal_sum=marginal_sum,
+                marginal_sq_sum=marginal_sq_sum, **kernel_args)
+            if self.verbose:
+                self._report_progress(stop, k, time.perf_counter() - started)
+
+        values = marginal_sum / counted.sum()
+        if not np.all(np.isfinite(values)):
+            warnings.warn(
+                f"The walk diverged with learning_rate={self.learning_rate_:g}: "
+                "some values are not finite. Use a smaller learning_rate or "
+                "scale the features.", ConvergenceWarning, stacklevel=2)
+        self.values_ = np.full(len(X), np.nan)
+        self.values_[train_index] = values
+        self.rank_ = np.zeros(len(X), dtype=np.int64)
+        self.rank_[train_index] = rankdata(-values, method="ordinal")
+        return self
+
+    def _encode_classes(self, y_val):
+        index = np.searchsorted(self.classes_, y_val)
+        index = np.clip(index, 0, len(self.classes_) - 1)
+        unseen = self.classes_[index] != y_val
+        if np.any(unseen):
+            raise ValueError(
+                f"y_val has labels not in y: {np.unique(y_val[unseen])!r}.")
+        return index
+
+    def _split(self, y, is_classifier, seed):
+        """Hold out ``validation_fraction`` of the samples, stratified if possible."""
+        n = len(y)
+        n_val = int(np.ceil(self.validation_fraction * n))
+        if n_val < 1 or n - n_val < 2:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} of {n} samples "
+                "leaves no validation or fewer than 2 training samples; pass "
+                "X_val and y_val or change validation_fraction.")
+        stratify = None
+        if is_classifier:
+            counts = np.bincount(y)
+            n_classes = len(counts)
+            if counts.min() >= 2 and min(n_val, n - n_val) >= n_classes:
+                stratify = y
+        return train_test_split(np.arange(n), test_size=n_val, stratify=stratify,
+                                random_state=seed)
+
+    def _search_learning_rate(self, X_val, T_val, labels_val, n_steps, theta_init,
+                              kernel_args, seed):
+        """One-pass SGD of ``n_steps`` on half the validation set, scored on the other.
+
+        Only the validation set is read. Each candidate is scored by the
+        model's own validation loss, averaged over both halves.
+        """
+        rng = np.random.default_rng(seed)
+        rows = rng.permutation(len(X_val))
+        if len(rows) >= 4:
+            halves = [(rows[: len(rows) // 2], rows[len(rows) // 2:]),
+                      (rows[len(rows) // 2:], rows[: len(rows) // 2])]
+        else:  # too few rows to split: train and score on all of them
+            halves = [(rows, rows)]
+        orders = [rng.choice(train, size=n_steps, replace=len(train) < n_steps)
+                  for train, _ in halves]
+        scores = np.zeros(len(AUTO_LEARNING_RATES))
+        for i, rate in enumerate(AUTO_LEARNING_RATES):
+            for (train, test), order in zip(halves, orders):
+                theta = _kernels.sgd_pass(
+                    X_val, T_val, learning_rate=rate, theta_init=theta_init,
+                    order=order, loss=kernel_args["loss"],
+                    huber_epsilon=kernel_args["huber_epsilon"],
+                    l2=kernel_args["l2"], n_penalized=kernel_args["n_penalized"],
+                    clip_norm=kernel_args["clip_norm"])
+                scores[i] += _kernels.utility_of_theta(
+                    theta, X_val[test], T_val[test], labels_val[test],
+                    loss=kernel_args["loss"], utility=_kernels.NEG_LOSS,
+                    huber_epsilon=kernel_args["huber_epsilon"],
+                    total_sum_squares=1.0)
+        scores[~np.isfinite(scores)] = -np.inf
+        return float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
+
+    @staticmethod
+    def _report_progress(done, total, elapsed):
+        rate = done / elapsed if elapsed > 0 else float("inf")
+        left = (total - done) / rate if rate > 0 else float("inf")
+        print(f"[DPDataValuator] {done}/{total} permutations, {rate:.1f}/s, "
+              f"ETA {left:.1f}s", file=sys.stderr)
