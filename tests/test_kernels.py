@@ -1,0 +1,168 @@
+"""The numba kernels against the plain-numpy reference of Algorithm 1."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from reference import LOSSES, algorithm1, loss_and_dloss, utility
+from skdpval import _kernels
+from skdpval._semivalues import semivalue_weights
+
+LOSS_CODES = {
+    "logistic": _kernels.LOGISTIC, "multinomial": _kernels.MULTINOMIAL,
+    "squared": _kernels.SQUARED, "hinge": _kernels.HINGE,
+    "squared_hinge": _kernels.SQUARED_HINGE,
+    "modified_huber": _kernels.MODIFIED_HUBER, "huber": _kernels.HUBER,
+}
+UTILITY_CODES = {"neg_loss": _kernels.NEG_LOSS, "accuracy": _kernels.ACCURACY,
+                 "neg_mse": _kernels.NEG_MSE, "r2": _kernels.R2}
+HUBER_EPSILON = 0.3
+
+
+def make_problem(loss, n=6, d=3, n_val=5, n_outputs=None, seed=0):
+    """Random data with an intercept column and targets suited to ``loss``."""
+    rng = np.random.default_rng(seed)
+    X = np.hstack([rng.normal(size=(n, d)), np.ones((n, 1))])
+    X_val = np.hstack([rng.normal(size=(n_val, d)), np.ones((n_val, 1))])
+    if n_outputs is None:
+        n_outputs = 3 if loss == "multinomial" else 1
+    if loss in ("squared", "huber"):
+        T = rng.normal(size=(n, 1))
+        T_val = rng.normal(size=(n_val, 1))
+        labels = np.zeros(n_val, dtype=np.int64)
+    else:
+        y = rng.integers(max(n_outputs, 2), size=n)
+        labels = rng.integers(max(n_outputs, 2), size=n_val)
+        if n_outputs == 1:
+            T = np.where(y == 1, 1.0, -1.0)[:, None]
+            T_val = np.where(labels == 1, 1.0, -1.0)[:, None]
+        else:
+            T = np.eye(n_outputs)[y]
+            T_val = np.eye(n_outputs)[labels]
+            if loss != "multinomial":  # one-vs-rest targets in {-1, +1}
+                T, T_val = 2 * T - 1, 2 * T_val - 1
+    return X, T, X_val, T_val, labels
+
+
+def run_both(loss, utility_name, noise_mode, q, semivalue, *, n_outputs=None,
+             k=5, learning_rate=0.4, clip_norm=1.0, l2=0.1, seed=0):
+    X, T, X_val, T_val, labels = make_problem(loss, n_outputs=n_outputs, seed=seed)
+    n, n_columns = X.shape
+    rng = np.random.default_rng(seed + 1)
+    permutations = np.array([rng.permutation(n) for _ in range(k)])
+    noise = 0.7 * rng.normal(size=(k, n, T.shape[1], n_columns))
+    t = np.arange(1, k + 1)
+    x_tt = {"none": np.ones(k), "iid": np.ones(k), "correlated": 1.0 / t,
+            "custom": 0.75 - 0.7 * t / k}[noise_mode]
+    if noise_mode == "none":
+        noise = np.zeros_like(noise)
+    weights = semivalue_weights(semivalue, n)
+    common = dict(learning_rate=learning_rate, l2=l2, n_penalized=n_columns - 1,
+                  clip_norm=clip_norm)
+    psi, end_ref = algorithm1(
+        X, T, X_val, T_val, labels, loss=loss, utility_name=utility_name,
+        permutations=permutations, noise=noise, x_tt=x_tt, q=q, weights=weights,
+        huber_epsilon=HUBER_EPSILON, **common)
+
+    counted = t > q * k
+    marginal_sum, marginal_sq_sum = np.zeros(n), np.zeros(n)
+    rolling = None if noise_mode in ("none", "iid") else np.zeros((n, *noise.shape[2:]))
+    tss = float(np.sum((T_val[:, 0] - T_val[:, 0].mean()) ** 2))
+    # Two blocks, to check that state carries over between kernel calls.
+    ends = []
+    for start, stop in ((0, 2), (2, k)):
+        ends.append(_kernels.walk(
+            X, T, X_val, T_val, labels, loss=LOSS_CODES[loss],
+            utility=UTILITY_CODES[utility_name], huber_epsilon=HUBER_EPSILON,
+            total_sum_squares=tss, theta_init=np.zeros((T.shape[1], n_columns)),
+            permutations=permutations[start:stop],
+            noise=None if noise_mode == "none" else noise[start:stop],
+            x_tt=x_tt[start:stop], counted=counted[start:stop],
+            releases_before=start, rolling_mean=rolling, weights=weights,
+            marginal_sum=marginal_sum, marginal_sq_sum=marginal_sq_sum, **common))
+    return psi, marginal_sum / counted.sum(), end_ref, np.concatenate(ends)
+
+
+SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1)]
+
+
+@pytest.mark.parametrize("semivalue", SEMIVALUES, ids=str)
+@pytest.mark.parametrize("q", [0.0, 0.5])
+@pytest.mark.parametrize("noise_mode", ["none", "iid", "correlated", "custom"])
+@pytest.mark.parametrize("loss", LOSSES)
+def test_walk_matches_reference(loss, noise_mode, q, semivalue):
+    psi, values, end_ref, end_kernel = run_both(loss, "neg_loss", noise_mode, q,
+                                                semivalue)
+    assert np.any(psi != 0)
+    assert_allclose(values, psi, rtol=1e-10, atol=1e-10)
+    assert_allclose(end_kernel, end_ref, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "squared", "modified_huber"])
+def test_walk_matches_reference_one_vs_rest(loss):
+    psi, values, _, _ = run_both(loss, "neg_loss", "correlated", 0.0, "shapley",
+                                 n_outputs=3)
+    assert_allclose(values, psi, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("loss, utility_name, n_outputs", [
+    ("logistic", "accuracy", 1), ("multinomial", "accuracy", 3),
+    ("hinge", "accuracy", 3), ("squared", "neg_mse", 1), ("huber", "r2", 1),
+])
+def test_walk_matches_reference_utilities(loss, utility_name, n_outputs):
+    psi, values, end_ref, end_kernel = run_both(
+        loss, utility_name, "iid", 0.0, "shapley", n_outputs=n_outputs, k=8)
+    assert_allclose(values, psi, rtol=1e-10, atol=1e-10)
+    assert_allclose(end_kernel, end_ref, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_reference_gradient_matches_finite_differences(loss):
+    """The reference's derivatives are themselves right (central differences)."""
+    rng = np.random.default_rng(3)
+    n_outputs = 3
+    for _ in range(5):
+        m = 1.5 * rng.normal(size=n_outputs)
+        if loss == "multinomial":
+            t = np.eye(n_outputs)[rng.integers(n_outputs)]
+        elif loss in ("squared", "huber"):
+            t = rng.normal(size=n_outputs)
+        else:
+            t = rng.choice([-1.0, 1.0], size=n_outputs)
+        _, grad = loss_and_dloss(loss, m, t, HUBER_EPSILON)
+        h = 1e-6
+        numeric = [(loss_and_dloss(loss, m + h * e, t, HUBER_EPSILON)[0]
+                    - loss_and_dloss(loss, m - h * e, t, HUBER_EPSILON)[0]) / (2 * h)
+                   for e in np.eye(n_outputs)]
+        assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_sample_loss_matches_reference_and_is_stable(loss):
+    rng = np.random.default_rng(4)
+    n_outputs = 3 if loss == "multinomial" else 1
+    for scale in (1.0, 1e3, 1e300):
+        m = scale * rng.normal(size=n_outputs)
+        t = (np.eye(n_outputs)[0] if loss == "multinomial"
+             else np.array([1.0] * n_outputs))
+        value = _kernels.sample_loss(LOSS_CODES[loss], m, t, HUBER_EPSILON)
+        out = np.empty(n_outputs)
+        _kernels.sample_dloss(LOSS_CODES[loss], m, t, HUBER_EPSILON, out)
+        if loss in ("squared", "squared_hinge") and scale == 1e300:
+            continue  # the loss itself is 1e600: overflow is the right answer
+        with np.errstate(over="ignore"):
+            expected, expected_grad = loss_and_dloss(loss, m, t, HUBER_EPSILON)
+        assert np.isfinite(value) and np.all(np.isfinite(out))
+        assert_allclose(value, expected, rtol=1e-12)
+        assert_allclose(out, expected_grad, rtol=1e-12, atol=1e-300)
+
+
+def test_clip_l2_matches_numpy():
+    rng = np.random.default_rng(5)
+    for norm_target in (0.1, 1.0, 7.0):
+        g = rng.normal(size=(2, 4))
+        g *= norm_target / np.linalg.norm(g)
+        expected = g / max(1.0, np.linalg.norm(g) / 1.0)
+        got = g.copy()
+        _kernels.clip_l2(got, 1.0)
+        assert_allclose(got, expected, rtol=1e-14)
