@@ -1,0 +1,67 @@
+"""Exact GDP accounting, cross-checked against Google's PLD accountant."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from skdpval._accounting import (
+    gdp_epsilon,
+    gdp_mu,
+    log_delta,
+    noise_std_for_budget,
+    privacy_report,
+)
+
+
+def test_published_calibration():
+    # eps = 1, delta = 5e-5, k = 200, C = 1.
+    assert_allclose(noise_std_for_budget(1.0, 5e-5, 200, 1.0), 47.4597, rtol=1e-4)
+
+
+@pytest.mark.parametrize("k", [1, 10, 200, 1000])
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("delta", [5e-5, 1e-3])
+def test_matches_dp_accounting_pld(k, epsilon, delta):
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import PLDAccountant
+
+    s = noise_std_for_budget(epsilon, delta, k, clip_norm=1.0)
+    accountant = PLDAccountant(value_discretization_interval=1e-4)
+    accountant.compose(dp_accounting.GaussianDpEvent(noise_multiplier=s), k)
+    assert_allclose(accountant.get_epsilon(delta), epsilon, rtol=1e-3)
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 0.3, 1.0, 10.0, 100.0])
+@pytest.mark.parametrize("delta", [1e-12, 1e-6, 5e-5, 0.1])
+def test_round_trip_over_the_supported_range(epsilon, delta):
+    mu = gdp_mu(epsilon, delta)
+    assert np.isfinite(mu) and mu > 0
+    assert_allclose(np.exp(log_delta(epsilon, mu)), delta, rtol=1e-8)
+    assert_allclose(gdp_epsilon(mu, delta), epsilon, rtol=1e-8)
+
+
+def test_delta_curve_against_direct_formula():
+    from scipy.stats import norm
+
+    for mu, epsilon in [(0.5, 0.2), (1.0, 1.0), (2.0, 3.0)]:
+        direct = (norm.cdf(-epsilon / mu + mu / 2)
+                  - np.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2))
+        assert_allclose(np.exp(log_delta(epsilon, mu)), direct, rtol=1e-10)
+
+
+def test_more_noise_less_epsilon_and_replace_one_is_worse():
+    report = privacy_report(noise_std=20.0, delta=1e-5, n_releases=100,
+                            clip_norm=1.0, unit="sample", n_unprotected=0)
+    assert_allclose(report["mu"], np.sqrt(100) / 20.0)
+    assert report["epsilon_replace_one"] > report["epsilon"]
+    assert_allclose(report["epsilon_replace_one"], gdp_epsilon(2 * report["mu"], 1e-5))
+    quieter = privacy_report(noise_std=40.0, delta=1e-5, n_releases=100,
+                             clip_norm=1.0, unit="sample", n_unprotected=0)
+    assert quieter["epsilon"] < report["epsilon"]
+    none = privacy_report(noise_std=0.0, delta=1e-5, n_releases=100,
+                          clip_norm=1.0, unit="sample", n_unprotected=3)
+    assert none["epsilon"] == np.inf and "not protected" in none["validation_set"]
+
+
+def test_zero_epsilon_when_noise_is_huge():
+    assert gdp_epsilon(1e-9, 0.1) == 0.0

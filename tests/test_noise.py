@@ -1,0 +1,84 @@
+"""Noise policies: the released noise has the variance the paper derives."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from skdpval import _kernels
+from skdpval._noise import counted_permutations, noise_schedule
+
+
+def released_second_moment(noise_mode, k=12, n_runs=300, d=40, s=1.0, seed=0):
+    """E|released|^2 / d at each permutation t, for a constant clipped gradient.
+
+    One party whose hinge gradient ``-x`` is clipped to norm 1 and stays
+    constant (the learning rate keeps its margin below 1). The validation rows
+    are the unit vectors with target 0, so ``-neg_mse = lr^2 |released|^2 / d``
+    at the end of each one-party walk.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=d)
+    x *= 2.0 / np.linalg.norm(x)
+    clipped = x / 2.0  # -(-x) direction; the gradient is -y x with y = -1
+    lr = 1e-4
+    x_tt, use_rolling, _ = noise_schedule(noise_mode, k)
+    moments = np.zeros(k)
+    for _ in range(n_runs):
+        rolling = np.zeros((1, 1, d)) if use_rolling else None
+        noise = s * rng.normal(size=(k, 1, 1, d))
+        end = _kernels.walk(
+            x[None, :], np.array([[-1.0]]), np.eye(d), np.zeros((d, 1)),
+            np.zeros(d, np.int64), loss=_kernels.HINGE, utility=_kernels.NEG_MSE,
+            huber_epsilon=0.0, l2=0.0, n_penalized=d, clip_norm=1.0,
+            learning_rate=lr, total_sum_squares=1.0, theta_init=np.zeros((1, d)),
+            permutations=np.zeros((k, 1), np.int64), noise=noise, x_tt=x_tt,
+            counted=np.ones(k, bool), releases_before=0, rolling_mean=rolling,
+            weights=np.ones(1), marginal_sum=np.zeros(1),
+            marginal_sq_sum=np.zeros(1))
+        moments += -end / lr**2
+    # |released|^2 / d = |clipped|^2 / d + noise variance per coordinate.
+    return moments / n_runs - clipped @ clipped / d
+
+
+def test_correlated_noise_variance_is_s2_over_t():
+    k = 12
+    variance = released_second_moment("correlated", k=k)
+    t = np.arange(1, k + 1)
+    # 300 runs x 40 coordinates per t: relative sampling error about 1.3%.
+    assert_allclose(variance * t, 1.0, rtol=0.08)
+
+
+def test_iid_noise_variance_is_s2():
+    variance = released_second_moment("iid")
+    assert_allclose(variance, 1.0, rtol=0.08)
+
+
+def test_no_noise_releases_the_clipped_gradient():
+    x_tt, use_rolling, add_noise = noise_schedule("none", 5)
+    assert not add_noise and not use_rolling
+    assert_allclose(x_tt, 1.0)
+
+
+def test_schedules():
+    x_tt, use_rolling, add_noise = noise_schedule("correlated", 4)
+    assert_allclose(x_tt, [1, 1 / 2, 1 / 3, 1 / 4])
+    assert use_rolling and add_noise
+    x_tt, use_rolling, _ = noise_schedule(lambda t, k: 0.75 - 0.7 * t / k, 10)
+    assert_allclose(x_tt, 0.75 - 0.07 * np.arange(1, 11))
+    assert use_rolling
+    _, use_rolling, _ = noise_schedule(np.ones(3), 3)
+    assert not use_rolling
+
+
+@pytest.mark.parametrize("bad", [np.ones(4), np.zeros(3), [0.5, 1.2, 1.0],
+                                 [np.nan, 1, 1], lambda t, k: np.ones(k + 1)])
+def test_bad_schedules_are_refused(bad):
+    with pytest.raises(ValueError, match="noise"):
+        noise_schedule(bad, 3)
+
+
+def test_burn_in_counts_t_greater_than_qk():
+    assert counted_permutations(0.0, 4).tolist() == [True] * 4
+    assert counted_permutations(0.5, 4).tolist() == [False, False, True, True]
+    assert counted_permutations(0.9, 10).sum() == 1
+    assert counted_permutations(0.3, 5).tolist() == [False, True, True, True, True]
