@@ -275,10 +275,6 @@ class DPDataValuator(BaseEstimator):
     def _check_scalar_params(self):
         """Checks the declared constraints cannot express."""
         check_semivalue(self.semivalue)
-        for name in ("epsilon", "noise_multiplier", "clip_norm", "learning_rate"):
-            value = getattr(self, name)
-            if isinstance(value, Real) and not np.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value!r}.")
         if self.noise_multiplier is not None and self.epsilon is not None:
             raise ValueError(
                 "Give either epsilon or noise_multiplier, not both: set "

@@ -1,0 +1,315 @@
+"""DPDataValuator: the estimator contract, plumbing, reproducibility, bad input."""
+
+import pickle
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, make_classification, make_regression
+from sklearn.linear_model import (
+    Lasso,
+    LinearRegression,
+    LogisticRegression,
+    Ridge,
+    RidgeClassifier,
+    SGDClassifier,
+    SGDRegressor,
+)
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import skdpval._valuator as valuator_module
+from reference import algorithm1
+from skdpval import DPDataValuator, _kernels
+from skdpval._models import model_spec
+from skdpval._semivalues import semivalue_weights
+
+
+@parametrize_with_checks([
+    DPDataValuator(LogisticRegression(), n_permutations=3, random_state=0),
+    DPDataValuator(Ridge(), n_permutations=3, noise="iid", random_state=0),
+    DPDataValuator(SGDClassifier(loss="hinge"), n_permutations=2, noise="none",
+                   learning_rate=0.1, semivalue=("beta", 4, 1), random_state=0),
+])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def classification():
+    X, y = make_classification(n_samples=60, n_features=4, n_informative=3,
+                               n_redundant=0, random_state=0)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_get_params_reaches_nested_and_clone_keeps_them():
+    valuator = DPDataValuator(SGDClassifier(loss="log_loss", alpha=1e-3), q=0.5)
+    params = valuator.get_params(deep=True)
+    assert params["estimator__alpha"] == 1e-3
+    valuator.set_params(estimator__alpha=0.1, epsilon=3.0)
+    cloned = clone(valuator)
+    assert cloned.get_params(deep=True)["estimator__alpha"] == 0.1
+    assert cloned.epsilon == 3.0 and cloned.estimator is not valuator.estimator
+
+
+def test_pickle_fitted(classification):
+    X, y = classification
+    valuator = DPDataValuator(n_permutations=5, random_state=0).fit(X, y)
+    restored = pickle.loads(pickle.dumps(valuator))
+    assert_array_equal(restored.values_, valuator.values_)
+    assert restored.privacy_report_ == valuator.privacy_report_
+
+
+def test_same_seed_identical_other_seed_differs(classification):
+    X, y = classification
+    make = lambda seed: DPDataValuator(n_permutations=8, random_state=seed).fit(X, y)
+    first, again, other = make(0), make(0), make(1)
+    assert_array_equal(first.values_, again.values_)
+    assert_array_equal(first.rank_, again.rank_)
+    assert not np.array_equal(first.values_, other.values_)
+
+
+def test_fitted_attributes_are_the_documented_ones(classification):
+    """Nothing else is kept after fit: in particular no gradients or noise."""
+    X, y = classification
+    valuator = DPDataValuator(n_permutations=3, random_state=0).fit(X, y)
+    fitted = {name for name in vars(valuator) if name.endswith("_")
+              and not name.startswith("_")}
+    assert fitted == {"values_", "rank_", "classes_", "learning_rate_", "epsilon_",
+                      "delta_", "noise_multiplier_", "n_releases_",
+                      "privacy_report_", "n_features_in_"}
+    assert all(np.ndim(value) <= 1 for value in vars(valuator).values()
+               if isinstance(value, np.ndarray))
+
+
+def test_held_out_validation_set(classification):
+    X, y = classification
+    valuator = DPDataValuator(n_permutations=4, validation_fraction=0.25,
+                              random_state=0).fit(X, y)
+    held_out = np.isnan(valuator.values_)
+    assert held_out.sum() == 15
+    # Stratified: both classes are held out in proportion.
+    assert abs(y[held_out].mean() - y.mean()) < 0.1
+    assert np.all(valuator.rank_[held_out] == 0)
+    assert sorted(valuator.rank_[~held_out]) == list(range(1, 46))
+    best = np.nanargmax(valuator.values_)
+    assert valuator.rank_[best] == 1
+    assert "15 samples held out" in valuator.privacy_report_["validation_set"]
+
+
+def test_privacy_attributes(classification):
+    X, y = classification
+    valuator = DPDataValuator(epsilon=1.0, delta=5e-5, n_permutations=200,
+                              random_state=0).fit(X, y)
+    assert_allclose(valuator.noise_multiplier_, 47.4597, rtol=1e-4)
+    assert valuator.n_releases_ == 200
+    assert_allclose(valuator.epsilon_, 1.0, rtol=1e-8)
+    assert valuator.delta_ == 5e-5
+    report = valuator.privacy_report_
+    assert report["unit"] == "sample" and report["n_releases"] == 200
+    assert "none" in report["amplification"]
+
+    inverse = DPDataValuator(epsilon=None, noise_multiplier=47.4597,
+                             n_permutations=200, random_state=0).fit(X, y)
+    assert_allclose(inverse.epsilon_, 1.0, rtol=1e-4)
+
+    public = DPDataValuator(noise="none", n_permutations=2).fit(X, y)
+    assert public.epsilon_ == np.inf and public.noise_multiplier_ == 0
+
+
+def test_values_match_reference_through_the_estimator(classification, monkeypatch):
+    """fit's plumbing (targets, intercept, L2, weights, burn-in) against Algorithm 1."""
+    X, y = classification
+    X_train, y_train, X_val, y_val = X[:12], y[:12], X[40:], y[40:]
+    draws = []
+    original = valuator_module.permutation_draws
+
+    def recording(*args):
+        draws.append(original(*args))
+        return draws[-1]
+
+    monkeypatch.setattr(valuator_module, "permutation_draws", recording)
+    k, C = 6, 0.8
+    valuator = DPDataValuator(LogisticRegression(C=0.5), semivalue="banzhaf",
+                              noise="correlated", q=0.5, epsilon=2.0,
+                              clip_norm=C, n_permutations=k, learning_rate=0.3,
+                              random_state=0).fit(X_train, y_train, X_val=X_val,
+                                                  y_val=y_val)
+    ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
+    psi, _ = algorithm1(
+        ones(X_train), np.where(y_train == 1, 1.0, -1.0)[:, None], ones(X_val),
+        np.where(y_val == 1, 1.0, -1.0)[:, None], y_val, loss="logistic",
+        utility_name="neg_loss", learning_rate=0.3, l2=1 / (0.5 * 12),
+        n_penalized=X.shape[1], clip_norm=C,
+        permutations=np.array([p for p, _ in draws]),
+        noise=np.array([z for _, z in draws]), x_tt=1.0 / np.arange(1, k + 1),
+        q=0.5, weights=semivalue_weights("banzhaf", 12))
+    assert_allclose(valuator.values_, psi, rtol=1e-10, atol=1e-12)
+    # The noise drawn is the calibrated noise.
+    assert_allclose(np.std(np.array([z for _, z in draws])),
+                    valuator.noise_multiplier_ * C, rtol=0.1)
+
+
+@pytest.mark.parametrize("estimator, make", [
+    (LogisticRegression(C=0.3, tol=1e-10, max_iter=10000), "binary"),
+    (LogisticRegression(C=0.3, tol=1e-10, max_iter=10000), "multiclass"),
+    (LogisticRegression(C=np.inf, tol=1e-10, max_iter=10000), "binary"),
+    (Ridge(alpha=3.0), "regression"),
+    (RidgeClassifier(alpha=3.0), "binary"),
+    (RidgeClassifier(alpha=3.0), "multiclass"),
+    (LinearRegression(), "regression"),
+])
+def test_model_spec_is_the_models_own_objective(estimator, make):
+    """At scikit-learn's fitted optimum, the mean per-party gradient vanishes."""
+    rng = np.random.default_rng(0)
+    n, d = 80, 3
+    X = rng.normal(size=(n, d))
+    if make == "regression":
+        y = X @ rng.normal(size=d) + rng.normal(size=n)
+    else:
+        n_classes = 2 if make == "binary" else 3
+        y = np.argmax(X @ rng.normal(size=(d, n_classes)) + rng.normal(size=(n, n_classes)), 1)
+        if make == "binary" and np.isinf(getattr(estimator, "C", 1.0)):
+            y[:10] = 1 - y[:10]  # not separable, so the optimum is finite
+    fitted = clone(estimator).fit(X, y)
+    spec = model_spec(estimator, n_samples=n)
+    if spec.is_classifier:
+        from skdpval._models import classifier_targets
+        T, loss = classifier_targets(spec, y, len(np.unique(y)))
+    else:
+        T, loss = y[:, None].astype(float), spec.loss
+    theta = np.hstack([np.atleast_2d(fitted.coef_),
+                       np.atleast_1d(fitted.intercept_)[:, None]])
+    Xa = np.hstack([X, np.ones((n, 1))])
+    grad = np.zeros_like(theta)
+    out = np.empty_like(theta)
+    for j in range(n):
+        _kernels.party_gradient(theta, Xa[j], T[j], loss, 0.0, spec.l2_per_sample,
+                                d, np.empty(T.shape[1]), np.empty(T.shape[1]), out)
+        grad += out / n
+    at_zero = np.zeros_like(theta)
+    for j in range(n):
+        _kernels.party_gradient(np.zeros_like(theta), Xa[j], T[j], loss, 0.0,
+                                spec.l2_per_sample, d, np.empty(T.shape[1]),
+                                np.empty(T.shape[1]), out)
+        at_zero += out / n
+    assert np.linalg.norm(grad) < 1e-4 * np.linalg.norm(at_zero)
+
+
+def test_learning_rate_auto_never_reads_training_data(classification):
+    X, y = classification
+    rng = np.random.default_rng(0)
+    X_val, y_val = X[40:], y[40:]
+    make = lambda Xt, yt: DPDataValuator(n_permutations=2, random_state=0).fit(
+        Xt, yt, X_val=X_val, y_val=y_val).learning_rate_
+    first = make(X[:40], y[:40])
+    second = make(rng.normal(size=(40, 4)) * 100, rng.integers(2, size=40))
+    assert first == second
+    assert first in valuator_module.AUTO_LEARNING_RATES
+
+
+def test_auto_learning_rate_is_sensible_on_real_data():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    valuator = DPDataValuator(noise="none", n_permutations=1, random_state=0)
+    valuator.fit(X, y)
+    lr = valuator.learning_rate_
+    # one pass at the chosen rate gives a good model on this easy data set
+    assert 1e-3 <= lr <= 1.0
+
+
+@pytest.mark.parametrize("estimator, y_kind, utility", [
+    (LogisticRegression(), "multiclass", "accuracy"),
+    (SGDClassifier(loss="modified_huber"), "multiclass", "neg_loss"),
+    (SGDClassifier(loss="squared_hinge"), "strings", "neg_loss"),
+    (SGDRegressor(loss="huber"), "regression", "r2"),
+    (LinearRegression(fit_intercept=False), "regression", "neg_mse"),
+])
+def test_supported_models_give_finite_values(estimator, y_kind, utility):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    if y_kind == "regression":
+        y = X @ [1.0, -2.0, 0.5] + rng.normal(size=40)
+    elif y_kind == "strings":
+        y = np.where(X[:, 0] > 0, "spam", "ham")
+    else:
+        y = np.argmax(X, axis=1)
+    valuator = DPDataValuator(estimator, utility=utility, n_permutations=5,
+                              random_state=0).fit(X, y)
+    assert np.isfinite(valuator.values_).sum() == 32
+    if y_kind == "strings":
+        assert list(valuator.classes_) == ["ham", "spam"]
+
+
+def test_noiseless_values_find_flipped_labels():
+    """Without noise, Shapley values rank flipped labels low (a sanity check)."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    rng = np.random.default_rng(0)
+    train, val = np.arange(300), np.arange(300, 569)
+    flipped = rng.random(300) < 0.2
+    y_train = np.where(flipped, 1 - y[train], y[train])
+    valuator = DPDataValuator(noise="none", q=0.0, n_permutations=30,
+                              random_state=0).fit(X[train], y_train,
+                                                  X_val=X[val], y_val=y[val])
+    from sklearn.metrics import roc_auc_score
+    assert roc_auc_score(flipped, -valuator.values_) > 0.9
+
+
+X_OK = np.random.default_rng(0).normal(size=(20, 3))
+Y_OK = np.array([0, 1] * 10)
+
+
+@pytest.mark.parametrize("params, fit_args, match", [
+    ({}, dict(X=np.where(np.eye(20, 3) == 1, np.nan, X_OK)), "NaN"),
+    ({}, dict(X=np.where(np.eye(20, 3) == 1, np.inf, X_OK)), "infinity"),
+    ({}, dict(y=np.r_[np.nan, Y_OK[1:]]), "Input y contains NaN|Unknown label"),
+    ({}, dict(X=X_OK[:10]), "inconsistent numbers of samples"),
+    ({}, dict(y=np.zeros(20)), "single class"),
+    ({}, dict(X=X_OK[:1], y=Y_OK[:1]), "minimum of 2 is required"),
+    ({"epsilon": 0.0}, {}, "epsilon"),
+    ({"epsilon": -1.0}, {}, "epsilon"),
+    ({"epsilon": np.inf}, {}, "epsilon"),
+    ({"epsilon": np.nan}, {}, "epsilon"),
+    ({"delta": 0.0}, {}, "delta"),
+    ({"delta": 1.0}, {}, "delta"),
+    ({"q": 1.0}, {}, "'q' parameter"),
+    ({"q": -0.1}, {}, "'q' parameter"),
+    ({"clip_norm": 0.0}, {}, "clip_norm"),
+    ({"n_permutations": 0}, {}, "n_permutations"),
+    ({"learning_rate": -0.1}, {}, "learning_rate"),
+    ({"learning_rate": "fast"}, {}, "learning_rate"),
+    ({"noise": "corelated"}, {}, "'noise' parameter"),
+    ({"semivalue": "shapely"}, {}, "semivalue"),
+    ({"semivalue": ("beta", 0, 1)}, {}, "semivalue"),
+    ({"utility": "r2"}, {}, "utility='r2' does not apply to a classifier"),
+    ({"epsilon": 1.0, "noise_multiplier": 2.0}, {}, "epsilon=None"),
+    ({"noise": np.ones(7)}, {}, "noise must give one x_tt per permutation"),
+    ({"estimator": Lasso()}, {}, "supported estimators are"),
+    ({"estimator": SGDClassifier(loss="perceptron")}, {}, "loss='perceptron'"),
+    ({"estimator": SGDClassifier(penalty="l1")}, {}, "penalty='l1'"),
+    ({"estimator": LogisticRegression(l1_ratio=0.5)}, {}, "l1_ratio"),
+    ({"estimator": LogisticRegression(class_weight="balanced")}, {}, "class_weight"),
+    ({}, dict(X_val=X_OK[:5]), "X_val and y_val must be given together"),
+    ({}, dict(X_val=X_OK[:5, :2], y_val=Y_OK[:5]), "features"),
+    ({}, dict(X_val=X_OK[:5], y_val=np.array([0, 1, 2, 0, 1])), "not in y"),
+])
+def test_bad_input_is_refused_before_any_work(params, fit_args, match, monkeypatch):
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("the kernel ran on bad input")
+
+    monkeypatch.setattr(valuator_module._kernels, "walk", no_kernel)
+    monkeypatch.setattr(valuator_module._kernels, "sgd_pass", no_kernel)
+    args = dict(X=X_OK, y=Y_OK)
+    args.update(fit_args)
+    valuator = DPDataValuator(**{"n_permutations": 5, **params})
+    with pytest.raises((ValueError, TypeError), match=match):
+        valuator.fit(**args)
+
+
+def test_sparse_input_is_refused_clearly():
+    from scipy import sparse
+
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        DPDataValuator(n_permutations=2).fit(sparse.csr_matrix(X_OK), Y_OK)
