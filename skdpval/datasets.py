@@ -1,0 +1,124 @@
+"""Small noisy-label data sets built from scikit-learn's bundled data."""
+
+import numpy as np
+from sklearn import datasets as sk_datasets
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils import Bunch, check_random_state
+from sklearn.utils.validation import column_or_1d
+
+_LOADERS = {
+    "breast_cancer": sk_datasets.load_breast_cancer,
+    "diabetes": sk_datasets.load_diabetes,
+    "wine": sk_datasets.load_wine,
+    "iris": sk_datasets.load_iris,
+}
+
+
+def flip_labels(y, fraction, random_state=None):
+    """Change the label of a random ``fraction`` of the samples.
+
+    Each chosen sample gets another label drawn uniformly from the other
+    classes present in ``y`` (for two classes: the other class).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class labels, at least two distinct ones.
+    fraction : float in [0, 1]
+        Fraction of samples to flip (rounded to the nearest count).
+    random_state : int, RandomState instance or None, default=None
+        Chooses the samples and their new labels.
+
+    Returns
+    -------
+    y_noisy : ndarray of shape (n_samples,)
+        The labels after flipping.
+    is_flipped : ndarray of bool of shape (n_samples,)
+        True where the label was changed.
+
+    Examples
+    --------
+    >>> from skdpval.datasets import flip_labels
+    >>> y_noisy, is_flipped = flip_labels([0, 1, 0, 1, 0, 1, 0, 1, 0, 1], 0.3,
+    ...                                   random_state=0)
+    >>> int(is_flipped.sum())
+    3
+    """
+    y = column_or_1d(y)
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}.")
+    classes = np.unique(y)
+    if len(classes) < 2:
+        raise ValueError("flip_labels needs y with at least two classes.")
+    rs = check_random_state(random_state)
+    n_flip = int(round(fraction * len(y)))
+    chosen = rs.choice(len(y), size=n_flip, replace=False)
+    y_noisy = y.copy()
+    index = np.searchsorted(classes, y[chosen])
+    shift = rs.randint(1, len(classes), size=n_flip)
+    y_noisy[chosen] = classes[(index + shift) % len(classes)]
+    is_flipped = np.zeros(len(y), dtype=bool)
+    is_flipped[chosen] = True
+    return y_noisy, is_flipped
+
+
+def load_noisy_classification(name="breast_cancer", *, n_train=None,
+                              flip_fraction=0.3, validation_size=0.2,
+                              test_size=0.2, random_state=None):
+    """A bundled classification data set, split, scaled, with flipped labels.
+
+    The samples are split (stratified) into train / validation / test; the
+    features are standardised with the training split's statistics; a
+    ``flip_fraction`` of the training labels is flipped. Validation and test
+    labels stay clean.
+
+    Parameters
+    ----------
+    name : {"breast_cancer", "diabetes", "wine", "iris"}, default="breast_cancer"
+        The data set. ``"diabetes"`` is the regression target binarised at
+        its median.
+    n_train : int or None, default=None
+        Training samples to keep (at most what the split leaves); ``None``
+        keeps all.
+    flip_fraction : float in [0, 1], default=0.3
+        Fraction of training labels to flip.
+    validation_size, test_size : float in (0, 1), default=0.2
+        Fractions of all samples for the validation and test splits.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the split and the flips.
+
+    Returns
+    -------
+    data : Bunch
+        ``X_train, y_train`` (noisy), ``y_train_clean``, ``is_noisy``,
+        ``X_val, y_val, X_test, y_test`` and ``feature_names``.
+
+    Examples
+    --------
+    >>> from skdpval.datasets import load_noisy_classification
+    >>> data = load_noisy_classification("breast_cancer", random_state=0)
+    >>> data.X_train.shape, round(data.is_noisy.mean(), 2)
+    ((341, 30), 0.3)
+    """
+    if name not in _LOADERS:
+        raise ValueError(f"name must be one of {sorted(_LOADERS)}, got {name!r}.")
+    raw = _LOADERS[name]()
+    X, y = raw.data, raw.target
+    if name == "diabetes":
+        y = (y > np.median(y)).astype(int)
+    rs = check_random_state(random_state)
+    X_rest, X_test, y_rest, y_test = train_test_split(
+        X, y, test_size=test_size, stratify=y, random_state=rs.randint(2**31 - 1))
+    X_train, X_val, y_train, y_val = train_test_split(
+        X_rest, y_rest, test_size=validation_size / (1 - test_size),
+        stratify=y_rest, random_state=rs.randint(2**31 - 1))
+    if n_train is not None and n_train < len(X_train):
+        X_train, y_train = X_train[:n_train], y_train[:n_train]
+    scaler = StandardScaler().fit(X_train)
+    y_noisy, is_noisy = flip_labels(y_train, flip_fraction, random_state=rs)
+    return Bunch(X_train=scaler.transform(X_train), y_train=y_noisy,
+                 y_train_clean=y_train, is_noisy=is_noisy,
+                 X_val=scaler.transform(X_val), y_val=y_val,
+                 X_test=scaler.transform(X_test), y_test=y_test,
+                 feature_names=np.asarray(raw.feature_names))
