@@ -98,7 +98,7 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
     --------
     >>> from skdpval.datasets import load_noisy_classification
     >>> data = load_noisy_classification("breast_cancer", random_state=0)
-    >>> data.X_train.shape, round(data.is_noisy.mean(), 2)
+    >>> data.X_train.shape, float(round(data.is_noisy.mean(), 2))
     ((341, 30), 0.3)
     """
     if name not in _LOADERS:
