@@ -1,18 +1,31 @@
 """Numba kernels: losses, gradients, clipping, utilities and the permutation walk.
 
 Everything here takes contiguous float64 / int64 arrays and plain scalars; the
-estimator classes turn strings into the integer codes below once, before any
-kernel runs. The thin wrappers at the bottom of the module are the only entry
-points used by the rest of the package.
+Python side turns strings into the integer codes below once, before any kernel
+runs. The thin wrappers at the bottom of the module are the only entry points
+used by the rest of the package.
 
-Parameters are a matrix ``theta`` of shape ``(n_outputs, n_columns)``; when the
-model fits an intercept, ``X`` carries a trailing column of ones and the last
-column of ``theta`` is the intercept, which the L2 term does not touch
-(``n_penalized = n_columns - 1``).
+Layout:
+
+- parameters ``theta`` are ``(n_outputs, n_columns)``; when the model fits an
+  intercept, ``X`` carries a trailing column of ones and the last column of
+  ``theta`` is the intercept, which the L2 term does not touch
+  (``n_penalized = n_columns - 1``);
+- a party is a block of rows ``X[offsets[j]:offsets[j + 1]]`` (one row per
+  party for sample valuation); its gradient is that of its mean loss;
+- the validation set is stored transposed, ``X_val_t`` ``(n_columns, n_val)``
+  and ``T_val_t`` ``(n_outputs, n_val)``, and its margins ``(n_outputs,
+  n_val)`` are updated in place (exactly, as they are linear in theta), so that
+  the inner loops run over contiguous validation rows and vectorise.
+
+All kernels use ``error_model="numpy"``: Python's zero-division checks would
+put a branch in every loop and stop LLVM from vectorising them (7x slower).
 """
 
 import numpy as np
 from numba import njit
+from numba.core import types
+from numba.extending import intrinsic
 
 # Loss codes. Margin losses (LOGISTIC, HINGE, SQUARED_HINGE, MODIFIED_HUBER)
 # take targets in {-1, +1}, one output per class for one-vs-rest; MULTINOMIAL
@@ -31,20 +44,97 @@ ACCURACY = 1
 NEG_MSE = 2
 R2 = 3
 
+_jit = dict(cache=True, nogil=True, error_model="numpy")
+_inline = dict(inline="always", error_model="numpy")
 
-@njit(cache=True, nogil=True)
-def _softplus(z):
-    """log(1 + exp(z)) without overflow."""
-    if z > 0.0:
-        return z + np.log1p(np.exp(-z))
-    return np.log1p(np.exp(z))
+# --- softplus, branch-free so that loops over validation rows vectorise -----
+
+_LN2 = 0.6931471805599453
+_LN2_HI = 6.93147180369123816490e-01  # trailing zeros: k * _LN2_HI is exact
+_LN2_LO = 1.90821492927058770002e-10
+_LOG2E = 1.4426950408889634
+_SQRT2 = 1.4142135623730951
 
 
-@njit(cache=True, nogil=True)
+@intrinsic
+def _bits_to_float(typingctx, bits):
+    """Reinterpret the bits of an int64 as a float64 (no conversion)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
+@njit(**_inline)
+def _exp_neg(a):
+    """exp(-a) for a >= 0, to 1 ulp: exp(-a) = 2^-k exp(r), |r| <= ln2 / 2."""
+    a = min(a, 746.0)  # exp(-746) is below the smallest subnormal
+    k = np.floor(a * _LOG2E + 0.5)
+    r = (k * _LN2_HI - a) + k * _LN2_LO
+    p = 1.0 / 6227020800.0  # Taylor series to r^13: error below 1e-17
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    # 2^-k in two normal factors, so that subnormal results stay right.
+    ki = np.int64(k)
+    half = ki >> 1
+    return (p * _bits_to_float((1023 - half) << 52)
+            * _bits_to_float((1023 - (ki - half)) << 52))
+
+
+@njit(**_inline)
+def _log1p_unit(e):
+    """log(1 + e) for 0 <= e <= 1, as 2 atanh(s) with |s| <= 0.1716."""
+    y = 1.0 + e
+    big = np.float64(y > _SQRT2)  # then log(1 + e) = ln2 + log(y / 2)
+    numerator = e + big * ((y - 2.0) - e)  # e, or y - 2 (exact)
+    denominator = 2.0 + e + big * (y - e)  # 2 + e, or y + 2
+    s = numerator / denominator
+    s2 = s * s
+    q = 1.0 / 21.0  # atanh series to s^21: error below 1e-17
+    q = q * s2 + 1.0 / 19.0
+    q = q * s2 + 1.0 / 17.0
+    q = q * s2 + 1.0 / 15.0
+    q = q * s2 + 1.0 / 13.0
+    q = q * s2 + 1.0 / 11.0
+    q = q * s2 + 1.0 / 9.0
+    q = q * s2 + 1.0 / 7.0
+    q = q * s2 + 1.0 / 5.0
+    q = q * s2 + 1.0 / 3.0
+    q = q * s2 + 1.0
+    return 2.0 * s * q + big * _LN2
+
+
+@njit(**_inline)
+def softplus(z):
+    """log(1 + exp(z)), without overflow, branch-free, to about 1e-15."""
+    a = abs(z)
+    return 0.5 * (z + a) + _log1p_unit(_exp_neg(a))
+
+
+@njit(**_jit)
+def softplus_array(z, out):
+    """``out[i] = softplus(z[i])`` (for tests and benchmarks)."""
+    for i in range(z.shape[0]):
+        out[i] = softplus(z[i])
+
+
+# --- losses -------------------------------------------------------------------
+
+@njit(**_inline)
 def _output_loss(loss, m, t, huber_epsilon):
     """Loss of one output with margin ``m`` and target ``t`` (not MULTINOMIAL)."""
     if loss == LOGISTIC:
-        return _softplus(-t * m)
+        return softplus(-t * m)
     if loss == SQUARED:
         r = m - t
         return 0.5 * r * r
@@ -67,7 +157,7 @@ def _output_loss(loss, m, t, huber_epsilon):
     return huber_epsilon * a - 0.5 * huber_epsilon * huber_epsilon
 
 
-@njit(cache=True, nogil=True)
+@njit(**_jit)
 def _output_dloss(loss, m, t, huber_epsilon):
     """Derivative of ``_output_loss`` with respect to the margin ``m``."""
     if loss == LOGISTIC:
@@ -99,14 +189,20 @@ def _output_dloss(loss, m, t, huber_epsilon):
     return r
 
 
-@njit(cache=True, nogil=True)
+@njit(**_jit)
+def _max(values):
+    top = values[0]
+    for k in range(1, values.shape[0]):
+        top = max(top, values[k])
+    return top
+
+
+@njit(**_jit)
 def sample_loss(loss, margins, targets, huber_epsilon):
     """Loss of one sample: summed over outputs (one-vs-rest) or multinomial."""
     n_outputs = margins.shape[0]
     if loss == MULTINOMIAL:
-        top = margins[0]
-        for k in range(1, n_outputs):
-            top = max(top, margins[k])
+        top = _max(margins)
         total = 0.0
         dot = 0.0
         for k in range(n_outputs):
@@ -119,14 +215,12 @@ def sample_loss(loss, margins, targets, huber_epsilon):
     return value
 
 
-@njit(cache=True, nogil=True)
+@njit(**_jit)
 def sample_dloss(loss, margins, targets, huber_epsilon, out):
     """Gradient of ``sample_loss`` with respect to the margins, into ``out``."""
     n_outputs = margins.shape[0]
     if loss == MULTINOMIAL:
-        top = margins[0]
-        for k in range(1, n_outputs):
-            top = max(top, margins[k])
+        top = _max(margins)
         total = 0.0
         for k in range(n_outputs):
             out[k] = np.exp(margins[k] - top)
@@ -138,26 +232,35 @@ def sample_dloss(loss, margins, targets, huber_epsilon, out):
         out[k] = _output_dloss(loss, margins[k], targets[k], huber_epsilon)
 
 
-@njit(cache=True, nogil=True)
-def party_gradient(theta, x, targets, loss, huber_epsilon, l2, n_penalized,
-                   margin_buf, dloss_buf, out):
-    """Gradient of one party's loss plus the L2 term ``l2/2 ||W||^2``, into ``out``."""
+@njit(**_jit)
+def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
+                   n_penalized, margin_buf, dloss_buf, out):
+    """Gradient of the mean loss of rows ``start:stop`` plus ``l2/2 ||W||^2``."""
     n_outputs, n_columns = theta.shape
+    out[:, :] = 0.0
+    for row in range(start, stop):
+        x = X[row]
+        for k in range(n_outputs):
+            m = 0.0
+            for c in range(n_columns):
+                m += theta[k, c] * x[c]
+            margin_buf[k] = m
+        sample_dloss(loss, margin_buf, T[row], huber_epsilon, dloss_buf)
+        for k in range(n_outputs):
+            dk = dloss_buf[k]
+            for c in range(n_columns):
+                out[k, c] += dk * x[c]
+    if stop - start > 1:
+        inverse = 1.0 / (stop - start)
+        for k in range(n_outputs):
+            for c in range(n_columns):
+                out[k, c] *= inverse
     for k in range(n_outputs):
-        m = 0.0
-        for c in range(n_columns):
-            m += theta[k, c] * x[c]
-        margin_buf[k] = m
-    sample_dloss(loss, margin_buf, targets, huber_epsilon, dloss_buf)
-    for k in range(n_outputs):
-        dk = dloss_buf[k]
         for c in range(n_penalized):
-            out[k, c] = dk * x[c] + l2 * theta[k, c]
-        for c in range(n_penalized, n_columns):
-            out[k, c] = dk * x[c]
+            out[k, c] += l2 * theta[k, c]
 
 
-@njit(cache=True, nogil=True)
+@njit(**_jit)
 def clip_l2(g, clip_norm):
     """Scale ``g`` in place to L2 norm at most ``clip_norm``; return the old norm."""
     n_outputs, n_columns = g.shape
@@ -174,88 +277,108 @@ def clip_l2(g, clip_norm):
     return norm
 
 
-@njit(cache=True, nogil=True)
-def _row_score(utility, loss, margins, targets, label, huber_epsilon):
-    """One validation row's contribution to the utility (before normalising)."""
-    if utility == NEG_LOSS:
-        return -sample_loss(loss, margins, targets, huber_epsilon)
+# --- utility on the validation set --------------------------------------------
+
+@njit(**_jit)
+def _sum(values):
+    """Sum with four accumulators (a fixed order: deterministic, and fast)."""
+    n = values.shape[0]
+    a0 = a1 = a2 = a3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        a0 += values[i]
+        a1 += values[i + 1]
+        a2 += values[i + 2]
+        a3 += values[i + 3]
+        i += 4
+    while i < n:
+        a0 += values[i]
+        i += 1
+    return (a0 + a1) + (a2 + a3)
+
+
+@njit(**_jit)
+def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
+                       total_sum_squares, buf):
+    """Utility of the validation margins ``(n_outputs, n_val)``; ``buf`` is scratch."""
+    n_outputs, n_val = margins.shape
     if utility == ACCURACY:
-        n_outputs = margins.shape[0]
-        if n_outputs == 1:
-            predicted = 1 if margins[0] > 0.0 else 0
-        else:
+        correct = 0
+        for i in range(n_val):
             predicted = 0
-            for k in range(1, n_outputs):
-                if margins[k] > margins[predicted]:
-                    predicted = k
-        return 1.0 if predicted == label else 0.0
-    # NEG_MSE and R2 (single output regression): squared error
-    r = margins[0] - targets[0]
-    return r * r
-
-
-@njit(cache=True, nogil=True)
-def _finish_utility(utility, total, n_rows, total_sum_squares):
-    if utility == NEG_MSE:
-        return -total / n_rows
-    if utility == R2:
-        return 1.0 - total / total_sum_squares
-    return total / n_rows
-
-
-@njit(cache=True, nogil=True)
-def utility_of_margins(utility, loss, margins, targets, labels, huber_epsilon,
-                       total_sum_squares):
-    """Utility on the validation set given its margins ``(n_rows, n_outputs)``."""
-    total = 0.0
-    for i in range(margins.shape[0]):
-        total += _row_score(utility, loss, margins[i], targets[i], labels[i],
-                            huber_epsilon)
-    return _finish_utility(utility, total, margins.shape[0], total_sum_squares)
-
-
-@njit(cache=True, nogil=True)
-def _step_margins_and_utility(utility, loss, X_val, margins, targets, labels,
-                              update, learning_rate, huber_epsilon,
-                              total_sum_squares):
-    """Apply ``theta -= lr * update`` to the validation margins and score them.
-
-    The margins are linear in theta, so the update is exact:
-    ``margins[i, k] -= lr * X_val[i] @ update[k]``. Fused with the utility so
-    that each row is read once.
-    """
-    n_rows, n_columns = X_val.shape
-    n_outputs = margins.shape[1]
-    total = 0.0
-    for i in range(n_rows):
+            if n_outputs == 1:
+                predicted = 1 if margins[0, i] > 0.0 else 0
+            else:
+                for k in range(1, n_outputs):
+                    if margins[k, i] > margins[predicted, i]:
+                        predicted = k
+            correct += predicted == labels[i]
+        return correct / n_val
+    if utility == NEG_MSE or utility == R2:
+        m, t = margins[0], T_val_t[0]
+        for i in range(n_val):
+            r = m[i] - t[i]
+            buf[i] = r * r
+        total = _sum(buf)
+        if utility == R2:
+            return 1.0 - total / total_sum_squares
+        return -total / n_val
+    # NEG_LOSS
+    if n_outputs == 1 and loss == LOGISTIC:  # the common case, vectorised
+        m, t = margins[0], T_val_t[0]
+        for i in range(n_val):
+            buf[i] = softplus(-t[i] * m[i])
+    elif loss != MULTINOMIAL:
+        for i in range(n_val):
+            buf[i] = 0.0
         for k in range(n_outputs):
-            s = 0.0
-            for c in range(n_columns):
-                s += X_val[i, c] * update[k, c]
-            margins[i, k] -= learning_rate * s
-        total += _row_score(utility, loss, margins[i], targets[i], labels[i],
-                            huber_epsilon)
-    return _finish_utility(utility, total, n_rows, total_sum_squares)
+            m, t = margins[k], T_val_t[k]
+            for i in range(n_val):
+                buf[i] += _output_loss(loss, m[i], t[i], huber_epsilon)
+    else:
+        column = np.empty(n_outputs)
+        targets = np.empty(n_outputs)
+        for i in range(n_val):
+            for k in range(n_outputs):
+                column[k] = margins[k, i]
+                targets[k] = T_val_t[k, i]
+            buf[i] = sample_loss(loss, column, targets, huber_epsilon)
+    return -_sum(buf) / n_val
 
 
-@njit(cache=True, nogil=True)
-def _margins(X, theta, out):
-    n_rows, n_columns = X.shape
-    for i in range(n_rows):
-        for k in range(theta.shape[0]):
-            s = 0.0
-            for c in range(n_columns):
-                s += X[i, c] * theta[k, c]
-            out[i, k] = s
+@njit(**_jit)
+def _step_margins(X_val_t, update, learning_rate, margins):
+    """``margins -= lr * update @ X_val``: exact, as margins are linear in theta."""
+    n_outputs, n_columns = update.shape
+    n_val = margins.shape[1]
+    for k in range(n_outputs):
+        row = margins[k]
+        for c in range(n_columns):
+            step = learning_rate * update[k, c]
+            column = X_val_t[c]
+            for i in range(n_val):
+                row[i] -= step * column[i]
 
 
-@njit(cache=True, nogil=True)
-def _walk(X, T, X_val, T_val, labels_val, loss, utility, huber_epsilon, l2,
-          n_penalized, clip_norm, learning_rate, total_sum_squares, theta_init,
-          permutations, noise, x_tt, counted, releases_before, use_rolling,
-          rolling_mean, weights, marginal_sum, marginal_sq_sum, end_utility):
-    n_parties, n_columns = X.shape
-    n_outputs = T.shape[1]
+@njit(**_jit)
+def _margins(X_val_t, theta, out):
+    n_outputs, n_columns = theta.shape
+    out[:, :] = 0.0
+    for k in range(n_outputs):
+        for c in range(n_columns):
+            for i in range(X_val_t.shape[1]):
+                out[k, i] += theta[k, c] * X_val_t[c, i]
+
+
+# --- the walk -----------------------------------------------------------------
+
+@njit(**_jit)
+def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
+          huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
+          total_sum_squares, theta_init, permutations, noise, x_tt, use_rolling,
+          rolling_mean, weights, marginals, end_utility):
+    n_parties = offsets.shape[0] - 1
+    n_outputs, n_columns = theta_init.shape
     n_walks = permutations.shape[0]
     has_noise = noise.shape[0] == n_walks
 
@@ -263,69 +386,70 @@ def _walk(X, T, X_val, T_val, labels_val, loss, utility, huber_epsilon, l2,
     update = np.empty((n_outputs, n_columns))
     margin_buf = np.empty(n_outputs)
     dloss_buf = np.empty(n_outputs)
-    margins_init = np.empty((X_val.shape[0], n_outputs))
-    _margins(X_val, theta_init, margins_init)
-    utility_init = utility_of_margins(utility, loss, margins_init, T_val,
+    buf = np.empty(X_val_t.shape[1])
+    margins_init = np.empty((n_outputs, X_val_t.shape[1]))
+    _margins(X_val_t, theta_init, margins_init)
+    utility_init = utility_of_margins(utility, loss, margins_init, T_val_t,
                                       labels_val, huber_epsilon,
-                                      total_sum_squares)
+                                      total_sum_squares, buf)
     margins = np.empty_like(margins_init)
 
     for b in range(n_walks):
         theta[:, :] = theta_init
         margins[:, :] = margins_init
         previous = utility_init
-        # Every party releases once per permutation: this is its t-th release.
-        t = releases_before + b + 1
-        keep = (1.0 - x_tt[b]) if use_rolling else 0.0
+        fresh = x_tt[b]
         for position in range(n_parties):
             j = permutations[b, position]
-            party_gradient(theta, X[j], T[j], loss, huber_epsilon, l2,
-                           n_penalized, margin_buf, dloss_buf, update)
+            party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
+                           huber_epsilon, l2, n_penalized, margin_buf,
+                           dloss_buf, update)
             clip_l2(update, clip_norm)
             if has_noise:
-                # The release: clipped gradient plus the party's own noise.
+                # The release: the clipped gradient plus the party's own noise.
                 for k in range(n_outputs):
                     for c in range(n_columns):
                         update[k, c] += noise[b, j, k, c]
             if use_rolling:
-                # Released value: x_tt * this release + (1 - x_tt) * mean of
-                # the party's earlier releases; then fold this release in.
+                # Use x_tt * release + (1 - x_tt) * mean of the party's past
+                # releases; hand the raw release back for the next mean.
                 for k in range(n_outputs):
                     for c in range(n_columns):
                         raw = update[k, c]
-                        past = rolling_mean[j, k, c]
-                        update[k, c] = x_tt[b] * raw + keep * past
-                        rolling_mean[j, k, c] = past + (raw - past) / t
+                        noise[b, j, k, c] = raw
+                        update[k, c] = (fresh * raw
+                                        + (1.0 - fresh) * rolling_mean[j, k, c])
             for k in range(n_outputs):
                 for c in range(n_columns):
                     theta[k, c] -= learning_rate * update[k, c]
-            current = _step_margins_and_utility(
-                utility, loss, X_val, margins, T_val, labels_val, update,
-                learning_rate, huber_epsilon, total_sum_squares)
-            if counted[b]:
-                marginal = weights[position] * (current - previous)
-                marginal_sum[j] += marginal
-                marginal_sq_sum[j] += marginal * marginal
+            _step_margins(X_val_t, update, learning_rate, margins)
+            current = utility_of_margins(utility, loss, margins, T_val_t,
+                                         labels_val, huber_epsilon,
+                                         total_sum_squares, buf)
+            marginals[b, j] = weights[position] * (current - previous)
             previous = current
         end_utility[b] = previous
 
 
-@njit(cache=True, nogil=True)
-def _sgd_pass(X, T, loss, huber_epsilon, l2, n_penalized, clip_norm,
+@njit(**_jit)
+def _sgd_pass(X, T, offsets, loss, huber_epsilon, l2, n_penalized, clip_norm,
               learning_rate, theta, order):
-    """One clipped, noiseless SGD pass over ``X[order]``, updating ``theta``."""
+    """One clipped, noiseless SGD pass over the parties ``order``, on ``theta``."""
     n_outputs, n_columns = theta.shape
     update = np.empty((n_outputs, n_columns))
     margin_buf = np.empty(n_outputs)
     dloss_buf = np.empty(n_outputs)
     for j in order:
-        party_gradient(theta, X[j], T[j], loss, huber_epsilon, l2,
-                       n_penalized, margin_buf, dloss_buf, update)
+        party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
+                       huber_epsilon, l2, n_penalized, margin_buf, dloss_buf,
+                       update)
         clip_l2(update, clip_norm)
         for k in range(n_outputs):
             for c in range(n_columns):
                 theta[k, c] -= learning_rate * update[k, c]
 
+
+# --- Python wrappers ------------------------------------------------------------
 
 def _f64(a):
     return np.ascontiguousarray(a, dtype=np.float64)
@@ -335,61 +459,72 @@ def _i64(a):
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def walk(X, T, X_val, T_val, labels_val, *, loss, utility, huber_epsilon, l2,
-         n_penalized, clip_norm, learning_rate, total_sum_squares, theta_init,
-         permutations, noise, x_tt, counted, releases_before, rolling_mean,
-         weights, marginal_sum, marginal_sq_sum):
-    """Run the G-Shapley walk over a block of permutations, in order.
+def walk(problem, permutations, noise, x_tt, rolling_mean):
+    """Run the G-Shapley walk along each permutation of a block, independently.
 
-    ``permutations`` is ``(n_walks, n_parties)``; ``noise`` is
-    ``(n_walks, n_parties, n_outputs, n_columns)`` indexed by party (not by
-    position), or ``None`` for no noise. ``x_tt[b]`` is the weight of the
-    fresh release in walk ``b``; ``rolling_mean`` (updated in place) holds each
-    party's mean of its raw releases, or is ``None`` for i.i.d. releases.
-    ``marginal_sum`` and ``marginal_sq_sum`` accumulate, in place, the weighted
-    marginals of the walks flagged in ``counted``. Returns the utility at the
-    end of each walk.
+    Parameters
+    ----------
+    problem : WalkProblem
+        The data and settings (see ``skdpval._walk``), already contiguous.
+    permutations : ndarray of shape (n_walks, n_parties)
+    noise : ndarray of shape (n_walks, n_parties, n_outputs, n_columns) or None
+        Each party's noise, indexed by party (not position). With
+        ``rolling_mean`` it is overwritten with the raw releases.
+    x_tt : ndarray of shape (n_walks,)
+        Weight of the fresh release; the rest goes to ``rolling_mean``.
+    rolling_mean : ndarray of shape (n_parties, n_outputs, n_columns) or None
+        Each party's mean of its earlier raw releases (read only); ``None`` for
+        i.i.d. releases.
+
+    Returns
+    -------
+    marginals : ndarray of shape (n_walks, n_parties)
+        Weighted marginal contribution of each party, indexed by party.
+    end_utility : ndarray of shape (n_walks,)
+        Utility after the last step of each walk.
     """
     n_walks = permutations.shape[0]
-    n_outputs, n_columns = np.shape(theta_init)
+    n_parties = problem.offsets.shape[0] - 1
     use_rolling = rolling_mean is not None
     if noise is None:
+        if use_rolling:
+            raise ValueError("a rolling mean needs noise to roll")
         noise = np.empty((0, 1, 1, 1))
+    elif not (noise.dtype == np.float64 and noise.flags.c_contiguous
+              and noise.flags.writeable):
+        raise ValueError("noise must be a writeable C-contiguous float64 array")
     if rolling_mean is None:
         rolling_mean = np.empty((1, 1, 1))
-    for name, arr in (("rolling_mean", rolling_mean), ("marginal_sum", marginal_sum),
-                      ("marginal_sq_sum", marginal_sq_sum)):
-        if not (arr.dtype == np.float64 and arr.flags.c_contiguous):
-            raise ValueError(f"{name} must be a C-contiguous float64 array "
-                             "(it is updated in place)")
+    marginals = np.empty((n_walks, n_parties))
     end_utility = np.empty(n_walks)
-    _walk(_f64(X), _f64(T), _f64(X_val), _f64(T_val), _i64(labels_val),
-          int(loss), int(utility), float(huber_epsilon), float(l2),
-          int(n_penalized), float(clip_norm), float(learning_rate),
-          float(total_sum_squares), _f64(theta_init), _i64(permutations),
-          _f64(noise), _f64(x_tt), np.ascontiguousarray(counted, dtype=np.bool_),
-          int(releases_before), use_rolling, rolling_mean, _f64(weights),
-          marginal_sum, marginal_sq_sum, end_utility)
-    return end_utility
+    p = problem
+    _walk(p.X, p.T, p.offsets, p.X_val_t, p.T_val_t, p.labels_val, p.loss,
+          p.utility, p.huber_epsilon, p.l2, p.n_penalized, p.clip_norm,
+          p.learning_rate, p.total_sum_squares, p.theta_init,
+          _i64(permutations), noise, _f64(x_tt), use_rolling,
+          _f64(rolling_mean), _f64(p.weights), marginals, end_utility)
+    return marginals, end_utility
 
 
 def sgd_pass(X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
              learning_rate, theta_init, order):
     """Return theta after one clipped SGD pass over the rows ``order`` of X."""
     theta = np.array(theta_init, dtype=np.float64, order="C", copy=True)
-    _sgd_pass(_f64(X), _f64(T), int(loss), float(huber_epsilon), float(l2),
-              int(n_penalized), float(clip_norm), float(learning_rate), theta,
-              _i64(order))
+    X = _f64(X)
+    _sgd_pass(X, _f64(T), np.arange(X.shape[0] + 1), int(loss),
+              float(huber_epsilon), float(l2), int(n_penalized),
+              float(clip_norm), float(learning_rate), theta, _i64(order))
     return theta
 
 
 def utility_of_theta(theta, X_val, T_val, labels_val, *, loss, utility,
                      huber_epsilon, total_sum_squares):
-    """Utility of the parameters ``theta`` on the validation set."""
+    """Utility of the parameters ``theta`` on the validation set (rows)."""
     theta = _f64(theta)
-    X_val = _f64(X_val)
-    margins = np.empty((X_val.shape[0], theta.shape[0]))
-    _margins(X_val, theta, margins)
-    return utility_of_margins(int(utility), int(loss), margins, _f64(T_val),
-                              _i64(labels_val), float(huber_epsilon),
-                              float(total_sum_squares))
+    X_val_t = _f64(np.transpose(X_val))
+    margins = np.empty((theta.shape[0], X_val_t.shape[1]))
+    _margins(X_val_t, theta, margins)
+    return utility_of_margins(int(utility), int(loss), margins,
+                              _f64(np.transpose(T_val)), _i64(labels_val),
+                              float(huber_epsilon), float(total_sum_squares),
+                              np.empty(X_val_t.shape[1]))

@@ -5,8 +5,11 @@ model is updated with ``x_tt * g~_t + (1 - x_tt) * mean(g~_1 .. g~_{t-1})``,
 a lower-triangular post-processing of the releases (the seed paper's X):
 
 - ``"iid"``: ``x_tt = 1``, the release itself.
-- ``"correlated"`` (the paper's X*, eq. 4): ``x_tt = 1/t``, the running mean
-  of the party's raw releases, whose noise variance is ``s^2 / t``.
+- ``"correlated"`` (the paper's X*, eq. 4): the running mean of the party's
+  raw releases. With waves of ``B`` permutations (``skdpval._walk``), a
+  permutation of the wave starting after release ``t0`` uses the mean of the
+  ``t0`` earlier releases and its own: ``x_tt = 1 / (t0 + 1)``, noise variance
+  ``s^2 / (t0 + 1)``; with ``B = 1`` this is exactly X*, ``x_tt = 1/t``.
 - ``"none"``: no noise at all (no privacy), ``x_tt = 1``.
 - an array of length ``k`` or a callable ``f(t, k)`` (``t = 1 .. k`` as an
   integer array) giving ``x_tt`` in ``(0, 1]``.
@@ -18,7 +21,7 @@ The burn-in ``q`` (the paper's Y*) leaves the marginals of the first
 import numpy as np
 
 
-def noise_schedule(noise, n_permutations):
+def noise_schedule(noise, n_permutations, batch_permutations=1):
     """Return ``(x_tt, use_rolling, add_noise)`` for ``t = 1 .. k``.
 
     ``use_rolling`` is False when every ``x_tt`` is 1 (the rolling means are
@@ -32,7 +35,8 @@ def noise_schedule(noise, n_permutations):
         if noise == "iid":
             return np.ones(k), False, True
         if noise == "correlated":
-            return 1.0 / t, True, True
+            releases_before_wave = (t - 1) // batch_permutations * batch_permutations
+            return 1.0 / (releases_before_wave + 1), True, True
         raise ValueError(
             "noise must be 'correlated', 'iid', 'none', an array of x_tt or a "
             f"callable; got {noise!r}.")

@@ -1,7 +1,5 @@
 """DPDataValuator: differentially private G-Shapley semivalues."""
 
-import sys
-import time
 import warnings
 from numbers import Integral, Real
 
@@ -21,6 +19,7 @@ from ._accounting import gdp_epsilon, noise_std_for_budget, privacy_report
 from ._models import classifier_targets, model_spec
 from ._noise import counted_permutations, noise_schedule
 from ._semivalues import check_semivalue, semivalue_weights
+from ._walk import SeededDraws, make_problem, run_walks
 
 MAX_INT = np.iinfo(np.int32).max
 _UTILITY_CODES = {
@@ -33,21 +32,6 @@ _CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
 _REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
-# Bound on the noise drawn ahead of one kernel call (float64 entries).
-_NOISE_BLOCK_ENTRIES = 1 << 21
-
-
-def permutation_draws(seed, n_parties, param_shape, noise_std):
-    """The permutation and noise ``(n_parties, *param_shape)`` of one walk.
-
-    Each walk has its own Generator, seeded from its own child seed, so that
-    results do not depend on how walks are grouped or scheduled.
-    """
-    rng = np.random.default_rng(seed)
-    permutation = rng.permutation(n_parties)
-    if noise_std == 0:
-        return permutation, None
-    return permutation, noise_std * rng.standard_normal((n_parties, *param_shape))
 
 
 class DPDataValuator(BaseEstimator):
@@ -129,9 +113,17 @@ class DPDataValuator(BaseEstimator):
         when ``fit`` gets no ``X_val``. Held-out samples are not valued and
         not protected.
 
+    batch_permutations : int >= 1, default=16
+        Wave size: the permutations of a wave run in parallel, and with
+        correlated noise they all use each sample's mean of its releases as of
+        the end of the previous wave (a block lower-triangular combination of
+        the releases: post-processing, the same privacy). Values depend on it,
+        not on ``n_jobs``; 1 gives the paper's sequential algorithm.
+
     n_jobs : int or None, default=None
-        Reserved for parallel permutations; permutations currently run in
-        order on one core.
+        Number of permutations of a wave run at once (joblib; threads unless
+        a ``joblib.parallel_config`` says otherwise, e.g. a Dask cluster).
+        ``None`` means 1 unless in a joblib context; -1 uses all processors.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the split, the learning-rate search, the permutations and the
@@ -224,6 +216,7 @@ class DPDataValuator(BaseEstimator):
                           StrOptions({"auto"})],
         "utility": [StrOptions(set(_UTILITY_CODES))],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "batch_permutations": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -244,6 +237,7 @@ class DPDataValuator(BaseEstimator):
         learning_rate="auto",
         utility="neg_loss",
         validation_fraction=0.2,
+        batch_permutations=16,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -260,6 +254,7 @@ class DPDataValuator(BaseEstimator):
         self.learning_rate = learning_rate
         self.utility = utility
         self.validation_fraction = validation_fraction
+        self.batch_permutations = batch_permutations
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -373,9 +368,9 @@ class DPDataValuator(BaseEstimator):
             X_val = np.hstack([X_val, np.ones((len(X_val), 1))])
 
         k = self.n_permutations
-        x_tt, use_rolling, add_noise = noise_schedule(self.noise, k)
+        x_tt, use_rolling, add_noise = noise_schedule(self.noise, k,
+                                                      self.batch_permutations)
         counted = counted_permutations(self.q, k)
-        weights = semivalue_weights(self.semivalue, n_parties)
         if not add_noise:
             noise_std = 0.0
         elif self.noise_multiplier is not None:
@@ -391,39 +386,29 @@ class DPDataValuator(BaseEstimator):
         self.noise_multiplier_ = noise_std / self.clip_norm
         self.n_releases_ = k
 
-        kernel_args = dict(
-            loss=loss, huber_epsilon=spec.huber_epsilon, l2=spec.l2_per_sample,
-            n_penalized=X.shape[1], clip_norm=self.clip_norm)
+        model = dict(loss=loss, huber_epsilon=spec.huber_epsilon,
+                     l2=spec.l2_per_sample, n_penalized=X.shape[1],
+                     clip_norm=self.clip_norm)
         theta_init = np.zeros((T.shape[1], X_train.shape[1]))
         if self.learning_rate == "auto":
             self.learning_rate_ = self._search_learning_rate(
-                X_val, T_val, labels_val, n_parties, theta_init, kernel_args,
+                X_val, T_val, labels_val, n_parties, theta_init, model,
                 search_seed)
         else:
             self.learning_rate_ = float(self.learning_rate)
 
-        marginal_sum = np.zeros(n_parties)
-        marginal_sq_sum = np.zeros(n_parties)
-        rolling_mean = np.zeros((n_parties, *theta_init.shape)) if use_rolling else None
-        seeds = np.random.SeedSequence(walk_seed).spawn(k)
-        block = max(1, _NOISE_BLOCK_ENTRIES // (n_parties * theta_init.size))
-        started = time.perf_counter()
-        for start in range(0, k, block):
-            stop = min(k, start + block)
-            draws = [permutation_draws(seed, n_parties, theta_init.shape, noise_std)
-                     for seed in seeds[start:stop]]
-            _kernels.walk(
-                X_train, T, X_val, T_val, labels_val, utility=_UTILITY_CODES[self.utility],
-                learning_rate=self.learning_rate_,
-                total_sum_squares=total_sum_squares, theta_init=theta_init,
-                permutations=np.stack([p for p, _ in draws]),
-                noise=np.stack([z for _, z in draws]) if noise_std else None,
-                x_tt=x_tt[start:stop], counted=counted[start:stop],
-                releases_before=start, rolling_mean=rolling_mean,
-                weights=weights, marginal_sum=marginal_sum,
-                marginal_sq_sum=marginal_sq_sum, **kernel_args)
-            if self.verbose:
-                self._report_progress(stop, k, time.perf_counter() - started)
+        problem = make_problem(
+            X_train, T, np.arange(n_parties + 1), X_val, T_val, labels_val,
+            utility=_UTILITY_CODES[self.utility], learning_rate=self.learning_rate_,
+            total_sum_squares=total_sum_squares,
+            weights=semivalue_weights(self.semivalue, n_parties), **model)
+        draws = SeededDraws(np.random.SeedSequence(walk_seed).spawn(k), n_parties,
+                            theta_init.shape, noise_std)
+        result = run_walks(problem, draws, x_tt=x_tt, use_rolling=use_rolling,
+                           counted=counted,
+                           batch_permutations=self.batch_permutations,
+                           n_jobs=self.n_jobs, verbose=self.verbose)
+        marginal_sum = result.marginal_sum
 
         values = marginal_sum / counted.sum()
         if not np.all(np.isfinite(values)):
@@ -465,7 +450,7 @@ class DPDataValuator(BaseEstimator):
                                 random_state=seed)
 
     def _search_learning_rate(self, X_val, T_val, labels_val, n_steps, theta_init,
-                              kernel_args, seed):
+                              model, seed):
         """One-pass SGD of ``n_steps`` on half the validation set, scored on the other.
 
         Only the validation set is read. Each candidate is scored by the
@@ -483,23 +468,12 @@ class DPDataValuator(BaseEstimator):
         scores = np.zeros(len(AUTO_LEARNING_RATES))
         for i, rate in enumerate(AUTO_LEARNING_RATES):
             for (train, test), order in zip(halves, orders):
-                theta = _kernels.sgd_pass(
-                    X_val, T_val, learning_rate=rate, theta_init=theta_init,
-                    order=order, loss=kernel_args["loss"],
-                    huber_epsilon=kernel_args["huber_epsilon"],
-                    l2=kernel_args["l2"], n_penalized=kernel_args["n_penalized"],
-                    clip_norm=kernel_args["clip_norm"])
+                theta = _kernels.sgd_pass(X_val, T_val, learning_rate=rate,
+                                          theta_init=theta_init, order=order,
+                                          **model)
                 scores[i] += _kernels.utility_of_theta(
                     theta, X_val[test], T_val[test], labels_val[test],
-                    loss=kernel_args["loss"], utility=_kernels.NEG_LOSS,
-                    huber_epsilon=kernel_args["huber_epsilon"],
-                    total_sum_squares=1.0)
+                    loss=model["loss"], utility=_kernels.NEG_LOSS,
+                    huber_epsilon=model["huber_epsilon"], total_sum_squares=1.0)
         scores[~np.isfinite(scores)] = -np.inf
         return float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
-
-    @staticmethod
-    def _report_progress(done, total, elapsed):
-        rate = done / elapsed if elapsed > 0 else float("inf")
-        left = (total - done) / rate if rate > 0 else float("inf")
-        print(f"[DPDataValuator] {done}/{total} permutations, {rate:.1f}/s, "
-              f"ETA {left:.1f}s", file=sys.stderr)

@@ -7,6 +7,7 @@ from numpy.testing import assert_allclose
 from reference import LOSSES, algorithm1, loss_and_dloss, utility
 from skdpval import _kernels
 from skdpval._semivalues import semivalue_weights
+from skdpval._walk import make_problem, run_walks
 
 LOSS_CODES = {
     "logistic": _kernels.LOGISTIC, "multinomial": _kernels.MULTINOMIAL,
@@ -19,7 +20,7 @@ UTILITY_CODES = {"neg_loss": _kernels.NEG_LOSS, "accuracy": _kernels.ACCURACY,
 HUBER_EPSILON = 0.3
 
 
-def make_problem(loss, n=6, d=3, n_val=5, n_outputs=None, seed=0):
+def make_data(loss, n=6, d=3, n_val=5, n_outputs=None, seed=0):
     """Random data with an intercept column and targets suited to ``loss``."""
     rng = np.random.default_rng(seed)
     X = np.hstack([rng.normal(size=(n, d)), np.ones((n, 1))])
@@ -44,9 +45,19 @@ def make_problem(loss, n=6, d=3, n_val=5, n_outputs=None, seed=0):
     return X, T, X_val, T_val, labels
 
 
+class FixedDraws:
+    """Given permutations and noise, served as the walk draws them."""
+
+    def __init__(self, permutations, noise):
+        self.permutations, self.noise = permutations, noise
+
+    def __call__(self, t):
+        return self.permutations[t], None if self.noise is None else self.noise[t].copy()
+
+
 def run_both(loss, utility_name, noise_mode, q, semivalue, *, n_outputs=None,
-             k=5, learning_rate=0.4, clip_norm=1.0, l2=0.1, seed=0):
-    X, T, X_val, T_val, labels = make_problem(loss, n_outputs=n_outputs, seed=seed)
+             k=5, learning_rate=0.4, clip_norm=1.0, l2=0.1, seed=0, n_jobs=None):
+    X, T, X_val, T_val, labels = make_data(loss, n_outputs=n_outputs, seed=seed)
     n, n_columns = X.shape
     rng = np.random.default_rng(seed + 1)
     permutations = np.array([rng.permutation(n) for _ in range(k)])
@@ -65,22 +76,16 @@ def run_both(loss, utility_name, noise_mode, q, semivalue, *, n_outputs=None,
         huber_epsilon=HUBER_EPSILON, **common)
 
     counted = t > q * k
-    marginal_sum, marginal_sq_sum = np.zeros(n), np.zeros(n)
-    rolling = None if noise_mode in ("none", "iid") else np.zeros((n, *noise.shape[2:]))
     tss = float(np.sum((T_val[:, 0] - T_val[:, 0].mean()) ** 2))
-    # Two blocks, to check that state carries over between kernel calls.
-    ends = []
-    for start, stop in ((0, 2), (2, k)):
-        ends.append(_kernels.walk(
-            X, T, X_val, T_val, labels, loss=LOSS_CODES[loss],
-            utility=UTILITY_CODES[utility_name], huber_epsilon=HUBER_EPSILON,
-            total_sum_squares=tss, theta_init=np.zeros((T.shape[1], n_columns)),
-            permutations=permutations[start:stop],
-            noise=None if noise_mode == "none" else noise[start:stop],
-            x_tt=x_tt[start:stop], counted=counted[start:stop],
-            releases_before=start, rolling_mean=rolling, weights=weights,
-            marginal_sum=marginal_sum, marginal_sq_sum=marginal_sq_sum, **common))
-    return psi, marginal_sum / counted.sum(), end_ref, np.concatenate(ends)
+    problem = make_problem(
+        X, T, np.arange(n + 1), X_val, T_val, labels, loss=LOSS_CODES[loss],
+        utility=UTILITY_CODES[utility_name], huber_epsilon=HUBER_EPSILON,
+        total_sum_squares=tss, weights=weights, **common)
+    result = run_walks(problem, FixedDraws(permutations,
+                                           None if noise_mode == "none" else noise),
+                       x_tt=x_tt, use_rolling=noise_mode in ("correlated", "custom"),
+                       counted=counted, batch_permutations=1, n_jobs=n_jobs)
+    return psi, result.marginal_sum / result.n_counted, end_ref, result.end_utility
 
 
 SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1)]
@@ -91,8 +96,10 @@ SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1)]
 @pytest.mark.parametrize("noise_mode", ["none", "iid", "correlated", "custom"])
 @pytest.mark.parametrize("loss", LOSSES)
 def test_walk_matches_reference(loss, noise_mode, q, semivalue):
+    # Two jobs: the permutations of a one-permutation wave are still split
+    # over workers, and the rolling means carry over between waves.
     psi, values, end_ref, end_kernel = run_both(loss, "neg_loss", noise_mode, q,
-                                                semivalue)
+                                                semivalue, n_jobs=2)
     assert np.any(psi != 0)
     assert_allclose(values, psi, rtol=1e-10, atol=1e-10)
     assert_allclose(end_kernel, end_ref, rtol=1e-10, atol=1e-10)

@@ -6,51 +6,62 @@ from numpy.testing import assert_allclose
 
 from skdpval import _kernels
 from skdpval._noise import counted_permutations, noise_schedule
+from skdpval._walk import make_problem, run_walks
 
 
-def released_second_moment(noise_mode, k=12, n_runs=300, d=40, s=1.0, seed=0):
-    """E|released|^2 / d at each permutation t, for a constant clipped gradient.
+def released_noise_variance(noise_mode, k=12, n_runs=300, d=40, s=1.0, seed=0,
+                            batch_permutations=1):
+    """Noise variance per coordinate of the released update at each permutation.
 
-    One party whose hinge gradient ``-x`` is clipped to norm 1 and stays
-    constant (the learning rate keeps its margin below 1). The validation rows
-    are the unit vectors with target 0, so ``-neg_mse = lr^2 |released|^2 / d``
-    at the end of each one-party walk.
+    One party whose hinge gradient ``-y x`` (y = -1) is clipped from norm 2 to
+    norm 1 and stays constant (the learning rate keeps its margin below 1).
+    The validation rows are the unit vectors with target 0, so at the end of
+    each one-party walk ``-neg_mse = lr^2 |released|^2 / d``, and
+    ``|released|^2 / d = |clipped|^2 / d + noise variance``.
     """
     rng = np.random.default_rng(seed)
     x = rng.normal(size=d)
     x *= 2.0 / np.linalg.norm(x)
-    clipped = x / 2.0  # -(-x) direction; the gradient is -y x with y = -1
+    clipped = x / 2.0
     lr = 1e-4
-    x_tt, use_rolling, _ = noise_schedule(noise_mode, k)
+    x_tt, use_rolling, _ = noise_schedule(noise_mode, k, batch_permutations)
+    problem = make_problem(
+        x[None, :], np.array([[-1.0]]), np.arange(2), np.eye(d), np.zeros((d, 1)),
+        np.zeros(d), loss=_kernels.HINGE, utility=_kernels.NEG_MSE,
+        huber_epsilon=0.0, l2=0.0, n_penalized=d, clip_norm=1.0,
+        learning_rate=lr, total_sum_squares=1.0, weights=np.ones(1))
     moments = np.zeros(k)
     for _ in range(n_runs):
-        rolling = np.zeros((1, 1, d)) if use_rolling else None
         noise = s * rng.normal(size=(k, 1, 1, d))
-        end = _kernels.walk(
-            x[None, :], np.array([[-1.0]]), np.eye(d), np.zeros((d, 1)),
-            np.zeros(d, np.int64), loss=_kernels.HINGE, utility=_kernels.NEG_MSE,
-            huber_epsilon=0.0, l2=0.0, n_penalized=d, clip_norm=1.0,
-            learning_rate=lr, total_sum_squares=1.0, theta_init=np.zeros((1, d)),
-            permutations=np.zeros((k, 1), np.int64), noise=noise, x_tt=x_tt,
-            counted=np.ones(k, bool), releases_before=0, rolling_mean=rolling,
-            weights=np.ones(1), marginal_sum=np.zeros(1),
-            marginal_sq_sum=np.zeros(1))
-        moments += -end / lr**2
-    # |released|^2 / d = |clipped|^2 / d + noise variance per coordinate.
+        result = run_walks(problem, lambda t: (np.zeros(1, np.int64), noise[t].copy()),
+                           x_tt=x_tt, use_rolling=use_rolling,
+                           counted=np.ones(k, bool),
+                           batch_permutations=batch_permutations)
+        moments += -result.end_utility / lr**2
     return moments / n_runs - clipped @ clipped / d
 
 
 def test_correlated_noise_variance_is_s2_over_t():
     k = 12
-    variance = released_second_moment("correlated", k=k)
+    variance = released_noise_variance("correlated", k=k)
     t = np.arange(1, k + 1)
     # 300 runs x 40 coordinates per t: relative sampling error about 1.3%.
     assert_allclose(variance * t, 1.0, rtol=0.08)
 
 
 def test_iid_noise_variance_is_s2():
-    variance = released_second_moment("iid")
+    variance = released_noise_variance("iid")
     assert_allclose(variance, 1.0, rtol=0.08)
+
+
+def test_correlated_noise_in_waves_has_variance_s2_over_releases_before_plus_one():
+    """With waves of 4, permutation t uses the t0 releases before its wave."""
+    k = 12
+    variance = released_noise_variance("correlated", k=k, batch_permutations=4)
+    t0 = (np.arange(k) // 4) * 4
+    assert_allclose(variance * (t0 + 1), 1.0, rtol=0.08)
+    x_tt, _, _ = noise_schedule("correlated", k, 4)
+    assert_allclose(x_tt, 1.0 / (t0 + 1))
 
 
 def test_no_noise_releases_the_clipped_gradient():

@@ -10,6 +10,7 @@ from scipy.special import beta as beta_function
 
 from skdpval import _kernels
 from skdpval._semivalues import semivalue_weights
+from skdpval._walk import make_problem, run_walks
 
 SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1), ("beta", 16, 1),
               ("beta", 1, 4), ("beta", 1, 1)]
@@ -87,7 +88,7 @@ def hinge_game(n, seed):
     kernel = dict(X=X, T=y[:, None], X_val=X_val, T_val=T_val, labels_val=labels,
                   loss=_kernels.HINGE, utility=_kernels.ACCURACY, huber_epsilon=0.0,
                   l2=0.0, n_penalized=d, clip_norm=clip_norm, learning_rate=lr,
-                  total_sum_squares=1.0, theta_init=np.zeros((1, d)))
+                  total_sum_squares=1.0)
     return v, kernel
 
 
@@ -99,14 +100,14 @@ def test_all_permutations_give_the_exact_semivalue(semivalue):
     permutations = np.array(list(itertools.permutations(range(n))))
     k = len(permutations)
     assert k == factorial(n)
-    marginal_sum, marginal_sq_sum = np.zeros(n), np.zeros(n)
-    _kernels.walk(**kernel, permutations=permutations, noise=None, x_tt=np.ones(k),
-                  counted=np.ones(k, bool), releases_before=0, rolling_mean=None,
-                  weights=semivalue_weights(semivalue, n), marginal_sum=marginal_sum,
-                  marginal_sq_sum=marginal_sq_sum)
+    problem = make_problem(offsets=np.arange(n + 1),
+                           weights=semivalue_weights(semivalue, n), **kernel)
+    result = run_walks(problem, lambda t: (permutations[t], None), x_tt=np.ones(k),
+                       use_rolling=False, counted=np.ones(k, bool),
+                       batch_permutations=7)
     exact = exact_semivalue(v, n, semivalue)
     assert np.ptp(exact) > 0.01  # a game where the semivalues differ
-    assert_allclose(marginal_sum / k, exact, rtol=1e-10, atol=1e-12)
+    assert_allclose(result.marginal_sum / k, exact, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("semivalue", ["shapley", "banzhaf", ("beta", 4, 1)], ids=str)

@@ -20,6 +20,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skdpval._valuator as valuator_module
+import skdpval._walk as walk_module
 from reference import algorithm1
 from skdpval import DPDataValuator, _kernels
 from skdpval._models import model_spec
@@ -123,18 +124,18 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
     X, y = classification
     X_train, y_train, X_val, y_val = X[:12], y[:12], X[40:], y[40:]
     draws = []
-    original = valuator_module.permutation_draws
+    original = walk_module.permutation_draws
 
     def recording(*args):
         draws.append(original(*args))
-        return draws[-1]
+        return draws[-1][0], draws[-1][1].copy()  # the walk overwrites its noise
 
-    monkeypatch.setattr(valuator_module, "permutation_draws", recording)
+    monkeypatch.setattr(walk_module, "permutation_draws", recording)
     k, C = 6, 0.8
     valuator = DPDataValuator(LogisticRegression(C=0.5), semivalue="banzhaf",
                               noise="correlated", q=0.5, epsilon=2.0,
                               clip_norm=C, n_permutations=k, learning_rate=0.3,
-                              random_state=0).fit(X_train, y_train, X_val=X_val,
+                              batch_permutations=1, random_state=0).fit(X_train, y_train, X_val=X_val,
                                                   y_val=y_val)
     ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
     psi, _ = algorithm1(
@@ -185,12 +186,13 @@ def test_model_spec_is_the_models_own_objective(estimator, make):
     grad = np.zeros_like(theta)
     out = np.empty_like(theta)
     for j in range(n):
-        _kernels.party_gradient(theta, Xa[j], T[j], loss, 0.0, spec.l2_per_sample,
-                                d, np.empty(T.shape[1]), np.empty(T.shape[1]), out)
+        _kernels.party_gradient(theta, Xa, T, j, j + 1, loss, 0.0,
+                                spec.l2_per_sample, d, np.empty(T.shape[1]),
+                                np.empty(T.shape[1]), out)
         grad += out / n
     at_zero = np.zeros_like(theta)
     for j in range(n):
-        _kernels.party_gradient(np.zeros_like(theta), Xa[j], T[j], loss, 0.0,
+        _kernels.party_gradient(np.zeros_like(theta), Xa, T, j, j + 1, loss, 0.0,
                                 spec.l2_per_sample, d, np.empty(T.shape[1]),
                                 np.empty(T.shape[1]), out)
         at_zero += out / n
@@ -299,7 +301,7 @@ def test_bad_input_is_refused_before_any_work(params, fit_args, match, monkeypat
     def no_kernel(*args, **kwargs):
         raise AssertionError("the kernel ran on bad input")
 
-    monkeypatch.setattr(valuator_module._kernels, "walk", no_kernel)
+    monkeypatch.setattr(walk_module._kernels, "walk", no_kernel)
     monkeypatch.setattr(valuator_module._kernels, "sgd_pass", no_kernel)
     args = dict(X=X_OK, y=Y_OK)
     args.update(fit_args)
