@@ -403,7 +403,7 @@ class DPDataValuator(BaseEstimator):
             total_sum_squares=total_sum_squares,
             weights=semivalue_weights(self.semivalue, n_parties), **model)
         draws = SeededDraws(np.random.SeedSequence(walk_seed).spawn(k), n_parties,
-                            theta_init.shape, noise_std)
+                            noise_std)
         result = run_walks(problem, draws, x_tt=x_tt, use_rolling=use_rolling,
                            counted=counted,
                            batch_permutations=self.batch_permutations,

@@ -48,34 +48,46 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
         np.zeros((n_outputs, X.shape[1])), f64(weights))
 
 
-def permutation_draws(seed, n_parties, param_shape, noise_std):
-    """The permutation and noise ``(n_parties, *param_shape)`` of one walk."""
+def permutation_draws(seed, n_parties, noise_std, noise_out):
+    """Permutation ``t``'s order, and its noise written into ``noise_out``.
+
+    Each permutation has its own Generator, seeded from its own child seed,
+    so results do not depend on how permutations are grouped or scheduled.
+    """
     rng = np.random.default_rng(seed)
     permutation = rng.permutation(n_parties)
-    if noise_std == 0:
-        return permutation, None
-    return permutation, noise_std * rng.standard_normal((n_parties, *param_shape))
+    if noise_out is not None:
+        rng.standard_normal(out=noise_out)
+        noise_out *= noise_std
+    return permutation
 
 
 class SeededDraws:
-    """Draws of permutation ``t`` from the ``t``-th child seed (picklable)."""
+    """Draws of permutation ``t`` from the ``t``-th child seed (picklable).
 
-    def __init__(self, seeds, n_parties, param_shape, noise_std):
+    The walk's draw protocol: ``has_noise``, and ``draw(t, noise_out)``
+    returning the order and filling ``noise_out`` (one entry per party).
+    """
+
+    def __init__(self, seeds, n_parties, noise_std):
         self.seeds = seeds
         self.n_parties = n_parties
-        self.param_shape = param_shape
         self.noise_std = noise_std
+        self.has_noise = noise_std > 0
 
-    def __call__(self, t):
-        return permutation_draws(self.seeds[t], self.n_parties, self.param_shape,
-                                 self.noise_std)
+    def __call__(self, t, noise_out):
+        return permutation_draws(self.seeds[t], self.n_parties, self.noise_std,
+                                 noise_out)
 
 
 def _walk_part(problem, draw, indices, x_tt, rolling_mean):
     """Walk the permutations ``indices`` of one wave; runs in a worker."""
-    draws = [draw(t) for t in indices]
-    permutations = np.stack([permutation for permutation, _ in draws])
-    noise = None if draws[0][1] is None else np.stack([z for _, z in draws])
+    n_parties = problem.offsets.shape[0] - 1
+    permutations = np.empty((len(indices), n_parties), dtype=np.int64)
+    noise = (np.empty((len(indices), n_parties, *problem.theta_init.shape))
+             if draw.has_noise else None)
+    for i, t in enumerate(indices):
+        permutations[i] = draw(t, None if noise is None else noise[i])
     marginals, end_utility = _kernels.walk(problem, permutations, noise, x_tt,
                                            rolling_mean)
     raw_releases = noise if rolling_mean is not None else None
@@ -121,8 +133,7 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
               n_jobs=None, verbose=0):
     """Walk all permutations in waves; return the running sums of marginals.
 
-    ``draw(t)`` gives permutation ``t``'s order and noise (``None`` for no
-    noise); ``x_tt[t]`` the weight of its fresh release; ``counted[t]``
+    ``draw`` follows :class:`SeededDraws`' protocol; ``x_tt[t]`` the weight of its fresh release; ``counted[t]``
     whether its marginals count (past the burn-in).
     """
     n_permutations = len(x_tt)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+from helpers import FixedDraws
 from reference import LOSSES, algorithm1, loss_and_dloss, utility
 from skdpval import _kernels
 from skdpval._semivalues import semivalue_weights
@@ -43,16 +44,6 @@ def make_data(loss, n=6, d=3, n_val=5, n_outputs=None, seed=0):
             if loss != "multinomial":  # one-vs-rest targets in {-1, +1}
                 T, T_val = 2 * T - 1, 2 * T_val - 1
     return X, T, X_val, T_val, labels
-
-
-class FixedDraws:
-    """Given permutations and noise, served as the walk draws them."""
-
-    def __init__(self, permutations, noise):
-        self.permutations, self.noise = permutations, noise
-
-    def __call__(self, t):
-        return self.permutations[t], None if self.noise is None else self.noise[t].copy()
 
 
 def run_both(loss, utility_name, noise_mode, q, semivalue, *, n_outputs=None,

@@ -7,6 +7,7 @@ from numpy.testing import assert_allclose
 from skdpval import _kernels
 from skdpval._noise import counted_permutations, noise_schedule
 from skdpval._walk import make_problem, run_walks
+from helpers import FixedDraws
 
 
 def released_noise_variance(noise_mode, k=12, n_runs=300, d=40, s=1.0, seed=0,
@@ -33,7 +34,7 @@ def released_noise_variance(noise_mode, k=12, n_runs=300, d=40, s=1.0, seed=0,
     moments = np.zeros(k)
     for _ in range(n_runs):
         noise = s * rng.normal(size=(k, 1, 1, d))
-        result = run_walks(problem, lambda t: (np.zeros(1, np.int64), noise[t].copy()),
+        result = run_walks(problem, FixedDraws(np.zeros((k, 1), np.int64), noise),
                            x_tt=x_tt, use_rolling=use_rolling,
                            counted=np.ones(k, bool),
                            batch_permutations=batch_permutations)

@@ -11,6 +11,7 @@ from scipy.special import beta as beta_function
 from skdpval import _kernels
 from skdpval._semivalues import semivalue_weights
 from skdpval._walk import make_problem, run_walks
+from helpers import FixedDraws
 
 SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1), ("beta", 16, 1),
               ("beta", 1, 4), ("beta", 1, 1)]
@@ -102,7 +103,7 @@ def test_all_permutations_give_the_exact_semivalue(semivalue):
     assert k == factorial(n)
     problem = make_problem(offsets=np.arange(n + 1),
                            weights=semivalue_weights(semivalue, n), **kernel)
-    result = run_walks(problem, lambda t: (permutations[t], None), x_tt=np.ones(k),
+    result = run_walks(problem, FixedDraws(permutations), x_tt=np.ones(k),
                        use_rolling=False, counted=np.ones(k, bool),
                        batch_permutations=7)
     exact = exact_semivalue(v, n, semivalue)

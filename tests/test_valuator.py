@@ -126,9 +126,10 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
     draws = []
     original = walk_module.permutation_draws
 
-    def recording(*args):
-        draws.append(original(*args))
-        return draws[-1][0], draws[-1][1].copy()  # the walk overwrites its noise
+    def recording(seed, n_parties, noise_std, noise_out):
+        permutation = original(seed, n_parties, noise_std, noise_out)
+        draws.append((permutation, noise_out.copy()))  # the walk overwrites it
+        return permutation
 
     monkeypatch.setattr(walk_module, "permutation_draws", recording)
     k, C = 6, 0.8
