@@ -117,8 +117,7 @@ def _log1p_unit(e):
 @njit(**_inline)
 def softplus(z):
     """log(1 + exp(z)), without overflow, branch-free, to about 1e-15."""
-    a = abs(z)
-    return 0.5 * (z + a) + _log1p_unit(_exp_neg(a))
+    return max(z, 0.0) + _log1p_unit(_exp_neg(abs(z)))
 
 
 @njit(**_jit)

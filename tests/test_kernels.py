@@ -164,3 +164,23 @@ def test_clip_l2_matches_numpy():
         got = g.copy()
         _kernels.clip_l2(got, 1.0)
         assert_allclose(got, expected, rtol=1e-14)
+
+
+def test_fast_softplus_matches_numpy_to_1e14():
+    rng = np.random.default_rng(6)
+    z = np.concatenate([np.linspace(-700, 700, 100001), rng.normal(size=10000),
+                        np.geomspace(1e-300, 700, 5000), -np.geomspace(1e-300, 700, 5000),
+                        [0.0, np.log(2), -np.log(2), np.log(np.sqrt(2) - 1)]])
+    out = np.empty_like(z)
+    _kernels.softplus_array(z, out)
+    assert_allclose(out, np.logaddexp(0.0, z), rtol=1e-14, atol=0)
+
+
+def test_fast_softplus_extremes():
+    z = np.array([-745.0, -800.0, -1e300, 1e300, 745.0, np.finfo(float).max])
+    out = np.empty_like(z)
+    _kernels.softplus_array(z, out)
+    with np.errstate(under="ignore"):
+        expected = np.logaddexp(0.0, z)
+    assert np.all(np.isfinite(out))
+    assert_allclose(out, expected, rtol=1e-14, atol=1e-320)
