@@ -179,7 +179,7 @@ def roofline(n=300, k=360):
          openblas_coretype=os.environ.get("OPENBLAS_CORETYPE"))
 
 
-def threads(n=7000, k=200, n_val=500, d=20):
+def threads(n=8000, k=200, n_val=500, d=20):
     X, y = make_classification(n_samples=n + n_val, n_features=d, random_state=0)
     seconds = {}
     for n_jobs in (1, 2):
@@ -222,6 +222,7 @@ CASES = {"paper_table8": paper_table8, "vs_reference": vs_reference,
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("cases", nargs="*", default=list(CASES), choices=list(CASES))
-    for name in parser.parse_args().cases:
+    parser.add_argument("cases", nargs="*", choices=[[], *CASES],
+                        help="cases to run (default: all)")
+    for name in parser.parse_args().cases or list(CASES):
         CASES[name]()
