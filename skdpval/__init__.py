@@ -1,6 +1,12 @@
 """skdpval: differentially private data valuation for scikit-learn."""
 
+from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
 from ._valuator import DPDataValuator
 
-__all__ = ["DPDataValuator"]
+__all__ = [
+    "DPDataValuator",
+    "DPFilteredClassifier",
+    "DPFilteredRegressor",
+    "DPValueFilter",
+]
 __version__ = "0.1.0.dev0"

@@ -1,0 +1,336 @@
+"""Cleaning steps built on private data values.
+
+Tuning the valuator (``epsilon``, ``q``...) by cross-validation on the
+private data spends privacy too: every fit releases new noisy gradients of
+the samples it values. ``n`` fits that each give ``mu``-GDP (see
+``privacy_report_["mu"]``) together give ``mu * sqrt(n)``-GDP: a grid of
+``G`` candidates with ``F``-fold cross-validation and a refit values each
+sample up to ``G (F - 1) + 1`` times.
+"""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    MetaEstimatorMixin,
+    RegressorMixin,
+    _fit_context,
+    clone,
+)
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+
+from ._valuator import DPDataValuator
+
+
+def _check_valuator(valuator):
+    """A DPDataValuator-like object: fit(X, y, ...) setting values_."""
+    if not (hasattr(valuator, "fit") and hasattr(valuator, "get_params")):
+        raise TypeError(
+            "valuator must be a DPDataValuator-like estimator with fit(X, y) "
+            f"and values_, got {type(valuator).__name__}.")
+
+
+def _fit_values(valuator, X, y, fit_params):
+    """Clone and fit ``valuator``; return it and its values."""
+    _check_valuator(valuator)
+    valuator = clone(valuator).fit(X, y, **fit_params)
+    values = getattr(valuator, "values_", None)
+    if values is None or np.shape(values) != (_num_samples(X),):
+        raise TypeError(
+            f"valuator {type(valuator).__name__} did not set values_ with one "
+            "value per sample after fit.")
+    return valuator, np.asarray(values, dtype=np.float64)
+
+
+def _kept_mask(values, drop_fraction, threshold):
+    """Keep all but the lowest-valued samples; held-out samples (NaN) stay."""
+    valued = ~np.isnan(values)
+    keep = np.ones(len(values), dtype=bool)
+    if threshold is not None:
+        keep[valued] = values[valued] >= threshold
+        return keep
+    n_drop = int(np.floor(drop_fraction * valued.sum()))
+    order = np.flatnonzero(valued)[np.argsort(values[valued], kind="stable")]
+    keep[order[:n_drop]] = False
+    return keep
+
+
+def _take(data, index):
+    """Rows ``index`` of an array, a DataFrame or a Series (keeping its index)."""
+    if hasattr(data, "iloc"):
+        return data.iloc[index]
+    return np.asarray(data)[index] if isinstance(data, list) else data[index]
+
+
+class DPValueFilter(BaseEstimator):
+    """Drop the lowest-valued samples: a sampler for imbalanced-learn pipelines.
+
+    ``fit_resample(X, y)`` values the samples with a clone of ``valuator`` and
+    returns those kept. It follows imbalanced-learn's sampler convention
+    without depending on it, so it works as a step of
+    ``imblearn.pipeline.Pipeline``, which applies samplers at fit time only
+    (``predict`` never drops anything).
+
+    Parameters
+    ----------
+    valuator : DPDataValuator, default=None
+        Values the samples; ``None`` means ``DPDataValuator()``. Samples it
+        holds out as its validation set (value NaN) are kept.
+    drop_fraction : float in [0, 1) or None, default=0.1
+        Fraction of the valued samples to drop, lowest values first. Set it
+        to ``None`` when giving ``threshold``.
+    threshold : float or None, default=None
+        Drop the samples valued below it instead.
+
+    Attributes
+    ----------
+    valuator_ : DPDataValuator
+        The fitted clone of ``valuator``; its ``epsilon_`` is the privacy
+        spent by this fit.
+    sample_indices_ : ndarray of shape (n_kept,)
+        Positions of the kept samples in the ``X`` given to ``fit_resample``.
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    See Also
+    --------
+    DPFilteredClassifier : Filter then fit a classifier, for plain sklearn pipelines.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skdpval import DPDataValuator, DPValueFilter
+    >>> X, y = make_classification(n_samples=100, random_state=0)
+    >>> sampler = DPValueFilter(DPDataValuator(n_permutations=20, random_state=0),
+    ...                         drop_fraction=0.25)
+    >>> X_kept, y_kept = sampler.fit_resample(X, y)
+    >>> X_kept.shape   # 80 valued samples, 20 of them dropped; 20 held out
+    (80, 20)
+    """
+
+    _parameter_constraints: dict = {
+        "valuator": [HasMethods(["fit"]), None],
+        "drop_fraction": [Interval(Real, 0.0, 1.0, closed="left"), None],
+        "threshold": [Real, None],
+    }
+
+    def __init__(self, valuator=None, *, drop_fraction=0.1, threshold=None):
+        self.valuator = valuator
+        self.drop_fraction = drop_fraction
+        self.threshold = threshold
+
+    def _check_rule(self):
+        if (self.drop_fraction is None) == (self.threshold is None):
+            raise ValueError(
+                "Give exactly one of drop_fraction and threshold (set "
+                "drop_fraction=None to use threshold).")
+        if self.threshold is not None and not np.isfinite(self.threshold):
+            raise ValueError(f"threshold must be finite, got {self.threshold!r}.")
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, **fit_params):
+        """Value the samples and choose those to keep.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        **fit_params : dict
+            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+
+        Returns
+        -------
+        self : object
+        """
+        self._check_rule()
+        valuator = DPDataValuator() if self.valuator is None else self.valuator
+        self.valuator_, values = _fit_values(valuator, X, y, fit_params)
+        self.n_features_in_ = self.valuator_.n_features_in_
+        if hasattr(self.valuator_, "feature_names_in_"):
+            self.feature_names_in_ = self.valuator_.feature_names_in_
+        self.sample_indices_ = np.flatnonzero(
+            _kept_mask(values, self.drop_fraction, self.threshold))
+        return self
+
+    def fit_resample(self, X, y, **fit_params):
+        """Value the samples and return the kept ones.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like or Series of shape (n_samples,)
+        **fit_params : dict
+            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+
+        Returns
+        -------
+        X_resampled : array-like or DataFrame of shape (n_kept, n_features)
+            The kept rows, of the type of ``X`` (a DataFrame keeps its index
+            and columns).
+        y_resampled : array-like or Series of shape (n_kept,)
+        """
+        self.fit(X, y, **fit_params)
+        return _take(X, self.sample_indices_), _take(y, self.sample_indices_)
+
+
+class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
+    """Value, drop the lowest-valued samples, fit ``estimator`` on the rest."""
+
+    _parameter_constraints: dict = {
+        "valuator": [HasMethods(["fit"]), None],
+        "estimator": [HasMethods(["fit"]), None],
+        "drop_fraction": [Interval(Real, 0.0, 1.0, closed="left")],
+    }
+
+    def __init__(self, valuator=None, estimator=None, *, drop_fraction=0.1):
+        self.valuator = valuator
+        self.estimator = estimator
+        self.drop_fraction = drop_fraction
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, **fit_params):
+        """Value the samples, drop the lowest, fit the estimator on the rest.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        **fit_params : dict
+            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+
+        Returns
+        -------
+        self : object
+        """
+        valuator, estimator = self._defaults()
+        X, y = validate_data(self, X, y, dtype=None, ensure_min_samples=2)
+        self.valuator_, values = _fit_values(valuator, X, y, fit_params)
+        self.kept_mask_ = _kept_mask(values, self.drop_fraction, None)
+        self.estimator_ = clone(estimator).fit(X[self.kept_mask_], y[self.kept_mask_])
+        if hasattr(self.estimator_, "classes_"):
+            self.classes_ = self.estimator_.classes_
+        return self
+
+    def _estimator_has(attr):
+        def check(self):
+            if hasattr(self, "estimator_"):
+                return hasattr(self.estimator_, attr)
+            return hasattr(self._defaults()[1], attr)
+        return check
+
+    @available_if(_estimator_has("predict"))
+    def predict(self, X):
+        """Predict with the estimator fitted on the kept samples."""
+        check_is_fitted(self)
+        return self.estimator_.predict(validate_data(self, X, reset=False, dtype=None))
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities from the estimator fitted on the kept samples."""
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(
+            validate_data(self, X, reset=False, dtype=None))
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X):
+        """Decision function of the estimator fitted on the kept samples."""
+        check_is_fitted(self)
+        return self.estimator_.decision_function(
+            validate_data(self, X, reset=False, dtype=None))
+
+    @available_if(_estimator_has("score"))
+    def score(self, X, y, sample_weight=None):
+        """The estimator's own score on ``(X, y)``."""
+        check_is_fitted(self)
+        return self.estimator_.score(validate_data(self, X, reset=False, dtype=None),
+                                     y, sample_weight=sample_weight)
+
+
+_FILTERED_DOC = """{summary}
+
+    ``fit`` values the training samples with a clone of ``valuator``, drops
+    the ``drop_fraction`` of them with the lowest values, and fits a clone of
+    ``estimator`` on the rest; prediction methods delegate to that estimator.
+    Usable as the last step of a scikit-learn ``Pipeline`` and inside
+    ``GridSearchCV`` (e.g. ``param_grid={{"valuator__q": [0.5, 0.9],
+    "valuator__epsilon": [1, 3]}}``). Tuning on private data spends privacy:
+    each fit releases new noisy gradients of its training samples, and ``n``
+    fits of ``mu``-GDP compose to ``mu * sqrt(n)``-GDP.
+
+    Parameters
+    ----------
+    valuator : DPDataValuator, default=None
+        Values the samples; ``None`` means ``DPDataValuator({default_model})``.
+        Samples it holds out as its validation set are kept.
+    estimator : estimator object, default=None
+        Fitted on the kept samples; ``None`` means ``{default_model}``.
+    drop_fraction : float in [0, 1), default=0.1
+        Fraction of the valued samples to drop, lowest values first.
+
+    Attributes
+    ----------
+    valuator_ : DPDataValuator
+        The fitted clone of ``valuator``; ``valuator_.epsilon_`` is the
+        privacy spent by this fit.
+    estimator_ : estimator object
+        The clone of ``estimator`` fitted on the kept samples.
+    kept_mask_ : ndarray of bool of shape (n_samples,)
+        True for the samples ``estimator_`` was fitted on.{classes}
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, when X has string column names.
+
+    See Also
+    --------
+    DPValueFilter : The same filtering as an imbalanced-learn style sampler.
+
+    Examples
+    --------
+    {example}
+    """
+
+
+class DPFilteredClassifier(ClassifierMixin, _BaseFiltered):
+    def _defaults(self):
+        valuator = DPDataValuator() if self.valuator is None else self.valuator
+        estimator = LogisticRegression() if self.estimator is None else self.estimator
+        return valuator, estimator
+
+
+class DPFilteredRegressor(RegressorMixin, _BaseFiltered):
+    def _defaults(self):
+        valuator = DPDataValuator(Ridge()) if self.valuator is None else self.valuator
+        estimator = Ridge() if self.estimator is None else self.estimator
+        return valuator, estimator
+
+
+DPFilteredClassifier.__doc__ = _FILTERED_DOC.format(
+    summary="Fit a classifier on the samples that private data values keep.",
+    default_model="LogisticRegression()",
+    classes="\n    classes_ : ndarray of shape (n_classes,)\n        Class labels.",
+    example=""">>> from sklearn.datasets import make_classification
+    >>> from skdpval import DPDataValuator, DPFilteredClassifier
+    >>> X, y = make_classification(n_samples=100, random_state=0)
+    >>> model = DPFilteredClassifier(DPDataValuator(n_permutations=20,
+    ...                                             random_state=0),
+    ...                              drop_fraction=0.2).fit(X, y)
+    >>> int(model.kept_mask_.sum())
+    84""")
+DPFilteredRegressor.__doc__ = _FILTERED_DOC.format(
+    summary="Fit a regressor on the samples that private data values keep.",
+    default_model="Ridge()", classes="",
+    example=""">>> from sklearn.datasets import make_regression
+    >>> from sklearn.linear_model import Ridge
+    >>> from skdpval import DPDataValuator, DPFilteredRegressor
+    >>> X, y = make_regression(n_samples=100, n_features=5, random_state=0)
+    >>> model = DPFilteredRegressor(DPDataValuator(Ridge(), n_permutations=20,
+    ...                                            random_state=0),
+    ...                             drop_fraction=0.2).fit(X, y)
+    >>> int(model.kept_mask_.sum())
+    84""")
