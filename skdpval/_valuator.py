@@ -141,6 +141,17 @@ class DPDataValuator(BaseEstimator):
     rank_ : ndarray of shape (n_samples,)
         Rank of each value, 1 being the most valuable; 0 for held-out samples.
 
+    marginal_mean_ : ndarray of shape (n_samples,)
+        Mean of each sample's counted (weighted) marginals: equal to
+        ``values_``; NaN for held-out samples.
+
+    marginal_var_ : ndarray of shape (n_samples,)
+        Variance (ddof=0) of each sample's counted marginals, kept as running
+        sums (no k x n array); NaN for held-out samples.
+
+    n_marginals_ : int
+        Number of counted permutations (past the burn-in).
+
     classes_ : ndarray of shape (n_classes,)
         Class labels (classifiers only).
 
@@ -408,14 +419,18 @@ class DPDataValuator(BaseEstimator):
                            counted=counted,
                            batch_permutations=self.batch_permutations,
                            n_jobs=self.n_jobs, verbose=self.verbose)
-        marginal_sum = result.marginal_sum
-
-        values = marginal_sum / counted.sum()
+        values = result.marginal_mean
         if not np.all(np.isfinite(values)):
             warnings.warn(
                 f"The walk diverged with learning_rate={self.learning_rate_:g}: "
                 "some values are not finite. Use a smaller learning_rate or "
                 "scale the features.", ConvergenceWarning, stacklevel=2)
+        self.n_marginals_ = result.n_counted
+        variance = result.marginal_m2 / result.n_counted
+        self.marginal_mean_ = np.full(len(X), np.nan)
+        self.marginal_mean_[train_index] = values
+        self.marginal_var_ = np.full(len(X), np.nan)
+        self.marginal_var_[train_index] = variance
         self.values_ = np.full(len(X), np.nan)
         self.values_[train_index] = values
         self.rank_ = np.zeros(len(X), dtype=np.int64)

@@ -26,7 +26,7 @@ WalkProblem = namedtuple("WalkProblem", [
     "total_sum_squares", "theta_init", "weights"])
 
 WalkResult = namedtuple("WalkResult", [
-    "marginal_sum", "marginal_sq_sum", "n_counted", "end_utility"])
+    "marginal_mean", "marginal_m2", "n_counted", "end_utility"])
 
 
 def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
@@ -131,15 +131,19 @@ class _Progress:
 
 def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
               n_jobs=None, verbose=0):
-    """Walk all permutations in waves; return the running sums of marginals.
+    """Walk all permutations in waves; return each party's marginal statistics.
+
+    The mean and the sum of squared deviations (``marginal_m2``) of the
+    counted marginals are kept with Welford's update, in permutation order.
 
     ``draw`` follows :class:`SeededDraws`' protocol; ``x_tt[t]`` the weight of its fresh release; ``counted[t]``
     whether its marginals count (past the burn-in).
     """
     n_permutations = len(x_tt)
     n_parties = problem.offsets.shape[0] - 1
-    marginal_sum = np.zeros(n_parties)
-    marginal_sq_sum = np.zeros(n_parties)
+    marginal_mean = np.zeros(n_parties)
+    marginal_m2 = np.zeros(n_parties)
+    n_counted = 0
     end_utility = np.empty(n_permutations)
     rolling_mean = (np.zeros((n_parties, *problem.theta_init.shape))
                     if use_rolling else None)
@@ -157,8 +161,10 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
                 end_utility[part] = ends
                 for t, row in zip(part, marginals):
                     if counted[t]:
-                        marginal_sum += row
-                        marginal_sq_sum += row * row
+                        n_counted += 1
+                        deviation = row - marginal_mean
+                        marginal_mean += deviation / n_counted
+                        marginal_m2 += deviation * (row - marginal_mean)
                 if use_rolling:
                     for raw in raw_releases:
                         raw_sum += raw
@@ -166,5 +172,4 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
                 rolling_mean = (start * rolling_mean + raw_sum) / (start + len(wave))
             progress.update(len(wave))
     progress.close()
-    return WalkResult(marginal_sum, marginal_sq_sum, int(np.sum(counted)),
-                      end_utility)
+    return WalkResult(marginal_mean, marginal_m2, n_counted, end_utility)

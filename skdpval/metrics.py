@@ -37,3 +37,130 @@ def noisy_label_auc(values, is_noisy):
         raise ValueError("values must be finite: drop held-out (NaN) samples "
                          "before scoring.")
     return float(roc_auc_score(is_noisy, -values))
+
+
+def removal_curve(X, y, X_test, y_test, values, estimator, fractions, *,
+                  order="high", random_state=None):
+    """Test score after removing a fraction of the training data and refitting.
+
+    Parameters
+    ----------
+    X, y : array-like of shape (n_samples, n_features) and (n_samples,)
+        Training data, one value per sample.
+    X_test, y_test : array-like
+        Held-out data the refitted model is scored on.
+    values : array-like of shape (n_samples,)
+        Finite data values.
+    estimator : estimator object
+        Cloned and refitted on what is left; scored with its ``score``.
+    fractions : array-like of float in [0, 1)
+        Fractions of the training samples to remove.
+    order : {"high", "low", "random"}, default="high"
+        Remove the highest values first (good values make the score drop
+        fast), the lowest first, or a random subset.
+    random_state : int, RandomState instance or None, default=None
+        The random subset for ``order="random"``.
+
+    Returns
+    -------
+    scores : ndarray of shape (len(fractions),)
+        Test score after each removal. A classifier left with a single class
+        scores as the constant predictor of that class.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skdpval.metrics import removal_curve
+    >>> X = np.array([[0.], [1.], [2.], [3.], [-1.], [4.]])
+    >>> y = np.array([0, 0, 1, 1, 1, 0])
+    >>> removal_curve(X, y, X, y, values=[1, 1, 1, 1, -1, -1],
+    ...               estimator=LogisticRegression(), fractions=[0, 1 / 3],
+    ...               order="low")
+    array([0.33333333, 0.66666667])
+    """
+    from sklearn.base import clone, is_classifier
+    from sklearn.dummy import DummyClassifier
+    from sklearn.utils import check_random_state
+    from sklearn.utils.validation import check_array, check_X_y
+
+    X, y = check_X_y(X, y, dtype=None)
+    values = column_or_1d(values).astype(np.float64)
+    fractions = column_or_1d(np.asarray(fractions, dtype=np.float64))
+    if len(values) != len(y):
+        raise ValueError(f"values has {len(values)} entries for {len(y)} samples.")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values must be finite: drop held-out (NaN) samples first.")
+    if np.any((fractions < 0) | (fractions >= 1)):
+        raise ValueError("fractions must lie in [0, 1).")
+    if order == "high":
+        ranking = np.argsort(-values, kind="stable")
+    elif order == "low":
+        ranking = np.argsort(values, kind="stable")
+    elif order == "random":
+        ranking = check_random_state(random_state).permutation(len(values))
+    else:
+        raise ValueError(f"order must be 'high', 'low' or 'random', got {order!r}.")
+    X_test = check_array(X_test, dtype=None)
+    scores = np.empty(len(fractions))
+    for i, fraction in enumerate(fractions):
+        keep = ranking[int(round(fraction * len(values))):]
+        model = clone(estimator)
+        if is_classifier(estimator) and len(np.unique(y[keep])) < 2:
+            model = DummyClassifier(strategy="constant", constant=y[keep][0])
+        scores[i] = model.fit(X[keep], y[keep]).score(X_test, y_test)
+    return scores
+
+
+def _mean_adjusted(mean, variance_of_mean):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = variance_of_mean / np.abs(mean)
+    if not np.all(np.isfinite(ratio)):
+        raise ValueError("mean_adjusted_variance is undefined: some parties have "
+                         "a mean marginal of exactly 0.")
+    return float(np.mean(ratio))
+
+
+def mean_adjusted_variance(marginals=None, *, valuator=None):
+    """The seed paper's ``n^-1 sum_j s_j^2 / |mu_j|`` (Sec. 6.1).
+
+    ``mu_j`` is party j's mean marginal over ``k`` permutations and
+    ``s_j^2 = sum_t (m_j(pi_t) - mu_j)^2 / (k (k - 1))`` the variance of that
+    mean: how uncertain the value estimates are, relative to their size.
+
+    Parameters
+    ----------
+    marginals : array-like of shape (k, n_parties), default=None
+        Marginal contributions, one row per permutation.
+    valuator : fitted DPDataValuator, default=None
+        Instead of ``marginals``: uses its running statistics
+        (``marginal_mean_``, ``marginal_var_``, ``n_marginals_``) of the
+        counted permutations, over the valued samples.
+
+    Returns
+    -------
+    mean_adjusted_variance : float
+
+    Examples
+    --------
+    >>> from skdpval.metrics import mean_adjusted_variance
+    >>> round(mean_adjusted_variance([[1.0, -2.0], [3.0, -4.0]]), 6)
+    0.416667
+    """
+    if (marginals is None) == (valuator is None):
+        raise ValueError("Give exactly one of marginals and valuator.")
+    if valuator is not None:
+        k = valuator.n_marginals_
+        valued = ~np.isnan(valuator.marginal_mean_)
+        mean = valuator.marginal_mean_[valued]
+        variance = valuator.marginal_var_[valued]  # ddof=0
+    else:
+        marginals = np.asarray(marginals, dtype=np.float64)
+        if marginals.ndim != 2 or not np.all(np.isfinite(marginals)):
+            raise ValueError("marginals must be a finite 2-D array (k, n_parties).")
+        k = marginals.shape[0]
+        mean = marginals.mean(axis=0)
+        variance = marginals.var(axis=0)
+    if k < 2:
+        raise ValueError(f"mean_adjusted_variance needs at least 2 permutations, got {k}.")
+    return _mean_adjusted(mean, variance / (k - 1))

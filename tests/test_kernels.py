@@ -76,7 +76,7 @@ def run_both(loss, utility_name, noise_mode, q, semivalue, *, n_outputs=None,
                                            None if noise_mode == "none" else noise),
                        x_tt=x_tt, use_rolling=noise_mode in ("correlated", "custom"),
                        counted=counted, batch_permutations=1, n_jobs=n_jobs)
-    return psi, result.marginal_sum / result.n_counted, end_ref, result.end_utility
+    return psi, result.marginal_mean, end_ref, result.end_utility
 
 
 SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1)]
