@@ -55,3 +55,16 @@ def counted_permutations(q, n_permutations):
     """Boolean mask of the permutations past the burn-in: ``t > q k``."""
     t = np.arange(1, n_permutations + 1)
     return t > q * n_permutations
+
+
+def released_noise_std(noise_std, x_tt, counted, batch_permutations=1):
+    """Largest per-coordinate noise std of a released update in a counted walk.
+
+    Permutation ``t`` (1-based) of a wave starting after release ``t0``
+    releases ``x_tt g~_t + (1 - x_tt) mean(g~_1 .. g~_t0)``, whose noise
+    variance is ``x_tt^2 s^2 + (1 - x_tt)^2 s^2 / t0`` (no mean when t0 = 0).
+    """
+    t = np.arange(1, len(x_tt) + 1)
+    before = (t - 1) // batch_permutations * batch_permutations
+    variance = x_tt**2 + (1 - x_tt) ** 2 / np.maximum(before, 1) * (before > 0)
+    return float(noise_std * np.sqrt(variance[counted].max()))

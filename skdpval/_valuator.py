@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_array, validate_data
 from . import _kernels
 from ._accounting import gdp_epsilon, noise_std_for_budget, privacy_report
 from ._models import classifier_targets, model_spec
-from ._noise import counted_permutations, noise_schedule
+from ._noise import counted_permutations, noise_schedule, released_noise_std
 from ._semivalues import check_semivalue, semivalue_weights
 from ._walk import SeededDraws, make_problem, run_walks
 
@@ -32,6 +32,10 @@ _CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
 _REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
+# learning_rate="auto" keeps the noise of a walk's validation margins (after n
+# noisy steps) at most this std, where marginals are first-order in the step
+# and i.i.d. and correlated noise both average out (benchmarks/quality.py).
+AUTO_MARGIN_NOISE = 0.1
 
 
 class DPDataValuator(BaseEstimator):
@@ -102,7 +106,13 @@ class DPDataValuator(BaseEstimator):
         Step size of the walk. ``"auto"`` picks, from
         ``AUTO_LEARNING_RATES``, the rate whose clipped one-pass SGD of
         ``n`` steps on one half of the validation set has the lowest loss on
-        the other half (both ways round). It never reads the training data.
+        the other half (both ways round); with noise, it then caps the rate
+        so that the noise of ``n`` steps moves a validation margin by at most
+        about 0.1 (``lr * s_eff * sqrt(n * n_params) <= 0.1``, ``s_eff``
+        the noise std of a released step in the counted permutations). Small
+        steps keep each marginal first-order in its own step, which is where
+        private values find bad data best (``benchmarks/quality.py``). It
+        never reads the training data.
 
     utility : {"neg_loss", "accuracy", "neg_mse", "r2"}, default="neg_loss"
         Validation utility: the model's own loss (without the penalty),
@@ -405,6 +415,14 @@ class DPDataValuator(BaseEstimator):
             self.learning_rate_ = self._search_learning_rate(
                 X_val, T_val, labels_val, n_parties, theta_init, model,
                 search_seed)
+            step_noise = released_noise_std(noise_std, x_tt, counted,
+                                            self.batch_permutations)
+            if step_noise > 0:
+                # n steps of noise std step_noise in each of the parameters
+                # move a margin of a standardised row by about
+                # lr * step_noise * sqrt(n * n_params): keep that small.
+                cap = AUTO_MARGIN_NOISE / (step_noise * np.sqrt(n_parties * theta_init.size))
+                self.learning_rate_ = min(self.learning_rate_, float(cap))
         else:
             self.learning_rate_ = float(self.learning_rate)
 

@@ -83,8 +83,11 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
         keeps all.
     flip_fraction : float in [0, 1], default=0.3
         Fraction of training labels to flip.
-    validation_size, test_size : float in (0, 1), default=0.2
-        Fractions of all samples for the validation and test splits.
+    validation_size : float in (0, 1), default=0.2
+        Fraction of all samples for the validation split.
+    test_size : float in [0, 1), default=0.2
+        Fraction of all samples for the test split; 0 for none (the returned
+        ``X_test`` and ``y_test`` are then empty).
     random_state : int, RandomState instance or None, default=None
         Seeds the split and the flips.
 
@@ -108,8 +111,12 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
     if name == "diabetes":
         y = (y > np.median(y)).astype(int)
     rs = check_random_state(random_state)
-    X_rest, X_test, y_rest, y_test = train_test_split(
-        X, y, test_size=test_size, stratify=y, random_state=rs.randint(2**31 - 1))
+    split_seed = rs.randint(2**31 - 1)
+    if test_size > 0:
+        X_rest, X_test, y_rest, y_test = train_test_split(
+            X, y, test_size=test_size, stratify=y, random_state=split_seed)
+    else:
+        X_rest, y_rest, X_test, y_test = X, y, X[:0], y[:0]
     X_train, X_val, y_train, y_val = train_test_split(
         X_rest, y_rest, test_size=validation_size / (1 - test_size),
         stratify=y_rest, random_state=rs.randint(2**31 - 1))
@@ -120,5 +127,6 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
     return Bunch(X_train=scaler.transform(X_train), y_train=y_noisy,
                  y_train_clean=y_train, is_noisy=is_noisy,
                  X_val=scaler.transform(X_val), y_val=y_val,
-                 X_test=scaler.transform(X_test), y_test=y_test,
+                 X_test=scaler.transform(X_test) if len(X_test) else X_test,
+                 y_test=y_test,
                  feature_names=np.asarray(raw.feature_names))

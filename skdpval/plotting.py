@@ -1,0 +1,79 @@
+"""Plots of valuation quality (matplotlib: ``pip install "skdpval[plot]"``)."""
+
+import numpy as np
+
+
+def _axes(ax):
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise ImportError("skdpval.plotting needs matplotlib: "
+                          'pip install "skdpval[plot]"') from error
+    return plt.subplots(figsize=(5, 3.5))[1] if ax is None else ax
+
+
+def _mean_and_std(curve):
+    curve = np.atleast_2d(np.asarray(curve, dtype=np.float64))
+    return curve.mean(axis=0), curve.std(axis=0)
+
+
+def plot_removal_curves(fractions, curves, *, ax=None, ylabel="test accuracy"):
+    """Test score against the fraction of training data removed.
+
+    Parameters
+    ----------
+    fractions : array-like of shape (n_fractions,)
+        Fractions removed (the x axis).
+    curves : dict of str to array-like of shape (n_fractions,) or (n_trials, n_fractions)
+        One curve per label, e.g. from :func:`skdpval.metrics.removal_curve`;
+        with several trials, the mean is drawn with a band of one std.
+    ax : matplotlib Axes, default=None
+        Where to draw; a new figure when None.
+    ylabel : str, default="test accuracy"
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    ax = _axes(ax)
+    for label, curve in curves.items():
+        mean, std = _mean_and_std(curve)
+        line, = ax.plot(fractions, mean, marker="o", label=label)
+        ax.fill_between(fractions, mean - std, mean + std, alpha=0.2,
+                        color=line.get_color())
+    ax.set_xlabel("fraction of training data removed")
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    return ax
+
+
+def plot_auc_vs_budget(budgets, aucs, *, ax=None, xlabel="permutations k",
+                       ylabel="noisy-label AUC"):
+    """Noisy-label AUC against a budget (k, epsilon or the burn-in q).
+
+    Parameters
+    ----------
+    budgets : array-like of shape (n_budgets,)
+        The x axis.
+    aucs : dict of str to array-like of shape (n_budgets,) or (n_trials, n_budgets)
+        One curve per label; with several trials, the mean with a band of
+        one std.
+    ax : matplotlib Axes, default=None
+        Where to draw; a new figure when None.
+    xlabel, ylabel : str
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    ax = _axes(ax)
+    for label, curve in aucs.items():
+        mean, std = _mean_and_std(curve)
+        line, = ax.plot(budgets, mean, marker="o", label=label)
+        ax.fill_between(budgets, mean - std, mean + std, alpha=0.2,
+                        color=line.get_color())
+    ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    return ax
