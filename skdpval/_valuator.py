@@ -162,6 +162,14 @@ class DPDataValuator(BaseEstimator):
     n_marginals_ : int
         Number of counted permutations (past the burn-in).
 
+    initial_utility_ : float
+        Validation utility of the initial (zero) model.
+
+    final_utilities_ : ndarray of shape (n_permutations,)
+        Validation utility at the end of each permutation's walk. For
+        Shapley with ``q=0`` the marginals of a walk telescope: the values
+        sum to ``mean(final_utilities_) - initial_utility_``.
+
     classes_ : ndarray of shape (n_classes,)
         Class labels (classifiers only).
 
@@ -438,11 +446,27 @@ class DPDataValuator(BaseEstimator):
                            batch_permutations=self.batch_permutations,
                            n_jobs=self.n_jobs, verbose=self.verbose)
         values = result.marginal_mean
-        if not np.all(np.isfinite(values)):
-            warnings.warn(
+        self.initial_utility_ = _kernels.utility_of_theta(
+            theta_init, X_val, T_val, labels_val, loss=loss,
+            utility=_UTILITY_CODES[self.utility],
+            huber_epsilon=spec.huber_epsilon, total_sum_squares=total_sum_squares)
+        self.final_utilities_ = result.end_utility
+        remedy = ("Use a smaller learning_rate (or 'auto'), or scale the "
+                  "features (e.g. StandardScaler).")
+        if not (np.all(np.isfinite(values))
+                and np.all(np.isfinite(self.final_utilities_))):
+            raise FloatingPointError(
                 f"The walk diverged with learning_rate={self.learning_rate_:g}: "
-                "some values are not finite. Use a smaller learning_rate or "
-                "scale the features.", ConvergenceWarning, stacklevel=2)
+                f"utilities or values are not finite. {remedy}")
+        scale = max(1.0, abs(self.initial_utility_))
+        if (self.utility != "accuracy" and np.median(self.final_utilities_)
+                < self.initial_utility_ - 100 * scale):
+            warnings.warn(
+                f"The walk diverges with learning_rate={self.learning_rate_:g}: "
+                f"the median validation utility after a permutation is "
+                f"{np.median(self.final_utilities_):.3g}, against "
+                f"{self.initial_utility_:.3g} before it. {remedy}",
+                ConvergenceWarning, stacklevel=2)
         self.n_marginals_ = result.n_counted
         variance = result.marginal_m2 / result.n_counted
         self.marginal_mean_ = np.full(len(X), np.nan)

@@ -162,9 +162,11 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
                 for t, row in zip(part, marginals):
                     if counted[t]:
                         n_counted += 1
-                        deviation = row - marginal_mean
-                        marginal_mean += deviation / n_counted
-                        marginal_m2 += deviation * (row - marginal_mean)
+                        # A diverged walk is reported by the caller, not here.
+                        with np.errstate(invalid="ignore", over="ignore"):
+                            deviation = row - marginal_mean
+                            marginal_mean += deviation / n_counted
+                            marginal_m2 += deviation * (row - marginal_mean)
                 if use_rolling:
                     for raw in raw_releases:
                         raw_sum += raw

@@ -164,3 +164,95 @@ def mean_adjusted_variance(marginals=None, *, valuator=None):
     if k < 2:
         raise ValueError(f"mean_adjusted_variance needs at least 2 permutations, got {k}.")
     return _mean_adjusted(mean, variance / (k - 1))
+
+
+def _query_values(valuator, X_base, y_base, X_targets, y_targets, X_val, y_val,
+                  duplicate, seed):
+    """Values of the targets queried against ``X_base``, as a valuation service.
+
+    The service values a query point by valuing it together with its data
+    set; a target that is a member is already in that data set, so it
+    appears twice (``duplicate`` marks those targets). The value released is
+    that of the query copy.
+    """
+    from sklearn.base import clone
+
+    X = np.vstack([X_base, X_targets[duplicate], X_targets])
+    y = np.concatenate([y_base, y_targets[duplicate], y_targets])
+    fitted = clone(valuator).set_params(random_state=seed).fit(
+        X, y, X_val=X_val, y_val=y_val)
+    return fitted.values_[-len(X_targets):]
+
+
+def membership_inference_auc(valuator, X_members, y_members, X_nonmembers,
+                             y_nonmembers, X_shadow, y_shadow, X_val, y_val,
+                             n_shadow=32, random_state=None):
+    """ROC AUC of a likelihood-ratio membership attack on released values.
+
+    The attack of Wang et al. (2023) on data values, as in the seed paper's
+    App. D.1. A valuation service holds a private data set (the members) and
+    answers a query point z with z's value, computed by valuing z together
+    with the private set (a member is then present twice). The attacker
+    knows a shadow pool from the same distribution. For each of
+    ``n_shadow`` rounds it draws a shadow set (each shadow point kept with
+    probability 1/2) and values every target with the shadow set twice: once
+    with the target IN it (present twice) and once OUT (present once). It
+    fits a Gaussian to ``|value(z)|`` over the IN and over the OUT valuations
+    of each target z, and scores the value of z released by the real service
+    by the log likelihood ratio ``log N(|v|; IN) - log N(|v|; OUT)``. The
+    returned AUC is that score's ROC AUC for members against non-members:
+    0.5 is a blind attacker.
+
+    Parameters
+    ----------
+    valuator : DPDataValuator
+        The service's valuator (cloned; its ``random_state`` is set per run).
+    X_members, y_members : array-like
+        The private data set; all of it is attacked.
+    X_nonmembers, y_nonmembers : array-like
+        Points from the same distribution, not in the private set.
+    X_shadow, y_shadow : array-like
+        The attacker's shadow pool.
+    X_val, y_val : array-like
+        The validation set of every valuation (the service's own).
+    n_shadow : int, default=32
+        Number of shadow rounds (each values the targets IN and OUT).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the shadow sets and every valuation.
+
+    Returns
+    -------
+    auc : float
+    """
+    from scipy.stats import norm
+    from sklearn.utils import check_random_state
+    from sklearn.utils.validation import check_X_y
+
+    X_members, y_members = check_X_y(X_members, y_members, dtype=None)
+    X_nonmembers, y_nonmembers = check_X_y(X_nonmembers, y_nonmembers, dtype=None)
+    X_shadow, y_shadow = check_X_y(X_shadow, y_shadow, dtype=None)
+    if n_shadow < 2:
+        raise ValueError(f"n_shadow must be at least 2, got {n_shadow}.")
+    rs = check_random_state(random_state)
+    X_targets = np.vstack([X_members, X_nonmembers])
+    y_targets = np.concatenate([y_members, y_nonmembers])
+    is_member = np.r_[np.ones(len(X_members), bool), np.zeros(len(X_nonmembers), bool)]
+    everyone = np.ones(len(X_targets), bool)
+    nobody = np.zeros(len(X_targets), bool)
+
+    seed = lambda: rs.randint(np.iinfo(np.int32).max)
+    released = np.abs(_query_values(valuator, X_members, y_members, X_targets,
+                                    y_targets, X_val, y_val, is_member, seed()))
+    inside, outside = [], []
+    for _ in range(n_shadow):
+        keep = rs.rand(len(X_shadow)) < 0.5
+        shadow = (X_shadow[keep], y_shadow[keep])
+        inside.append(_query_values(valuator, *shadow, X_targets, y_targets,
+                                    X_val, y_val, everyone, seed()))
+        outside.append(_query_values(valuator, *shadow, X_targets, y_targets,
+                                     X_val, y_val, nobody, seed()))
+    inside, outside = np.abs(inside), np.abs(outside)
+    spread = lambda a: np.maximum(a.std(axis=0), 1e-12)
+    score = (norm.logpdf(released, inside.mean(axis=0), spread(inside))
+             - norm.logpdf(released, outside.mean(axis=0), spread(outside)))
+    return float(roc_auc_score(is_member, score))

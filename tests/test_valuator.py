@@ -80,7 +80,8 @@ def test_fitted_attributes_are_the_documented_ones(classification):
     assert fitted == {"values_", "rank_", "classes_", "learning_rate_", "epsilon_",
                       "delta_", "noise_multiplier_", "n_releases_",
                       "privacy_report_", "n_features_in_", "marginal_mean_",
-                      "marginal_var_", "n_marginals_"}
+                      "marginal_var_", "n_marginals_", "initial_utility_",
+                      "final_utilities_"}
     assert all(np.ndim(value) <= 1 for value in vars(valuator).values()
                if isinstance(value, np.ndarray))
 
