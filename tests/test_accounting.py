@@ -1,7 +1,9 @@
 """Exact GDP accounting, cross-checked against Google's PLD accountant."""
 
+import dp_accounting
 import numpy as np
 import pytest
+from dp_accounting.pld import PLDAccountant
 from numpy.testing import assert_allclose
 
 from skdpval._accounting import (
@@ -22,8 +24,6 @@ def test_published_calibration():
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0])
 @pytest.mark.parametrize("delta", [5e-5, 1e-3])
 def test_matches_dp_accounting_pld(k, epsilon, delta):
-    dp_accounting = pytest.importorskip("dp_accounting")
-    from dp_accounting.pld import PLDAccountant
 
     s = noise_std_for_budget(epsilon, delta, k, clip_norm=1.0)
     accountant = PLDAccountant(value_discretization_interval=1e-4)

@@ -1,6 +1,8 @@
 """Cleaning steps: DPValueFilter, DPFilteredClassifier, DPFilteredRegressor."""
 
+import imblearn.pipeline as imblearn_pipeline
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.base import clone
@@ -65,7 +67,6 @@ def test_threshold_rule():
 
 
 def test_pandas_in_pandas_out_and_string_labels():
-    pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.normal(size=(40, 3)), columns=["a", "b", "c"],
                      index=[f"row{i}" for i in range(40)])
@@ -81,7 +82,6 @@ def test_pandas_in_pandas_out_and_string_labels():
 
 
 def test_in_an_imblearn_pipeline(noisy):
-    imblearn_pipeline = pytest.importorskip("imblearn.pipeline")
     pipe = imblearn_pipeline.Pipeline([
         ("filter", DPValueFilter(DPDataValuator(noise="none", q=0.0,
                                                 n_permutations=10, random_state=0),

@@ -2,6 +2,7 @@
 
 import sys
 
+import distributed
 import numpy as np
 import pytest
 from joblib import parallel_config
@@ -36,7 +37,6 @@ def test_values_identical_for_any_n_jobs_and_backend(data, noise):
 
 
 def test_values_identical_on_a_dask_cluster(data):
-    distributed = pytest.importorskip("distributed")
     serial = values(data, n_jobs=1)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
                                   processes=False, dashboard_address=None) as cluster:
