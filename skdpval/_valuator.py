@@ -145,19 +145,26 @@ class DPDataValuator(BaseEstimator):
 
     Attributes
     ----------
-    values_ : ndarray of shape (n_samples,)
-        Estimated value of each sample; NaN for held-out validation samples.
+    values_ : ndarray of shape (n_samples,) or (n_groups,)
+        Estimated value of each party (sample, or group in the order of
+        ``groups_``); NaN for parties held out as the validation set.
 
-    rank_ : ndarray of shape (n_samples,)
-        Rank of each value, 1 being the most valuable; 0 for held-out samples.
+    rank_ : ndarray of shape (n_samples,) or (n_groups,)
+        Rank of each value, 1 being the most valuable; 0 for held-out parties.
 
-    marginal_mean_ : ndarray of shape (n_samples,)
-        Mean of each sample's counted (weighted) marginals: equal to
-        ``values_``; NaN for held-out samples.
+    groups_ : ndarray of shape (n_groups,)
+        The sorted group labels, when ``fit`` got ``groups``.
 
-    marginal_var_ : ndarray of shape (n_samples,)
-        Variance (ddof=0) of each sample's counted marginals, kept as running
-        sums (no k x n array); NaN for held-out samples.
+    sample_values_ : ndarray of shape (n_samples,)
+        The value of each sample's group, when ``fit`` got ``groups``.
+
+    marginal_mean_ : ndarray of shape (n_samples,) or (n_groups,)
+        Mean of each party's counted (weighted) marginals: equal to
+        ``values_``; NaN for held-out parties.
+
+    marginal_var_ : ndarray of shape (n_samples,) or (n_groups,)
+        Variance (ddof=0) of each party's counted marginals, kept as running
+        sums (no k x n array); NaN for held-out parties.
 
     n_marginals_ : int
         Number of counted permutations (past the burn-in).
@@ -308,8 +315,8 @@ class DPDataValuator(BaseEstimator):
             raise ValueError("epsilon is None: give epsilon or noise_multiplier.")
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, X_val=None, y_val=None):
-        """Estimate the value of every training sample.
+    def fit(self, X, y, X_val=None, y_val=None, groups=None):
+        """Estimate the value of every training sample, or of every group.
 
         Parameters
         ----------
@@ -319,9 +326,13 @@ class DPDataValuator(BaseEstimator):
             Their targets.
         X_val : array-like of shape (n_val, n_features), default=None
             Validation samples defining the utility. When omitted, a
-            ``validation_fraction`` of ``X`` is held out instead.
+            ``validation_fraction`` of the parties is held out instead.
         y_val : array-like of shape (n_val,), default=None
             Validation targets; required with ``X_val``.
+        groups : array-like of shape (n_samples,), default=None
+            Group label of each sample: each group is one party (a data set,
+            a client), valued as a whole; its gradient is that of its mean
+            loss, clipped once, and the privacy unit becomes the group.
 
         Returns
         -------
@@ -351,6 +362,8 @@ class DPDataValuator(BaseEstimator):
                     "y has a single class "
                     f"({self.classes_[0]!r}); data valuation of a classifier "
                     "needs at least two classes.")
+        party_of_sample = self._check_groups(groups, len(X))
+        n_all_parties = party_of_sample.max() + 1
         if X_val is not None:
             X_val = validate_data(self, X_val, reset=False, dtype=np.float64,
                                   order="C")
@@ -359,24 +372,35 @@ class DPDataValuator(BaseEstimator):
                 raise ValueError(
                     f"y_val must be 1-D with one target per row of X_val "
                     f"({len(X_val)}), got shape {y_val.shape}.")
-            train_index = np.arange(len(X))
+            train_parties = np.arange(n_all_parties)
         rs = check_random_state(self.random_state)
         split_seed, search_seed, walk_seed = rs.randint(MAX_INT, size=3)
         if X_val is None:
-            train_index, val_index = self._split(y, spec.is_classifier, split_seed)
-            X_val, y_val = X[val_index], y[val_index]
-            n_unprotected = len(val_index)
+            train_parties, val_parties = self._split(
+                y if groups is None else None, n_all_parties, spec.is_classifier,
+                split_seed)
+            val_rows = np.flatnonzero(np.isin(party_of_sample, val_parties))
+            X_val, y_val = X[val_rows], y[val_rows]
+            n_unprotected = len(val_rows)
         else:
             n_unprotected = 0
             if spec.is_classifier:
                 y_val = self._encode_classes(y_val)
             else:
                 y_val = check_array(y_val, ensure_2d=False, dtype=np.float64)
-        X_train, y_train = X[train_index], y[train_index]
-        n_parties = len(train_index)
+        n_parties = len(train_parties)
         if n_parties < 2:
-            raise ValueError(f"Data valuation needs at least 2 training samples, got "
+            raise ValueError(f"Data valuation needs at least 2 training parties, got "
                              f"{n_parties}.")
+        # The parties' rows, party by party: party j is rows offsets[j]:offsets[j+1].
+        position = np.full(n_all_parties, -1)
+        position[train_parties] = np.arange(n_parties)
+        train_rows = np.flatnonzero(position[party_of_sample] >= 0)
+        train_rows = train_rows[np.argsort(position[party_of_sample[train_rows]],
+                                           kind="stable")]
+        offsets = np.r_[0, np.cumsum(np.bincount(position[party_of_sample[train_rows]],
+                                                 minlength=n_parties))]
+        X_train, y_train = X[train_rows], y[train_rows]
 
         spec = model_spec(estimator, n_samples=n_parties)
         if spec.is_classifier:
@@ -393,7 +417,7 @@ class DPDataValuator(BaseEstimator):
             if self.utility == "r2" and total_sum_squares == 0:
                 raise ValueError("utility='r2' needs y_val that is not constant.")
         if spec.fit_intercept:
-            X_train = np.hstack([X_train, np.ones((n_parties, 1))])
+            X_train = np.hstack([X_train, np.ones((len(X_train), 1))])
             X_val = np.hstack([X_val, np.ones((len(X_val), 1))])
 
         k = self.n_permutations
@@ -409,7 +433,8 @@ class DPDataValuator(BaseEstimator):
                                              self.clip_norm)
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=k,
-            clip_norm=self.clip_norm, unit="sample", n_unprotected=n_unprotected)
+            clip_norm=self.clip_norm, unit="sample" if groups is None else "group",
+            n_unprotected=n_unprotected)
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = float(self.delta)
         self.noise_multiplier_ = noise_std / self.clip_norm
@@ -435,7 +460,7 @@ class DPDataValuator(BaseEstimator):
             self.learning_rate_ = float(self.learning_rate)
 
         problem = make_problem(
-            X_train, T, np.arange(n_parties + 1), X_val, T_val, labels_val,
+            X_train, T, offsets, X_val, T_val, labels_val,
             utility=_UTILITY_CODES[self.utility], learning_rate=self.learning_rate_,
             total_sum_squares=total_sum_squares,
             weights=semivalue_weights(self.semivalue, n_parties), **model)
@@ -469,15 +494,41 @@ class DPDataValuator(BaseEstimator):
                 ConvergenceWarning, stacklevel=2)
         self.n_marginals_ = result.n_counted
         variance = result.marginal_m2 / result.n_counted
-        self.marginal_mean_ = np.full(len(X), np.nan)
-        self.marginal_mean_[train_index] = values
-        self.marginal_var_ = np.full(len(X), np.nan)
-        self.marginal_var_[train_index] = variance
-        self.values_ = np.full(len(X), np.nan)
-        self.values_[train_index] = values
-        self.rank_ = np.zeros(len(X), dtype=np.int64)
-        self.rank_[train_index] = rankdata(-values, method="ordinal")
+        self.marginal_mean_ = np.full(n_all_parties, np.nan)
+        self.marginal_mean_[train_parties] = values
+        self.marginal_var_ = np.full(n_all_parties, np.nan)
+        self.marginal_var_[train_parties] = variance
+        self.values_ = np.full(n_all_parties, np.nan)
+        self.values_[train_parties] = values
+        self.rank_ = np.zeros(n_all_parties, dtype=np.int64)
+        self.rank_[train_parties] = rankdata(-values, method="ordinal")
+        if groups is not None:
+            self.sample_values_ = self.values_[party_of_sample]
         return self
+
+    def _check_groups(self, groups, n_samples):
+        """Party index of each sample (one party per sample without groups)."""
+        if groups is None:
+            for name in ("groups_", "sample_values_"):
+                if hasattr(self, name):
+                    delattr(self, name)
+            return np.arange(n_samples)
+        groups = check_array(groups, ensure_2d=False, dtype=None,
+                             ensure_all_finite=False, input_name="groups")
+        if groups.ndim != 1 or len(groups) != n_samples:
+            raise ValueError(f"groups must be 1-D with one label per sample "
+                             f"({n_samples}), got shape {groups.shape}.")
+        if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
+            raise ValueError("groups contains NaN or infinity: every sample "
+                             "needs a group label.")
+        if groups.dtype == object and any(g is None or g != g for g in groups):
+            raise ValueError("groups contains missing labels: every sample "
+                             "needs a group label.")
+        self.groups_, party_of_sample = np.unique(groups, return_inverse=True)
+        if len(self.groups_) < 2:
+            raise ValueError("groups has a single group: valuing parties needs "
+                             "at least 2.")
+        return party_of_sample
 
     def _encode_classes(self, y_val):
         index = np.searchsorted(self.classes_, y_val)
@@ -488,17 +539,20 @@ class DPDataValuator(BaseEstimator):
                 f"y_val has labels not in y: {np.unique(y_val[unseen])!r}.")
         return index
 
-    def _split(self, y, is_classifier, seed):
-        """Hold out ``validation_fraction`` of the samples, stratified if possible."""
-        n = len(y)
+    def _split(self, y, n, is_classifier, seed):
+        """Hold out ``validation_fraction`` of the parties.
+
+        One party per sample (``y`` given): stratified by class when
+        possible. Groups (``y`` None): whole groups at random.
+        """
         n_val = int(np.ceil(self.validation_fraction * n))
         if n_val < 1 or n - n_val < 2:
             raise ValueError(
-                f"validation_fraction={self.validation_fraction} of {n} samples "
-                "leaves no validation or fewer than 2 training samples; pass "
+                f"validation_fraction={self.validation_fraction} of {n} parties "
+                "leaves no validation or fewer than 2 training parties; pass "
                 "X_val and y_val or change validation_fraction.")
         stratify = None
-        if is_classifier:
+        if is_classifier and y is not None:
             counts = np.bincount(y)
             n_classes = len(counts)
             if counts.min() >= 2 and min(n_val, n - n_val) >= n_classes:

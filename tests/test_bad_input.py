@@ -54,6 +54,7 @@ CASES = {
     "X_val features": (fit(X_val=X[:4, :2], y_val=y[:4]), ValueError, "features"),
     "X_val rows vs y_val": (fit(X_val=X[:4], y_val=y[:3]), ValueError, "y_val"),
     "sparse X": (fit(X=sparse.csr_matrix(X)), TypeError, "[Ss]parse"),
+    "groups of the wrong length": (fit(groups=np.arange(19)), ValueError, "groups"),
     # DPDataValuator: the parameters
     "epsilon negative": (fit(DPDataValuator(epsilon=-1.0, **FAST)), ValueError, "'epsilon'"),
     "epsilon zero": (fit(DPDataValuator(epsilon=0.0, **FAST)), ValueError, "'epsilon'"),
