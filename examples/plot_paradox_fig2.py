@@ -56,9 +56,11 @@ curves["random"] = [removal_curve(*args, np.zeros(len(data.y_train)),
                                   random_state=seed) for seed in range(5)]
 
 fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-plot_auc_vs_budget(budgets, variance, ax=axes[0], ylabel="mean-adjusted variance")
+plot_auc_vs_budget(budgets, variance, ax=axes[0], ylabel="mean-adjusted variance",
+                   chance_level=None)
 axes[0].set_yscale("log")
-plot_auc_vs_budget(budgets, mean_value, ax=axes[1], ylabel="mean value")
+plot_auc_vs_budget(budgets, mean_value, ax=axes[1], ylabel="mean value",
+                   chance_level=None)
 plot_removal_curves(fractions, curves, ax=axes[2])
 fig.tight_layout()
 fig.savefig("paradox_fig2.png", dpi=100)

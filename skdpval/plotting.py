@@ -48,7 +48,7 @@ def plot_removal_curves(fractions, curves, *, ax=None, ylabel="test accuracy"):
 
 
 def plot_auc_vs_budget(budgets, aucs, *, ax=None, xlabel="permutations k",
-                       ylabel="noisy-label AUC"):
+                       ylabel="noisy-label AUC", chance_level=0.5):
     """Noisy-label AUC against a budget (k, epsilon or the burn-in q).
 
     Parameters
@@ -61,6 +61,8 @@ def plot_auc_vs_budget(budgets, aucs, *, ax=None, xlabel="permutations k",
     ax : matplotlib Axes, default=None
         Where to draw; a new figure when None.
     xlabel, ylabel : str
+    chance_level : float or None, default=0.5
+        Draws a dotted line at the score of a blind guess; None for none.
 
     Returns
     -------
@@ -72,7 +74,8 @@ def plot_auc_vs_budget(budgets, aucs, *, ax=None, xlabel="permutations k",
         line, = ax.plot(budgets, mean, marker="o", label=label)
         ax.fill_between(budgets, mean - std, mean + std, alpha=0.2,
                         color=line.get_color())
-    ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
+    if chance_level is not None:
+        ax.axhline(chance_level, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.legend()
