@@ -1,10 +1,12 @@
 """skdpval: differentially private data valuation for scikit-learn."""
 
+from ._federated import DPFederatedValuator
 from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
 from ._valuator import DPDataValuator
 
 __all__ = [
     "DPDataValuator",
+    "DPFederatedValuator",
     "DPFilteredClassifier",
     "DPFilteredRegressor",
     "DPValueFilter",

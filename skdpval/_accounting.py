@@ -61,23 +61,29 @@ def noise_std_for_budget(epsilon, delta, n_releases, clip_norm):
 
 
 def privacy_report(*, noise_std, delta, n_releases, clip_norm, unit,
-                   n_unprotected):
-    """The guarantee of ``n_releases`` Gaussian releases per party, as a dict."""
+                   n_unprotected, sensitivity=None):
+    """The guarantee of ``n_releases`` Gaussian releases per party, as a dict.
+
+    ``sensitivity`` is the L2 sensitivity of one release when it is not
+    ``clip_norm`` (e.g. coordinate clipping or compression).
+    """
+    sensitivity = clip_norm if sensitivity is None else sensitivity
     report = {
         "unit": unit,
         "adjacency": "add/remove one " + unit,
         "n_releases": int(n_releases),
         "clip_norm": float(clip_norm),
+        "sensitivity": float(sensitivity),
         "noise_std": float(noise_std),
-        "noise_multiplier": float(noise_std / clip_norm),
+        "noise_multiplier": float(noise_std / sensitivity),
         "delta": float(delta),
-        "amplification": "none: every party is used in every permutation",
+        "amplification": "none: every party releases every time (no subsampling)",
     }
     if noise_std == 0:
         report.update(mu=np.inf, epsilon=np.inf, epsilon_replace_one=np.inf,
                       method="none: noise='none' gives no privacy")
     else:
-        mu = np.sqrt(n_releases) * clip_norm / noise_std
+        mu = np.sqrt(n_releases) * sensitivity / noise_std
         report.update(
             mu=float(mu),
             epsilon=gdp_epsilon(mu, delta),

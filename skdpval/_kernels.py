@@ -527,3 +527,39 @@ def utility_of_theta(theta, X_val, T_val, labels_val, *, loss, utility,
                               _f64(np.transpose(T_val)), _i64(labels_val),
                               float(huber_epsilon), float(total_sum_squares),
                               np.empty(X_val_t.shape[1]))
+
+
+@njit(**_jit)
+def _utilities_of_thetas(thetas, X_val_t, T_val_t, labels_val, loss, utility,
+                         huber_epsilon, total_sum_squares, out):
+    margins = np.empty((thetas.shape[1], X_val_t.shape[1]))
+    buf = np.empty(X_val_t.shape[1])
+    for i in range(thetas.shape[0]):
+        _margins(X_val_t, thetas[i], margins)
+        out[i] = utility_of_margins(utility, loss, margins, T_val_t, labels_val,
+                                    huber_epsilon, total_sum_squares, buf)
+
+
+def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
+                        huber_epsilon, total_sum_squares):
+    """Utility of each parameter matrix ``thetas[i]`` on the validation set (rows)."""
+    thetas = _f64(thetas)
+    out = np.empty(thetas.shape[0])
+    _utilities_of_thetas(thetas, _f64(np.transpose(X_val)), _f64(np.transpose(T_val)),
+                         _i64(labels_val), int(loss), int(utility),
+                         float(huber_epsilon), float(total_sum_squares), out)
+    return out
+
+
+def party_gradients(theta, X, T, offsets, *, loss, huber_epsilon, l2, n_penalized):
+    """Unclipped gradient of every party at ``theta``: ``(n_parties, *theta.shape)``."""
+    theta = _f64(theta)
+    n_parties = len(offsets) - 1
+    out = np.empty((n_parties, *theta.shape))
+    margin_buf, dloss_buf = np.empty(theta.shape[0]), np.empty(theta.shape[0])
+    X, T, offsets = _f64(X), _f64(T), _i64(offsets)
+    for j in range(n_parties):
+        party_gradient(theta, X, T, offsets[j], offsets[j + 1], int(loss),
+                       float(huber_epsilon), float(l2), int(n_penalized),
+                       margin_buf, dloss_buf, out[j])
+    return out

@@ -38,6 +38,26 @@ AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 AUTO_MARGIN_NOISE = 0.1
 
 
+def check_groups(groups, n_samples):
+    """Sorted group labels, and the group index of each sample."""
+    groups = check_array(groups, ensure_2d=False, dtype=None,
+                         ensure_all_finite=False, input_name="groups")
+    if groups.ndim != 1 or len(groups) != n_samples:
+        raise ValueError(f"groups must be 1-D with one label per sample "
+                         f"({n_samples}), got shape {groups.shape}.")
+    if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
+        raise ValueError("groups contains NaN or infinity: every sample "
+                         "needs a group label.")
+    if groups.dtype == object and any(g is None or g != g for g in groups):
+        raise ValueError("groups contains missing labels: every sample "
+                         "needs a group label.")
+    labels, index = np.unique(groups, return_inverse=True)
+    if len(labels) < 2:
+        raise ValueError("groups has a single group: valuing parties needs "
+                         "at least 2.")
+    return labels, index
+
+
 class DPDataValuator(BaseEstimator):
     """Differentially private data values from noisy per-party gradients.
 
@@ -362,7 +382,13 @@ class DPDataValuator(BaseEstimator):
                     "y has a single class "
                     f"({self.classes_[0]!r}); data valuation of a classifier "
                     "needs at least two classes.")
-        party_of_sample = self._check_groups(groups, len(X))
+        if groups is None:
+            for name in ("groups_", "sample_values_"):
+                if hasattr(self, name):
+                    delattr(self, name)
+            party_of_sample = np.arange(len(X))
+        else:
+            self.groups_, party_of_sample = check_groups(groups, len(X))
         n_all_parties = party_of_sample.max() + 1
         if X_val is not None:
             X_val = validate_data(self, X_val, reset=False, dtype=np.float64,
@@ -505,30 +531,6 @@ class DPDataValuator(BaseEstimator):
         if groups is not None:
             self.sample_values_ = self.values_[party_of_sample]
         return self
-
-    def _check_groups(self, groups, n_samples):
-        """Party index of each sample (one party per sample without groups)."""
-        if groups is None:
-            for name in ("groups_", "sample_values_"):
-                if hasattr(self, name):
-                    delattr(self, name)
-            return np.arange(n_samples)
-        groups = check_array(groups, ensure_2d=False, dtype=None,
-                             ensure_all_finite=False, input_name="groups")
-        if groups.ndim != 1 or len(groups) != n_samples:
-            raise ValueError(f"groups must be 1-D with one label per sample "
-                             f"({n_samples}), got shape {groups.shape}.")
-        if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
-            raise ValueError("groups contains NaN or infinity: every sample "
-                             "needs a group label.")
-        if groups.dtype == object and any(g is None or g != g for g in groups):
-            raise ValueError("groups contains missing labels: every sample "
-                             "needs a group label.")
-        self.groups_, party_of_sample = np.unique(groups, return_inverse=True)
-        if len(self.groups_) < 2:
-            raise ValueError("groups has a single group: valuing parties needs "
-                             "at least 2.")
-        return party_of_sample
 
     def _encode_classes(self, y_val):
         index = np.searchsorted(self.classes_, y_val)

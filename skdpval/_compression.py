@@ -1,0 +1,96 @@
+"""Clipping and compression of a release, applied before the noise.
+
+Each option bounds the L2 sensitivity of one release differently (add/remove
+adjacency, ``p`` parameters, clip ``c``):
+
+- clipping ``"l2"``: ``|g| <= c``, sensitivity ``c``; ``"coordinate"``:
+  every ``|g_j| <= c``, sensitivity ``c sqrt(m)`` over ``m`` released
+  coordinates;
+- ``("randk", m)``: ``m`` coordinates chosen by a public random mask (drawn
+  from the release's own seed, independent of the data): the guarantee
+  holds for the ``m`` released coordinates (noise is added to those only);
+- ``("topk", m)``: the ``m`` largest coordinates: the *support* is chosen from
+  private data and is not protected by the noise (``private_support=False``);
+- ``("quantize", levels)``: every coordinate clipped to ``[-c, c]`` and
+  rounded stochastically (unbiased) to ``levels`` evenly spaced values:
+  sensitivity ``c sqrt(p)``;
+- ``"sign"``: the signs of the coordinates, sensitivity ``sqrt(p)``; the
+  aggregate of ``T`` releases is the thresholded vote ``sign(sum)`` where
+  ``|sum| >= beta T``, else 0 (the fragment's sign aggregation).
+"""
+
+from numbers import Integral
+
+import numpy as np
+
+
+def check_compression(compression, n_params):
+    """Return ``(kind, amount)``, or raise a ValueError naming the options."""
+    if compression is None:
+        return None, None
+    if compression == "sign":
+        return "sign", None
+    if (isinstance(compression, tuple) and len(compression) == 2
+            and compression[0] in ("randk", "topk", "quantize")
+            and isinstance(compression[1], Integral)):
+        kind, amount = compression
+        if kind in ("randk", "topk") and not 1 <= amount <= n_params:
+            raise ValueError(f"compression=({kind!r}, m) needs 1 <= m <= "
+                             f"{n_params} (the number of parameters), got {amount}.")
+        if kind == "quantize" and amount < 2:
+            raise ValueError("compression=('quantize', levels) needs levels >= 2.")
+        return kind, int(amount)
+    raise ValueError(
+        "compression must be None, ('randk', m), ('topk', m), ('quantize', "
+        f"levels) or 'sign'; got {compression!r}.")
+
+
+def sensitivity(compression, clipping, clip_norm, n_params):
+    """L2 sensitivity of one release (add/remove one party)."""
+    kind, amount = check_compression(compression, n_params)
+    if kind == "sign":
+        return float(np.sqrt(n_params))
+    if kind == "quantize":
+        return float(clip_norm * np.sqrt(n_params))
+    released = amount if kind in ("randk", "topk") else n_params
+    if clipping == "coordinate":
+        return float(clip_norm * np.sqrt(released))
+    return float(clip_norm)
+
+
+def clip(g, clipping, clip_norm):
+    """Clip a flat gradient: to L2 norm ``clip_norm`` or coordinate-wise."""
+    if clipping == "coordinate":
+        return np.clip(g, -clip_norm, clip_norm)
+    norm = np.linalg.norm(g)
+    return g if norm <= clip_norm else g * (clip_norm / norm)
+
+
+def compress(g, compression, clip_norm, rng):
+    """Compress a clipped flat gradient; return it and the released coordinates."""
+    kind, amount = check_compression(compression, g.size)
+    everything = np.ones(g.size, dtype=bool)
+    if kind is None:
+        return g, everything
+    if kind == "sign":
+        return np.sign(g), everything
+    if kind == "quantize":
+        bounded = np.clip(g, -clip_norm, clip_norm)
+        step = 2 * clip_norm / (amount - 1)
+        position = (bounded + clip_norm) / step
+        lower = np.floor(position)
+        up = rng.random(g.size) < position - lower  # unbiased rounding
+        return np.minimum(lower + up, amount - 1) * step - clip_norm, everything
+    if kind == "randk":
+        kept = np.zeros(g.size, dtype=bool)
+        kept[rng.choice(g.size, size=amount, replace=False)] = True
+    else:  # topk
+        kept = np.zeros(g.size, dtype=bool)
+        kept[np.argsort(-np.abs(g), kind="stable")[:amount]] = True
+    return np.where(kept, g, 0.0), kept
+
+
+def sign_vote(releases, threshold):
+    """Aggregate of ``T`` released sign vectors: sign(sum) where |sum| >= beta T."""
+    total = np.sum(releases, axis=0)
+    return np.where(np.abs(total) >= threshold * len(releases), np.sign(total), 0.0)

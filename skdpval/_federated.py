@@ -1,0 +1,369 @@
+"""DPFederatedValuator: per-round Shapley values of federated clients."""
+
+import itertools
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, validate_data
+
+from . import _kernels
+from ._accounting import noise_std_for_budget, privacy_report
+from ._compression import check_compression, clip, compress, sensitivity, sign_vote
+from ._models import classifier_targets, model_spec
+from ._valuator import _UTILITY_CODES, MAX_INT, check_groups
+
+# All permutations are enumerated up to this many clients (8! = 40320).
+_MAX_CLIENTS_ALL_PERMUTATIONS = 8
+
+
+def federated_schedule(noise, n_rounds):
+    """Weight ``x_t`` of round t's fresh release in the released average.
+
+    ``"correlated"`` is the seed paper's App. D.2 exponential moving average,
+    ``r_t = (1 - x_t) r_{t-1} + x_t g~_t`` with ``x_t = 0.75 - 0.7 t / k``;
+    ``"iid"`` and ``"none"`` release ``g~_t`` itself (``x_t = 1``).
+    """
+    t = np.arange(1, n_rounds + 1)
+    if isinstance(noise, str):
+        if noise == "correlated":
+            return 0.75 - 0.7 * t / n_rounds
+        return np.ones(n_rounds)
+    x = np.asarray(noise(t, n_rounds) if callable(noise) else noise, dtype=float)
+    if x.shape != (n_rounds,) or not np.all((x > 0) & (x <= 1)):
+        raise ValueError(f"noise must give one x_t in (0, 1] per round: shape "
+                         f"({n_rounds},), got {x!r}.")
+    return x
+
+
+class DPFederatedValuator(BaseEstimator):
+    """Private per-round Shapley values of the clients of federated SGD.
+
+    ``n_rounds`` rounds of federated gradient descent on a linear model: in
+    round t every client releases one gradient of its mean loss at the
+    global model ``theta_t``, clipped, optionally compressed, and noised; the
+    round's Shapley value of each client is estimated over permutations of
+    the clients with the utility ``V(theta_t - lr * aggregate(releases of the
+    coalition))`` (post-processing: no further privacy cost); the global
+    model then steps with every client's release. The value of a client is
+    the mean of its per-round values after the burn-in ``q * n_rounds``.
+    The privacy unit is a client; each releases ``n_rounds`` times.
+
+    Parameters
+    ----------
+    estimator : estimator object, default=None
+        The linear model defining the loss (as for ``DPDataValuator``);
+        ``None`` means ``LogisticRegression()``.
+    n_rounds : int >= 1, default=50
+        Rounds of federated SGD; every client releases once per round.
+    n_permutations_per_round : int >= 1 or "all", default=100
+        Permutations of the clients sampled per round; ``"all"`` enumerates
+        them (at most 8 clients): the exact Shapley value of the round.
+    learning_rate : float > 0, default=0.1
+        Step of the global model.
+    clip_norm : float > 0, default=1.0
+        Clipping bound ``c`` (L2 norm, or per coordinate).
+    clipping : {"l2", "coordinate"}, default="l2"
+        How gradients are clipped before compression and noise.
+    compression : None, ("randk", m), ("topk", m), ("quantize", levels) or \
+            "sign", default=None
+        Compression before the noise; see ``skdpval._compression`` for the
+        sensitivity of each. ``("topk", m)`` picks its coordinates from
+        private data: their positions are not protected (a warning says so
+        and ``privacy_report_["private_support"]`` is False).
+    sign_threshold : float >= 0, default=0.0
+        ``beta`` of the sign vote: a coordinate of the aggregate of ``T``
+        sign releases is ``sign(sum)`` when ``|sum| >= beta T``, else 0.
+    epsilon : float > 0 or None, default=1.0
+        Budget of a client's ``n_rounds`` releases; None with
+        ``noise_multiplier``.
+    delta : float in (0, 1), default=5e-5
+    noise_multiplier : float > 0 or None, default=None
+        Per-release noise std divided by the sensitivity, instead of epsilon.
+    noise : {"correlated", "iid", "none"}, array-like or callable, \
+            default="correlated"
+        Released value: the exponential moving average of App. D.2
+        (``"correlated"``), the fresh release (``"iid"``), no noise at all
+        (``"none"``), or your own ``x_t`` (array of length ``n_rounds`` or
+        callable ``f(t, k)``).
+    q : float in [0, 1), default=0.2
+        Burn-in: the first ``floor(q * n_rounds)`` rounds do not count.
+    utility : {"accuracy", "neg_loss", "neg_mse", "r2"}, default="accuracy"
+        Validation utility (classifiers: accuracy, neg_loss).
+    validation_fraction : float in (0, 1), default=0.2
+        Fraction of the samples held out as the validation set when ``fit``
+        gets no ``X_val``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds noise, masks, quantisation and permutations, round by round.
+
+    Attributes
+    ----------
+    values_ : ndarray of shape (n_clients,)
+        Mean per-round value of each client past the burn-in.
+    round_values_ : ndarray of shape (n_rounds, n_clients)
+        Each round's Shapley value estimate of each client.
+    history_ : ndarray of shape (n_rounds,)
+        Validation utility of the global model after each round.
+    groups_ : ndarray of shape (n_clients,)
+        Client labels, in the order of ``values_``.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels (classifiers).
+    epsilon_, delta_, noise_multiplier_ : float
+        The guarantee of a client's releases and the per-release noise std
+        divided by the sensitivity.
+    n_releases_ : int
+        Releases per client (``n_rounds``).
+    privacy_report_ : dict
+        Unit (client), releases, clipping, compression, sensitivity, noise,
+        mu, epsilon, delta, whether the support of the release is private.
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from skdpval import DPFederatedValuator
+    >>> X, y = make_classification(n_samples=300, random_state=0)
+    >>> clients = np.arange(200) % 5
+    >>> fed = DPFederatedValuator(n_rounds=10, n_permutations_per_round=20,
+    ...                           epsilon=3.0, random_state=0)
+    >>> fed.fit(X[:200], y[:200], groups=clients, X_val=X[200:], y_val=y[200:])
+    DPFederatedValuator(...)
+    >>> fed.round_values_.shape
+    (10, 5)
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "get_params"]), None],
+        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "n_permutations_per_round": [Interval(Integral, 1, None, closed="left"),
+                                     StrOptions({"all"})],
+        "learning_rate": [Interval(Real, 0.0, None, closed="neither")],
+        "clip_norm": [Interval(Real, 0.0, None, closed="neither")],
+        "clipping": [StrOptions({"l2", "coordinate"})],
+        "compression": [None, tuple, StrOptions({"sign"})],
+        "sign_threshold": [Interval(Real, 0.0, None, closed="left")],
+        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
+        "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
+        "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
+                  callable],
+        "q": [Interval(Real, 0.0, 1.0, closed="left")],
+        "utility": [StrOptions(set(_UTILITY_CODES))],
+        "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, estimator=None, *, n_rounds=50, n_permutations_per_round=100,
+                 learning_rate=0.1, clip_norm=1.0, clipping="l2", compression=None,
+                 sign_threshold=0.0, epsilon=1.0, delta=5e-5, noise_multiplier=None,
+                 noise="correlated", q=0.2, utility="accuracy",
+                 validation_fraction=0.2, random_state=None):
+        self.estimator = estimator
+        self.n_rounds = n_rounds
+        self.n_permutations_per_round = n_permutations_per_round
+        self.learning_rate = learning_rate
+        self.clip_norm = clip_norm
+        self.clipping = clipping
+        self.compression = compression
+        self.sign_threshold = sign_threshold
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise_multiplier = noise_multiplier
+        self.noise = noise
+        self.q = q
+        self.utility = utility
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, groups=None, X_val=None, y_val=None):
+        """Run federated SGD and value every client in every round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            All clients' samples.
+        y : array-like of shape (n_samples,)
+        groups : array-like of shape (n_samples,), default=None
+            The client of each sample; None makes every sample a client.
+        X_val, y_val : array-like, default=None
+            The server's validation set (the utility; not protected). When
+            omitted, ``validation_fraction`` of the samples is held out
+            (those samples then belong to no client).
+
+        Returns
+        -------
+        self : object
+        """
+        if self.noise_multiplier is not None and self.epsilon is not None:
+            raise ValueError("Give either epsilon or noise_multiplier, not both: "
+                             "set epsilon=None to use noise_multiplier.")
+        if (self.noise_multiplier is None and self.epsilon is None
+                and not (isinstance(self.noise, str) and self.noise == "none")):
+            raise ValueError("epsilon is None: give epsilon or noise_multiplier.")
+        estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
+        spec = model_spec(estimator, n_samples=1)
+        allowed = ("accuracy", "neg_loss") if spec.is_classifier else (
+            "neg_loss", "neg_mse", "r2")
+        if self.utility not in allowed:
+            raise ValueError(f"utility={self.utility!r} does not apply to this "
+                             f"model: use one of {allowed}.")
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+                             y_numeric=not spec.is_classifier, ensure_min_samples=2)
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together.")
+        if groups is None:
+            groups = np.arange(len(X))
+        if X_val is None:
+            held_out = check_random_state(self.random_state).permutation(len(X))[
+                :int(np.ceil(self.validation_fraction * len(X)))]
+            keep = np.ones(len(X), dtype=bool)
+            keep[held_out] = False
+            X, y, X_val, y_val = X[keep], y[keep], X[~keep], y[~keep]
+            groups = np.asarray(groups)[keep]
+        X_val = validate_data(self, X_val, reset=False, dtype=np.float64, order="C")
+        y_val = check_array(y_val, ensure_2d=False, dtype=None)
+        if y_val.ndim != 1 or len(y_val) != len(X_val):
+            raise ValueError("y_val must be 1-D with one target per row of X_val.")
+        self.groups_, client_of_sample = check_groups(groups, len(X))
+        n_clients = len(self.groups_)
+        if self.n_permutations_per_round == "all" and n_clients > _MAX_CLIENTS_ALL_PERMUTATIONS:
+            raise ValueError(
+                f"n_permutations_per_round='all' enumerates n! permutations: at "
+                f"most {_MAX_CLIENTS_ALL_PERMUTATIONS} clients, got {n_clients}.")
+        x_t = federated_schedule(self.noise, self.n_rounds)
+
+        if spec.is_classifier:
+            check_classification_targets(y)
+            self.classes_, y = np.unique(y, return_inverse=True)
+            if len(self.classes_) < 2:
+                raise ValueError("y has a single class; valuing clients of a "
+                                 "classifier needs at least two.")
+            index = np.searchsorted(self.classes_, y_val)
+            index = np.clip(index, 0, len(self.classes_) - 1)
+            if np.any(self.classes_[index] != y_val):
+                raise ValueError("y_val has labels not in y.")
+            T, loss = classifier_targets(spec, y, len(self.classes_))
+            T_val, _ = classifier_targets(spec, index, len(self.classes_))
+            labels_val, total_sum_squares = index, 1.0
+        else:
+            y_val = y_val.astype(np.float64)
+            T, loss = y.reshape(-1, 1), spec.loss
+            T_val, labels_val = y_val.reshape(-1, 1), np.zeros(len(y_val), np.int64)
+            total_sum_squares = float(np.sum((y_val - y_val.mean()) ** 2))
+            if self.utility == "r2" and total_sum_squares == 0:
+                raise ValueError("utility='r2' needs y_val that is not constant.")
+        spec = model_spec(estimator, n_samples=n_clients)
+        if spec.fit_intercept:
+            X = np.hstack([X, np.ones((len(X), 1))])
+            X_val = np.hstack([X_val, np.ones((len(X_val), 1))])
+        order = np.argsort(client_of_sample, kind="stable")
+        X, T = X[order], T[order]
+        offsets = np.r_[0, np.cumsum(np.bincount(client_of_sample, minlength=n_clients))]
+        shape = (T.shape[1], X.shape[1])
+        n_params = int(np.prod(shape))
+
+        kind, _ = check_compression(self.compression, n_params)
+        release_sensitivity = sensitivity(self.compression, self.clipping,
+                                          self.clip_norm, n_params)
+        if isinstance(self.noise, str) and self.noise == "none":
+            noise_std = 0.0
+        elif self.noise_multiplier is not None:
+            noise_std = self.noise_multiplier * release_sensitivity
+        else:
+            noise_std = noise_std_for_budget(self.epsilon, self.delta, self.n_rounds,
+                                             release_sensitivity)
+        report = privacy_report(noise_std=noise_std, delta=self.delta,
+                                n_releases=self.n_rounds, clip_norm=self.clip_norm,
+                                unit="client", n_unprotected=0,
+                                sensitivity=release_sensitivity)
+        report.update(clipping=self.clipping, compression=self.compression,
+                      private_support=kind != "topk")
+        if kind == "topk":
+            warnings.warn(
+                "compression=('topk', m) chooses the released coordinates from "
+                "private data: their positions are not protected by the noise "
+                "(privacy_report_['private_support'] is False). Use ('randk', m) "
+                "for a public random mask.", UserWarning, stacklevel=2)
+        self.privacy_report_ = report
+        self.epsilon_, self.delta_ = report["epsilon"], float(self.delta)
+        self.noise_multiplier_ = report["noise_multiplier"]
+        self.n_releases_ = self.n_rounds
+
+        utility_args = dict(loss=loss, utility=_UTILITY_CODES[self.utility],
+                            huber_epsilon=spec.huber_epsilon,
+                            total_sum_squares=total_sum_squares)
+        seeds = np.random.SeedSequence(
+            check_random_state(self.random_state).randint(MAX_INT)).spawn(self.n_rounds)
+        theta = np.zeros(shape)
+        released = np.zeros((n_clients, n_params))
+        self.round_values_ = np.empty((self.n_rounds, n_clients))
+        self.history_ = np.empty(self.n_rounds)
+        for t in range(self.n_rounds):
+            rng = np.random.default_rng(seeds[t])
+            gradients = _kernels.party_gradients(
+                theta, X, T, offsets, loss=loss, huber_epsilon=spec.huber_epsilon,
+                l2=spec.l2_per_sample, n_penalized=shape[1] - spec.fit_intercept)
+            fresh = np.empty((n_clients, n_params))
+            for i, gradient in enumerate(gradients.reshape(n_clients, -1)):
+                release, kept = compress(clip(gradient, self.clipping, self.clip_norm),
+                                         self.compression, self.clip_norm, rng)
+                if noise_std > 0:
+                    release[kept] += noise_std * rng.standard_normal(kept.sum())
+                fresh[i] = release
+            if isinstance(self.noise, str) and self.noise in ("iid", "none"):
+                released = fresh
+            else:  # the moving average of App. D.2 (released starts at 0)
+                released = (1 - x_t[t]) * released + x_t[t] * fresh
+            self.round_values_[t] = self._round_shapley(
+                theta, released, X_val, T_val, labels_val, utility_args, rng)
+            theta = theta - self.learning_rate * self._aggregate(released).reshape(shape)
+            self.history_[t] = _kernels.utilities_of_thetas(
+                theta[None], X_val, T_val, labels_val, **utility_args)[0]
+        counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
+        self.values_ = self.round_values_[counted].mean(axis=0)
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    def _aggregate(self, releases):
+        if self.compression == "sign":
+            return sign_vote(releases, self.sign_threshold)
+        return releases.mean(axis=0)
+
+    def _round_shapley(self, theta, released, X_val, T_val, labels_val,
+                       utility_args, rng):
+        """Shapley value of each client for one round, over permutations."""
+        n_clients = len(released)
+        if self.n_permutations_per_round == "all":
+            permutations = np.array(list(itertools.permutations(range(n_clients))))
+        else:
+            permutations = np.array([rng.permutation(n_clients)
+                                     for _ in range(self.n_permutations_per_round)])
+        prefix = np.cumsum(released[permutations], axis=1)  # (P, n, p)
+        size = np.arange(1, n_clients + 1)[None, :, None]
+        if self.compression == "sign":
+            step = np.where(np.abs(prefix) >= self.sign_threshold * size,
+                            np.sign(prefix), 0.0)
+        else:
+            step = prefix / size
+        thetas = theta.ravel()[None, None, :] - self.learning_rate * step
+        utilities = _kernels.utilities_of_thetas(
+            thetas.reshape(-1, *theta.shape), X_val, T_val, labels_val,
+            **utility_args).reshape(len(permutations), n_clients)
+        before = _kernels.utilities_of_thetas(theta[None], X_val, T_val, labels_val,
+                                              **utility_args)[0]
+        marginals = np.diff(utilities, axis=1, prepend=before)
+        values = np.zeros(n_clients)
+        np.add.at(values, permutations, marginals)
+        return values / len(permutations)

@@ -1,0 +1,160 @@
+"""DPFederatedValuator: per-round Shapley values, accounting, compression."""
+
+import itertools
+from math import factorial
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skdpval import DPFederatedValuator, _kernels
+from skdpval._accounting import noise_std_for_budget
+from skdpval._compression import compress, sensitivity, sign_vote
+from skdpval._federated import federated_schedule
+
+
+@parametrize_with_checks([
+    DPFederatedValuator(n_rounds=2, n_permutations_per_round=3, random_state=0),
+    DPFederatedValuator(Ridge(), utility="neg_mse", noise="iid", n_rounds=2,
+                        n_permutations_per_round=3, random_state=0),
+])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def clients():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = (X @ [1.0, -1.0, 0.5] + 0.5 * rng.normal(size=120) > 0).astype(int)
+    groups = np.arange(90) % 6
+    y_train = y[:90].copy()
+    y_train[groups == 0] = 1 - y_train[groups == 0]  # one bad client
+    return X[:90], y_train, groups, X[90:], y[90:]
+
+
+def test_one_noiseless_round_with_all_permutations_is_exact_shapley(clients):
+    X, y, groups, X_val, y_val = clients
+    lr, C = 0.8, 0.5
+    fed = DPFederatedValuator(LogisticRegression(C=2.0), n_rounds=1,
+                              n_permutations_per_round="all", noise="none",
+                              learning_rate=lr, clip_norm=C, utility="neg_loss")
+    fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
+
+    # The game, written out: v(S) = V(0 - lr * mean of S's clipped gradients).
+    ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
+    order = np.argsort(groups, kind="stable")
+    offsets = np.r_[0, np.cumsum(np.bincount(groups))]
+    T = np.where(y[order] == 1, 1.0, -1.0)[:, None]
+    gradients = _kernels.party_gradients(
+        np.zeros((1, 4)), ones(X)[order], T, offsets, loss=_kernels.LOGISTIC,
+        huber_epsilon=0.0, l2=1 / (2.0 * 6), n_penalized=3).reshape(6, -1)
+    clipped = [g / max(1, np.linalg.norm(g) / C) for g in gradients]
+    T_val = np.where(y_val == 1, 1.0, -1.0)[:, None]
+
+    def v(S):
+        step = np.mean([clipped[i] for i in S], axis=0) if S else np.zeros(4)
+        margins = ones(X_val) @ (-lr * step)
+        return -np.mean(np.logaddexp(0, -T_val[:, 0] * margins))
+
+    n = 6
+    exact = np.zeros(n)
+    for i in range(n):
+        others = [j for j in range(n) if j != i]
+        for size in range(n):
+            for S in itertools.combinations(others, size):
+                weight = factorial(size) * factorial(n - size - 1) / factorial(n)
+                exact[i] += weight * (v(set(S) | {i}) - v(set(S)))
+    assert_allclose(fed.round_values_[0], exact, rtol=1e-9, atol=1e-12)
+    assert_allclose(fed.values_, exact, rtol=1e-9, atol=1e-12)
+    assert np.argmin(exact) == 0  # the bad client is worth least
+
+
+def test_accounting_uses_the_sensitivity_of_the_release(clients):
+    X, y, groups, X_val, y_val = clients
+    for compression, clipping, expected in [
+        (None, "l2", 0.5), (None, "coordinate", 0.5 * 2.0),
+        (("randk", 2), "l2", 0.5), (("randk", 2), "coordinate", 0.5 * np.sqrt(2)),
+        (("quantize", 4), "l2", 0.5 * 2.0), ("sign", "l2", 2.0),
+    ]:
+        assert sensitivity(compression, clipping, 0.5, 4) == pytest.approx(expected)
+        fed = DPFederatedValuator(n_rounds=5, n_permutations_per_round=2,
+                                  compression=compression, clipping=clipping,
+                                  clip_norm=0.5, epsilon=2.0, random_state=0)
+        fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
+        report = fed.privacy_report_
+        assert report["sensitivity"] == pytest.approx(expected)
+        assert report["noise_std"] == pytest.approx(
+            noise_std_for_budget(2.0, 5e-5, 5, expected))
+        assert fed.epsilon_ == pytest.approx(2.0)
+        assert report["unit"] == "client" and report["private_support"]
+
+
+def test_topk_warns_that_its_support_is_private(clients):
+    X, y, groups, X_val, y_val = clients
+    fed = DPFederatedValuator(n_rounds=2, n_permutations_per_round=2,
+                              compression=("topk", 2), random_state=0)
+    with pytest.warns(UserWarning, match="positions are not protected"):
+        fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
+    assert fed.privacy_report_["private_support"] is False
+
+
+def test_compression_operators():
+    rng = np.random.default_rng(0)
+    g = np.array([0.3, -2.0, 0.0, 1.0])
+    top, kept = compress(g, ("topk", 2), 1.0, rng)
+    assert_allclose(top, [0, -2.0, 0, 1.0]) and kept.sum() == 2
+    rand, kept = compress(g, ("randk", 3), 1.0, rng)
+    assert kept.sum() == 3 and np.all(rand[~kept] == 0) and np.all(rand[kept] == g[kept])
+    quantised = np.mean([compress(np.array([0.3]), ("quantize", 3), 1.0, rng)[0]
+                         for _ in range(4000)])
+    assert quantised == pytest.approx(0.3, abs=0.03)  # unbiased
+    assert set(np.unique(compress(np.array([0.3, -0.7]), ("quantize", 3), 1.0,
+                                  rng)[0])) <= {-1.0, 0.0, 1.0}
+    assert_allclose(compress(g, "sign", 1.0, rng)[0], [1, -1, 0, 1])
+    votes = np.array([[1, 1, -1], [1, -1, -1], [1, 1, 1]], dtype=float)
+    assert_allclose(sign_vote(votes, 0.5), [1, 0, 0])  # |sum| >= 1.5 only for the first
+    assert_allclose(sign_vote(votes, 0.0), [1, 1, -1])
+
+
+def test_schedules():
+    assert_allclose(federated_schedule("correlated", 10),
+                    0.75 - 0.07 * np.arange(1, 11))
+    assert_allclose(federated_schedule("iid", 3), 1.0)
+    assert_allclose(federated_schedule(lambda t, k: np.full(k, 0.5), 4), 0.5)
+    with pytest.raises(ValueError, match="x_t"):
+        federated_schedule(np.zeros(3), 3)
+
+
+def test_reproducible_and_shaped(clients):
+    X, y, groups, X_val, y_val = clients
+    make = lambda: DPFederatedValuator(n_rounds=6, n_permutations_per_round=5,
+                                       q=0.5, epsilon=3.0, random_state=1).fit(
+        X, y, groups=groups, X_val=X_val, y_val=y_val)
+    first, second = make(), make()
+    assert_allclose(first.round_values_, second.round_values_, rtol=0, atol=0)
+    assert first.round_values_.shape == (6, 6) and first.history_.shape == (6,)
+    assert_allclose(first.values_, first.round_values_[3:].mean(axis=0))
+
+
+@pytest.mark.parametrize("params, fit_args, match", [
+    ({}, dict(groups=np.arange(89)), "one label per sample"),
+    ({}, dict(groups=np.zeros(90)), "single group"),
+    ({}, dict(groups=np.r_[np.nan, np.arange(89.0)]), "NaN"),
+    ({"n_rounds": 0}, {}, "'n_rounds'"),
+    ({"q": 1.0}, {}, "'q'"),
+    ({"q": -0.5}, {}, "'q'"),
+    ({"compression": ("randk", 99)}, {}, "randk"),
+    ({"compression": ("zip", 2)}, {}, "compression must be"),
+    ({"n_permutations_per_round": "all"}, dict(groups=np.arange(90) % 9),
+     "at most 8 clients"),
+    ({"utility": "r2"}, {}, "utility='r2'"),
+])
+def test_bad_input(clients, params, fit_args, match):
+    X, y, groups, X_val, y_val = clients
+    args = dict(groups=groups, X_val=X_val, y_val=y_val)
+    args.update(fit_args)
+    with pytest.raises(ValueError, match=match):
+        DPFederatedValuator(**{"n_rounds": 2, **params}).fit(X, y, **args)
