@@ -1,0 +1,50 @@
+"""
+Valuing data sets: 100 parties of 10 digits (seed paper, Table 3 top)
+====================================================================
+
+``digits`` split into 100 parties of 10 samples; 30 parties have all their
+labels changed. Each party is valued as a whole (``fit(..., groups=...)``):
+its gradient is that of its mean loss, clipped once, and the privacy unit is
+the party. The AUC of finding the bad parties without privacy, with i.i.d.
+noise and with correlated noise at epsilon = 3 (exact accounting).
+"""
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.preprocessing import StandardScaler
+
+from skdpval import DPDataValuator
+from skdpval.datasets import flip_labels
+from skdpval.metrics import noisy_label_auc
+
+X, y = load_digits(return_X_y=True)
+order = np.random.default_rng(0).permutation(len(y))
+X, y = StandardScaler().fit_transform(X)[order], y[order]
+X_train, y_train, X_val, y_val = X[:1000], y[:1000].copy(), X[1000:], y[1000:]
+groups = np.arange(1000) // 10
+bad = np.random.default_rng(1).permutation(100) < 30
+for party in np.flatnonzero(bad):
+    rows = groups == party
+    y_train[rows], _ = flip_labels(y_train[rows], 1.0, random_state=party)
+
+# %%
+settings = {"no DP": dict(noise="none", q=0.0), "i.i.d.": dict(noise="iid", q=0.0),
+            "correlated, q=0.9": dict(noise="correlated", q=0.9)}
+aucs = {}
+for label, params in settings.items():
+    valuator = DPDataValuator(epsilon=3.0, n_permutations=200, n_jobs=2,
+                              random_state=0, **params)
+    valuator.fit(X_train, y_train, X_val=X_val, y_val=y_val, groups=groups)
+    aucs[label] = noisy_label_auc(valuator.values_, bad)
+    print(f"{label:<18} bad-party AUC {aucs[label]:.3f}  "
+          f"(learning_rate_ {valuator.learning_rate_:.2g}, epsilon_ {valuator.epsilon_:.3g})")
+
+# %%
+fig, ax = plt.subplots(figsize=(5, 3))
+ax.bar(list(aucs), list(aucs.values()))
+ax.axhline(0.5, color="grey", linestyle=":")
+ax.set_ylabel("AUC of finding bad parties")
+fig.tight_layout()
+fig.savefig("dataset_valuation.png", dpi=100)
