@@ -2,6 +2,7 @@
 
 from ._federated import DPFederatedValuator
 from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
+from ._layered import LayeredShapleyValuator
 from ._valuator import DPDataValuator
 
 __all__ = [
@@ -10,5 +11,6 @@ __all__ = [
     "DPFilteredClassifier",
     "DPFilteredRegressor",
     "DPValueFilter",
+    "LayeredShapleyValuator",
 ]
 __version__ = "0.1.0.dev0"
