@@ -89,9 +89,11 @@ class LayeredShapleyValuator(BaseEstimator):
     Parameters
     ----------
     estimator : LogisticRegression, default=None
-        Its ``C`` sets ``lambda = 1 / C`` in the coalition objective
-        ``mean log loss + lambda |w|^2`` (intercept included and penalised,
-        as the stability bound needs); ``None`` means ``LogisticRegression()``.
+        Its ``C`` sets ``lambda = 1 / (2 C n)`` (its own per-sample penalty on
+        the ``n`` training points) in the coalition objective
+        ``mean log loss + lambda |w|^2``, the same for every coalition
+        (intercept included and penalised, as the stability bound needs);
+        ``None`` means ``LogisticRegression()``.
     alpha, beta : float in (0, 1), default=0.05
         The (alpha, beta) approximation of Theorem 3.3.
     c : float > 0 or "auto", default="auto"
@@ -184,7 +186,8 @@ class LayeredShapleyValuator(BaseEstimator):
         tags.classifier_tags = ClassifierTags(multi_class=False)  # binary only
         return tags
 
-    def _regularisation(self):
+    def _inverse_regularisation(self):
+        """The estimator's ``C``, checked."""
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         if not isinstance(estimator, LogisticRegression):
             raise TypeError("LayeredShapleyValuator values data for an "
@@ -196,8 +199,8 @@ class LayeredShapleyValuator(BaseEstimator):
                              "(its stability bound): use LogisticRegression(C=...).")
         if not np.isfinite(params["C"]):
             raise ValueError("LayeredShapleyValuator needs a finite C "
-                             "(lambda = 1 / C > 0).")
-        return 1.0 / params["C"]
+                             "(lambda = 1 / (2 C n) > 0).")
+        return float(params["C"])
 
     @staticmethod
     def _check_unit_box(X, name):
@@ -223,7 +226,7 @@ class LayeredShapleyValuator(BaseEstimator):
         -------
         self : object
         """
-        lam = self._regularisation()
+        C = self._inverse_regularisation()
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
@@ -256,6 +259,9 @@ class LayeredShapleyValuator(BaseEstimator):
         n = len(train)
         if n < 2:
             raise ValueError("Layered Shapley needs at least 2 training points.")
+        # The estimator's own penalty per sample on the n training points,
+        # kept fixed for every coalition (the stability bound needs one lambda).
+        lam = 1.0 / (2.0 * C * n)
         c = 1.0 if self.c == "auto" else float(self.c)
         kappa = np.sqrt(X.shape[1] + 1) if self.kappa == "auto" else float(self.kappa)
 

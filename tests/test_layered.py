@@ -25,7 +25,7 @@ def test_exhaustive_layers_give_the_exact_shapley_value():
     X = rng.random((n, d))
     y = np.array([0, 1, 0, 1, 1])
     X_val, y_val = rng.random((20, d)), rng.integers(2, size=20)
-    valuator = LayeredShapleyValuator(LogisticRegression(C=1 / lam), c=1e4,
+    valuator = LayeredShapleyValuator(LogisticRegression(C=1 / (2 * lam * n)), c=1e4,
                                       skip_below_baseline=False, random_state=0)
     valuator.fit(X, y, X_val=X_val, y_val=y_val)
 
@@ -103,3 +103,27 @@ def test_bad_input(unit_data, make, fit_args, match):
     extra = {"X_val": X[:5]} if fit_args.get("X_val_only") else {}
     with pytest.raises((ValueError, TypeError), match=match):
         make().fit(X, y, **extra)
+
+
+def test_removing_high_layered_values_hurts_more_than_random():
+    """breast_cancer, n = 100 (the paper's App. E), features min-max scaled."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import MinMaxScaler
+
+    from skdpval.metrics import removal_curve
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = MinMaxScaler().fit_transform(X)
+    gaps = []
+    for seed in range(3):
+        order = np.random.default_rng(seed).permutation(len(y))
+        train, val, test = order[:100], order[100:300], order[300:]
+        valuator = LayeredShapleyValuator(alpha=0.15, n_jobs=2, random_state=0)
+        valuator.fit(X[train], y[train], X_val=X[val], y_val=y[val])
+        args = (X[train], y[train], X[test], y[test], valuator.values_,
+                LogisticRegression(), [0.2])
+        high = removal_curve(*args, order="high")[0]
+        random = np.mean([removal_curve(*args, order="random", random_state=s)[0]
+                          for s in range(20)])
+        gaps.append(random - high)
+    assert np.mean(gaps) > 0.02, gaps
