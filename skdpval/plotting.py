@@ -12,9 +12,14 @@ def _axes(ax):
     return plt.subplots(figsize=(5, 3.5))[1] if ax is None else ax
 
 
-def _mean_and_std(curve):
-    curve = np.atleast_2d(np.asarray(curve, dtype=np.float64))
-    return curve.mean(axis=0), curve.std(axis=0)
+def _draw_curves(ax, x, curves):
+    """Each curve's mean over trials, with a band of one std."""
+    for label, curve in curves.items():
+        curve = np.atleast_2d(np.asarray(curve, dtype=np.float64))
+        mean, std = curve.mean(axis=0), curve.std(axis=0)
+        line, = ax.plot(x, mean, marker="o", label=label)
+        ax.fill_between(x, mean - std, mean + std, alpha=0.2, color=line.get_color())
+    ax.legend()
 
 
 def plot_removal_curves(fractions, curves, *, ax=None, ylabel="test accuracy"):
@@ -36,14 +41,9 @@ def plot_removal_curves(fractions, curves, *, ax=None, ylabel="test accuracy"):
     ax : matplotlib Axes
     """
     ax = _axes(ax)
-    for label, curve in curves.items():
-        mean, std = _mean_and_std(curve)
-        line, = ax.plot(fractions, mean, marker="o", label=label)
-        ax.fill_between(fractions, mean - std, mean + std, alpha=0.2,
-                        color=line.get_color())
+    _draw_curves(ax, fractions, curves)
     ax.set_xlabel("fraction of training data removed")
     ax.set_ylabel(ylabel)
-    ax.legend()
     return ax
 
 
@@ -69,14 +69,9 @@ def plot_auc_vs_budget(budgets, aucs, *, ax=None, xlabel="permutations k",
     ax : matplotlib Axes
     """
     ax = _axes(ax)
-    for label, curve in aucs.items():
-        mean, std = _mean_and_std(curve)
-        line, = ax.plot(budgets, mean, marker="o", label=label)
-        ax.fill_between(budgets, mean - std, mean + std, alpha=0.2,
-                        color=line.get_color())
+    _draw_curves(ax, budgets, aucs)
     if chance_level is not None:
         ax.axhline(chance_level, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend()
     return ax
