@@ -15,7 +15,6 @@ arithmetic timed in isolation), ``threads`` (n_jobs=1 vs 2) and ``scale``
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time

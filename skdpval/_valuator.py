@@ -15,7 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, validate_data
 
 from . import _kernels
-from ._accounting import gdp_epsilon, noise_std_for_budget, privacy_report
+from ._accounting import noise_std_for_budget, privacy_report
 from ._models import classifier_targets, model_spec
 from ._noise import counted_permutations, noise_schedule, released_noise_std
 from ._semivalues import check_semivalue, semivalue_weights
@@ -580,7 +580,7 @@ class DPDataValuator(BaseEstimator):
                   for train, _ in halves]
         scores = np.zeros(len(AUTO_LEARNING_RATES))
         for i, rate in enumerate(AUTO_LEARNING_RATES):
-            for (train, test), order in zip(halves, orders):
+            for (_, test), order in zip(halves, orders):
                 theta = _kernels.sgd_pass(X_val, T_val, learning_rate=rate,
                                           theta_init=theta_init, order=order,
                                           **model)

@@ -5,7 +5,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from helpers import FixedDraws
-from reference import LOSSES, algorithm1, loss_and_dloss, utility
+from reference import LOSSES, algorithm1, loss_and_dloss
 from skdpval import _kernels
 from skdpval._semivalues import semivalue_weights
 from skdpval._walk import make_problem, run_walks

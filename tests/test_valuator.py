@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
-from sklearn.datasets import load_breast_cancer, make_classification, make_regression
+from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.linear_model import (
     Lasso,
     LinearRegression,
