@@ -422,8 +422,10 @@ class DPDataValuator(BaseEstimator):
         position = np.full(n_all_parties, -1)
         position[train_parties] = np.arange(n_parties)
         train_rows = np.flatnonzero(position[party_of_sample] >= 0)
-        train_rows = train_rows[np.argsort(position[party_of_sample[train_rows]],
-                                           kind="stable")]
+        # Rows by party, and inside a party by content: a group's gradient
+        # then sums its rows in one order whatever order they came in.
+        train_rows = train_rows[np.lexsort((y[train_rows], *X[train_rows].T[::-1],
+                                            position[party_of_sample[train_rows]]))]
         offsets = np.r_[0, np.cumsum(np.bincount(position[party_of_sample[train_rows]],
                                                  minlength=n_parties))]
         X_train, y_train = X[train_rows], y[train_rows]
