@@ -551,17 +551,23 @@ def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
     return out
 
 
+@njit(**_jit)
+def _party_gradients(theta, X, T, offsets, loss, huber_epsilon, l2, n_penalized,
+                     out):
+    margin_buf = np.empty(theta.shape[0])
+    dloss_buf = np.empty(theta.shape[0])
+    for j in range(offsets.shape[0] - 1):
+        party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
+                       huber_epsilon, l2, n_penalized, margin_buf, dloss_buf,
+                       out[j])
+
+
 def party_gradients(theta, X, T, offsets, *, loss, huber_epsilon, l2, n_penalized):
     """Unclipped gradient of every party at ``theta``: ``(n_parties, *theta.shape)``."""
     theta = _f64(theta)
-    n_parties = len(offsets) - 1
-    out = np.empty((n_parties, *theta.shape))
-    margin_buf, dloss_buf = np.empty(theta.shape[0]), np.empty(theta.shape[0])
-    X, T, offsets = _f64(X), _f64(T), _i64(offsets)
-    for j in range(n_parties):
-        party_gradient(theta, X, T, offsets[j], offsets[j + 1], int(loss),
-                       float(huber_epsilon), float(l2), int(n_penalized),
-                       margin_buf, dloss_buf, out[j])
+    out = np.empty((len(offsets) - 1, *theta.shape))
+    _party_gradients(theta, _f64(X), _f64(T), _i64(offsets), int(loss),
+                     float(huber_epsilon), float(l2), int(n_penalized), out)
     return out
 
 
