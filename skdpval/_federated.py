@@ -9,14 +9,22 @@ from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import validate_data
 
 from . import _kernels
 from ._accounting import noise_std_for_budget, privacy_report
 from ._compression import check_compression, clip, compress, sensitivity, sign_vote
-from ._models import classifier_targets, model_spec
-from ._valuator import _UTILITY_CODES, MAX_INT, check_groups
+from ._data import (
+    UTILITY_CODES,
+    check_budget,
+    check_utility,
+    check_validation_targets,
+    encode_classes,
+    kernel_targets,
+    with_intercept,
+)
+from ._models import model_spec
+from ._valuator import MAX_INT, check_groups
 
 # All permutations are enumerated up to this many clients (8! = 40320).
 _MAX_CLIENTS_ALL_PERMUTATIONS = 8
@@ -155,7 +163,7 @@ class DPFederatedValuator(BaseEstimator):
         "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
                   callable],
         "q": [Interval(Real, 0.0, 1.0, closed="left")],
-        "utility": [StrOptions(set(_UTILITY_CODES))],
+        "utility": [StrOptions(set(UTILITY_CODES))],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "random_state": ["random_state"],
     }
@@ -202,19 +210,10 @@ class DPFederatedValuator(BaseEstimator):
         -------
         self : object
         """
-        if self.noise_multiplier is not None and self.epsilon is not None:
-            raise ValueError("Give either epsilon or noise_multiplier, not both: "
-                             "set epsilon=None to use noise_multiplier.")
-        if (self.noise_multiplier is None and self.epsilon is None
-                and not (isinstance(self.noise, str) and self.noise == "none")):
-            raise ValueError("epsilon is None: give epsilon or noise_multiplier.")
+        check_budget(self.epsilon, self.noise_multiplier, self.noise)
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
-        allowed = ("accuracy", "neg_loss") if spec.is_classifier else (
-            "neg_loss", "neg_mse", "r2")
-        if self.utility not in allowed:
-            raise ValueError(f"utility={self.utility!r} does not apply to this "
-                             f"model: use one of {allowed}.")
+        check_utility(self.utility, spec.is_classifier)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C",
                              y_numeric=not spec.is_classifier, ensure_min_samples=2)
         if (X_val is None) != (y_val is None):
@@ -229,9 +228,11 @@ class DPFederatedValuator(BaseEstimator):
             X, y, X_val, y_val = X[keep], y[keep], X[~keep], y[~keep]
             groups = np.asarray(groups)[keep]
         X_val = validate_data(self, X_val, reset=False, dtype=np.float64, order="C")
-        y_val = check_array(y_val, ensure_2d=False, dtype=None)
-        if y_val.ndim != 1 or len(y_val) != len(X_val):
-            raise ValueError("y_val must be 1-D with one target per row of X_val.")
+        classes = None
+        if spec.is_classifier:
+            classes, y = encode_classes(y)
+            self.classes_ = classes
+        y_val = check_validation_targets(y_val, len(X_val), classes)
         self.groups_, client_of_sample = check_groups(groups, len(X))
         n_clients = len(self.groups_)
         if self.n_permutations_per_round == "all" and n_clients > _MAX_CLIENTS_ALL_PERMUTATIONS:
@@ -240,30 +241,10 @@ class DPFederatedValuator(BaseEstimator):
                 f"most {_MAX_CLIENTS_ALL_PERMUTATIONS} clients, got {n_clients}.")
         x_t = federated_schedule(self.noise, self.n_rounds)
 
-        if spec.is_classifier:
-            check_classification_targets(y)
-            self.classes_, y = np.unique(y, return_inverse=True)
-            if len(self.classes_) < 2:
-                raise ValueError("y has a single class; valuing clients of a "
-                                 "classifier needs at least two.")
-            index = np.searchsorted(self.classes_, y_val)
-            index = np.clip(index, 0, len(self.classes_) - 1)
-            if np.any(self.classes_[index] != y_val):
-                raise ValueError("y_val has labels not in y.")
-            T, loss = classifier_targets(spec, y, len(self.classes_))
-            T_val, _ = classifier_targets(spec, index, len(self.classes_))
-            labels_val, total_sum_squares = index, 1.0
-        else:
-            y_val = y_val.astype(np.float64)
-            T, loss = y.reshape(-1, 1), spec.loss
-            T_val, labels_val = y_val.reshape(-1, 1), np.zeros(len(y_val), np.int64)
-            total_sum_squares = float(np.sum((y_val - y_val.mean()) ** 2))
-            if self.utility == "r2" and total_sum_squares == 0:
-                raise ValueError("utility='r2' needs y_val that is not constant.")
         spec = model_spec(estimator, n_samples=n_clients)
-        if spec.fit_intercept:
-            X = np.hstack([X, np.ones((len(X), 1))])
-            X_val = np.hstack([X_val, np.ones((len(X_val), 1))])
+        T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
+            spec, y, y_val, None if classes is None else len(classes), self.utility)
+        X, X_val = with_intercept(spec, X, X_val)
         order = np.argsort(client_of_sample, kind="stable")
         X, T = X[order], T[order]
         offsets = np.r_[0, np.cumsum(np.bincount(client_of_sample, minlength=n_clients))]
@@ -297,7 +278,7 @@ class DPFederatedValuator(BaseEstimator):
         self.noise_multiplier_ = report["noise_multiplier"]
         self.n_releases_ = self.n_rounds
 
-        utility_args = dict(loss=loss, utility=_UTILITY_CODES[self.utility],
+        utility_args = dict(loss=loss, utility=UTILITY_CODES[self.utility],
                             huber_epsilon=spec.huber_epsilon,
                             total_sum_squares=total_sum_squares)
         seeds = np.random.SeedSequence(

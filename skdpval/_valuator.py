@@ -11,25 +11,25 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, validate_data
 
 from . import _kernels
 from ._accounting import noise_std_for_budget, privacy_report
-from ._models import classifier_targets, model_spec
+from ._data import (
+    UTILITY_CODES,
+    check_budget,
+    check_utility,
+    check_validation_targets,
+    encode_classes,
+    kernel_targets,
+    with_intercept,
+)
+from ._models import model_spec
 from ._noise import counted_permutations, noise_schedule, released_noise_std
 from ._semivalues import check_semivalue, semivalue_weights
 from ._walk import SeededDraws, make_problem, run_walks
 
 MAX_INT = np.iinfo(np.int32).max
-_UTILITY_CODES = {
-    "neg_loss": _kernels.NEG_LOSS,
-    "accuracy": _kernels.ACCURACY,
-    "neg_mse": _kernels.NEG_MSE,
-    "r2": _kernels.R2,
-}
-_CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
-_REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # learning_rate="auto" keeps the noise of a walk's validation margins (after n
@@ -270,7 +270,7 @@ class DPDataValuator(BaseEstimator):
         "n_permutations": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0.0, None, closed="neither"),
                           StrOptions({"auto"})],
-        "utility": [StrOptions(set(_UTILITY_CODES))],
+        "utility": [StrOptions(set(UTILITY_CODES))],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "batch_permutations": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
@@ -323,17 +323,6 @@ class DPDataValuator(BaseEstimator):
     def _get_estimator(self):
         return LogisticRegression() if self.estimator is None else clone(self.estimator)
 
-    def _check_scalar_params(self):
-        """Checks the declared constraints cannot express."""
-        check_semivalue(self.semivalue)
-        if self.noise_multiplier is not None and self.epsilon is not None:
-            raise ValueError(
-                "Give either epsilon or noise_multiplier, not both: set "
-                "epsilon=None to use noise_multiplier.")
-        if (self.noise_multiplier is None and self.epsilon is None
-                and not (isinstance(self.noise, str) and self.noise == "none")):
-            raise ValueError("epsilon is None: give epsilon or noise_multiplier.")
-
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, X_val=None, y_val=None, groups=None):
         """Estimate the value of every training sample, or of every group.
@@ -359,29 +348,21 @@ class DPDataValuator(BaseEstimator):
         self : object
             The fitted valuator.
         """
-        self._check_scalar_params()
+        check_semivalue(self.semivalue)
+        check_budget(self.epsilon, self.noise_multiplier, self.noise)
         estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
-        if self.utility not in (_CLASSIFIER_UTILITIES if spec.is_classifier
-                                else _REGRESSOR_UTILITIES):
-            kind = "classifier" if spec.is_classifier else "regressor"
-            raise ValueError(
-                f"utility={self.utility!r} does not apply to a {kind}: use one "
-                f"of {_CLASSIFIER_UTILITIES if spec.is_classifier else _REGRESSOR_UTILITIES}.")
+        check_utility(self.utility, spec.is_classifier)
 
         X, y = validate_data(self, X, y, dtype=np.float64, order="C",
                              y_numeric=not spec.is_classifier,
                              ensure_min_samples=2)
+        classes = None
         if spec.is_classifier:
-            check_classification_targets(y)
-            self.classes_, y = np.unique(y, return_inverse=True)
-            if len(self.classes_) < 2:
-                raise ValueError(
-                    "y has a single class "
-                    f"({self.classes_[0]!r}); data valuation of a classifier "
-                    "needs at least two classes.")
+            classes, y = encode_classes(y)
+            self.classes_ = classes
         if groups is None:
             for name in ("groups_", "sample_values_"):
                 if hasattr(self, name):
@@ -393,11 +374,7 @@ class DPDataValuator(BaseEstimator):
         if X_val is not None:
             X_val = validate_data(self, X_val, reset=False, dtype=np.float64,
                                   order="C")
-            y_val = check_array(y_val, ensure_2d=False, dtype=None)
-            if y_val.ndim != 1 or len(y_val) != len(X_val):
-                raise ValueError(
-                    f"y_val must be 1-D with one target per row of X_val "
-                    f"({len(X_val)}), got shape {y_val.shape}.")
+            y_val = check_validation_targets(y_val, len(X_val), classes)
             train_parties = np.arange(n_all_parties)
         rs = check_random_state(self.random_state)
         split_seed, search_seed, walk_seed = rs.randint(MAX_INT, size=3)
@@ -410,10 +387,6 @@ class DPDataValuator(BaseEstimator):
             n_unprotected = len(val_rows)
         else:
             n_unprotected = 0
-            if spec.is_classifier:
-                y_val = self._encode_classes(y_val)
-            else:
-                y_val = check_array(y_val, ensure_2d=False, dtype=np.float64)
         n_parties = len(train_parties)
         if n_parties < 2:
             raise ValueError(f"Data valuation needs at least 2 training parties, got "
@@ -431,22 +404,10 @@ class DPDataValuator(BaseEstimator):
         X_train, y_train = X[train_rows], y[train_rows]
 
         spec = model_spec(estimator, n_samples=n_parties)
-        if spec.is_classifier:
-            n_classes = len(self.classes_)
-            T, loss = classifier_targets(spec, y_train, n_classes)
-            T_val, _ = classifier_targets(spec, y_val, n_classes)
-            labels_val = y_val.astype(np.int64)
-            total_sum_squares = 1.0
-        else:
-            T, loss = y_train.reshape(-1, 1), spec.loss
-            T_val = y_val.reshape(-1, 1)
-            labels_val = np.zeros(len(y_val), dtype=np.int64)
-            total_sum_squares = float(np.sum((y_val - y_val.mean()) ** 2))
-            if self.utility == "r2" and total_sum_squares == 0:
-                raise ValueError("utility='r2' needs y_val that is not constant.")
-        if spec.fit_intercept:
-            X_train = np.hstack([X_train, np.ones((len(X_train), 1))])
-            X_val = np.hstack([X_val, np.ones((len(X_val), 1))])
+        T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
+            spec, y_train, y_val, None if classes is None else len(classes),
+            self.utility)
+        X_train, X_val = with_intercept(spec, X_train, X_val)
 
         k = self.n_permutations
         x_tt, use_rolling, add_noise = noise_schedule(self.noise, k,
@@ -489,7 +450,7 @@ class DPDataValuator(BaseEstimator):
 
         problem = make_problem(
             X_train, T, offsets, X_val, T_val, labels_val,
-            utility=_UTILITY_CODES[self.utility], learning_rate=self.learning_rate_,
+            utility=UTILITY_CODES[self.utility], learning_rate=self.learning_rate_,
             total_sum_squares=total_sum_squares,
             weights=semivalue_weights(self.semivalue, n_parties), **model)
         draws = SeededDraws(np.random.SeedSequence(walk_seed).spawn(k), n_parties,
@@ -501,7 +462,7 @@ class DPDataValuator(BaseEstimator):
         values = result.marginal_mean
         self.initial_utility_ = _kernels.utility_of_theta(
             theta_init, X_val, T_val, labels_val, loss=loss,
-            utility=_UTILITY_CODES[self.utility],
+            utility=UTILITY_CODES[self.utility],
             huber_epsilon=spec.huber_epsilon, total_sum_squares=total_sum_squares)
         self.final_utilities_ = result.end_utility
         remedy = ("Use a smaller learning_rate (or 'auto'), or scale the "
@@ -533,15 +494,6 @@ class DPDataValuator(BaseEstimator):
         if groups is not None:
             self.sample_values_ = self.values_[party_of_sample]
         return self
-
-    def _encode_classes(self, y_val):
-        index = np.searchsorted(self.classes_, y_val)
-        index = np.clip(index, 0, len(self.classes_) - 1)
-        unseen = self.classes_[index] != y_val
-        if np.any(unseen):
-            raise ValueError(
-                f"y_val has labels not in y: {np.unique(y_val[unseen])!r}.")
-        return index
 
     def _split(self, y, n, is_classifier, seed):
         """Hold out ``validation_fraction`` of the parties.
