@@ -35,12 +35,15 @@ def clients():
     return X[:90], y_train, groups, X[90:], y[90:]
 
 
-def test_one_noiseless_round_with_all_permutations_is_exact_shapley(clients):
+@pytest.mark.parametrize("compression", [None, "sign"])
+def test_one_noiseless_round_with_all_permutations_is_exact_shapley(clients,
+                                                                    compression):
     X, y, groups, X_val, y_val = clients
-    lr, C = 0.8, 0.5
+    lr, C, beta = 0.8, 0.5, 0.4
     fed = DPFederatedValuator(LogisticRegression(C=2.0), n_rounds=1,
                               n_permutations_per_round="all", noise="none",
-                              learning_rate=lr, clip_norm=C, utility="neg_loss")
+                              learning_rate=lr, clip_norm=C, utility="neg_loss",
+                              compression=compression, sign_threshold=beta)
     fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
 
     # The game, written out: v(S) = V(0 - lr * mean of S's clipped gradients).
@@ -55,7 +58,13 @@ def test_one_noiseless_round_with_all_permutations_is_exact_shapley(clients):
     T_val = np.where(y_val == 1, 1.0, -1.0)[:, None]
 
     def v(S):
-        step = np.mean([clipped[i] for i in S], axis=0) if S else np.zeros(4)
+        if not S:
+            step = np.zeros(4)
+        elif compression == "sign":  # the thresholded vote of the fragment
+            total = np.sum([np.sign(clipped[i]) for i in S], axis=0)
+            step = np.where(np.abs(total) >= beta * len(S), np.sign(total), 0.0)
+        else:
+            step = np.mean([clipped[i] for i in S], axis=0)
         margins = ones(X_val) @ (-lr * step)
         return -np.mean(np.logaddexp(0, -T_val[:, 0] * margins))
 
