@@ -283,7 +283,7 @@ _FILTERED_DOC = """{summary}
         True for the samples ``estimator_`` was fitted on.{classes}
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also
