@@ -82,3 +82,23 @@ def with_intercept(spec, *arrays):
     if not spec.fit_intercept:
         return arrays
     return tuple(np.hstack([A, np.ones((len(A), 1))]) for A in arrays)
+
+
+def check_groups(groups, n_samples):
+    """Sorted group labels, and the group index of each sample."""
+    groups = check_array(groups, ensure_2d=False, dtype=None,
+                         ensure_all_finite=False, input_name="groups")
+    if groups.ndim != 1 or len(groups) != n_samples:
+        raise ValueError(f"groups must be 1-D with one label per sample "
+                         f"({n_samples}), got shape {groups.shape}.")
+    if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
+        raise ValueError("groups contains NaN or infinity: every sample "
+                         "needs a group label.")
+    if groups.dtype == object and any(g is None or g != g for g in groups):
+        raise ValueError("groups contains missing labels: every sample "
+                         "needs a group label.")
+    labels, index = np.unique(groups, return_inverse=True)
+    if len(labels) < 2:
+        raise ValueError("groups has a single group: valuing parties needs "
+                         "at least 2.")
+    return labels, index

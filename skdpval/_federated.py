@@ -17,6 +17,7 @@ from ._compression import check_compression, clip, compress, sensitivity, sign_v
 from ._data import (
     UTILITY_CODES,
     check_budget,
+    check_groups,
     check_utility,
     check_validation_targets,
     encode_classes,
@@ -24,7 +25,7 @@ from ._data import (
     with_intercept,
 )
 from ._models import model_spec
-from ._valuator import MAX_INT, check_groups
+from ._valuator import MAX_INT
 
 # All permutations are enumerated up to this many clients (8! = 40320).
 _MAX_CLIENTS_ALL_PERMUTATIONS = 8
@@ -306,8 +307,8 @@ class DPFederatedValuator(BaseEstimator):
             self.round_values_[t] = self._round_shapley(
                 theta, released, X_val, T_val, labels_val, utility_args, rng)
             theta = theta - self.learning_rate * self._aggregate(released).reshape(shape)
-            self.history_[t] = _kernels.utilities_of_thetas(
-                theta[None], X_val, T_val, labels_val, **utility_args)[0]
+            self.history_[t] = _kernels.utility_of_theta(
+                theta, X_val, T_val, labels_val, **utility_args)
         counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
         self.values_ = self.round_values_[counted].mean(axis=0)
         return self
@@ -342,8 +343,8 @@ class DPFederatedValuator(BaseEstimator):
         utilities = _kernels.utilities_of_thetas(
             thetas.reshape(-1, *theta.shape), X_val, T_val, labels_val,
             **utility_args).reshape(len(permutations), n_clients)
-        before = _kernels.utilities_of_thetas(theta[None], X_val, T_val, labels_val,
-                                              **utility_args)[0]
+        before = _kernels.utility_of_theta(theta, X_val, T_val, labels_val,
+                                           **utility_args)
         marginals = np.diff(utilities, axis=1, prepend=before)
         values = np.zeros(n_clients)
         np.add.at(values, permutations, marginals)

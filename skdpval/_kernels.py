@@ -516,19 +516,6 @@ def sgd_pass(X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
     return theta
 
 
-def utility_of_theta(theta, X_val, T_val, labels_val, *, loss, utility,
-                     huber_epsilon, total_sum_squares):
-    """Utility of the parameters ``theta`` on the validation set (rows)."""
-    theta = _f64(theta)
-    X_val_t = _f64(np.transpose(X_val))
-    margins = np.empty((theta.shape[0], X_val_t.shape[1]))
-    _margins(X_val_t, theta, margins)
-    return utility_of_margins(int(utility), int(loss), margins,
-                              _f64(np.transpose(T_val)), _i64(labels_val),
-                              float(huber_epsilon), float(total_sum_squares),
-                              np.empty(X_val_t.shape[1]))
-
-
 @njit(**_jit)
 def _utilities_of_thetas(thetas, X_val_t, T_val_t, labels_val, loss, utility,
                          huber_epsilon, total_sum_squares, out):
@@ -549,6 +536,12 @@ def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
                          _i64(labels_val), int(loss), int(utility),
                          float(huber_epsilon), float(total_sum_squares), out)
     return out
+
+
+def utility_of_theta(theta, X_val, T_val, labels_val, **settings):
+    """Utility of the parameters ``theta`` on the validation set (rows)."""
+    return utilities_of_thetas(np.asarray(theta)[None], X_val, T_val, labels_val,
+                               **settings)[0]
 
 
 @njit(**_jit)

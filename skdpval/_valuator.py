@@ -11,13 +11,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import validate_data
 
 from . import _kernels
 from ._accounting import noise_std_for_budget, privacy_report
 from ._data import (
     UTILITY_CODES,
     check_budget,
+    check_groups,
     check_utility,
     check_validation_targets,
     encode_classes,
@@ -36,26 +37,6 @@ AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # noisy steps) at most this std, where marginals are first-order in the step
 # and i.i.d. and correlated noise both average out (benchmarks/quality.py).
 AUTO_MARGIN_NOISE = 0.1
-
-
-def check_groups(groups, n_samples):
-    """Sorted group labels, and the group index of each sample."""
-    groups = check_array(groups, ensure_2d=False, dtype=None,
-                         ensure_all_finite=False, input_name="groups")
-    if groups.ndim != 1 or len(groups) != n_samples:
-        raise ValueError(f"groups must be 1-D with one label per sample "
-                         f"({n_samples}), got shape {groups.shape}.")
-    if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
-        raise ValueError("groups contains NaN or infinity: every sample "
-                         "needs a group label.")
-    if groups.dtype == object and any(g is None or g != g for g in groups):
-        raise ValueError("groups contains missing labels: every sample "
-                         "needs a group label.")
-    labels, index = np.unique(groups, return_inverse=True)
-    if len(labels) < 2:
-        raise ValueError("groups has a single group: valuing parties needs "
-                         "at least 2.")
-    return labels, index
 
 
 class DPDataValuator(BaseEstimator):

@@ -1,8 +1,12 @@
 """Measures of how well data values find bad data."""
 
 import numpy as np
+from scipy.stats import norm
+from sklearn.base import clone, is_classifier
+from sklearn.dummy import DummyClassifier
 from sklearn.metrics import roc_auc_score
-from sklearn.utils.validation import column_or_1d
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_array, check_X_y, column_or_1d
 
 
 def noisy_label_auc(values, is_noisy):
@@ -79,10 +83,6 @@ def removal_curve(X, y, X_test, y_test, values, estimator, fractions, *,
     ...               order="low")
     array([0.33333333, 0.66666667])
     """
-    from sklearn.base import clone, is_classifier
-    from sklearn.dummy import DummyClassifier
-    from sklearn.utils import check_random_state
-    from sklearn.utils.validation import check_array, check_X_y
 
     X, y = check_X_y(X, y, dtype=None)
     values = column_or_1d(values).astype(np.float64)
@@ -175,7 +175,6 @@ def _query_values(valuator, X_base, y_base, X_targets, y_targets, X_val, y_val,
     appears twice (``duplicate`` marks those targets). The value released is
     that of the query copy.
     """
-    from sklearn.base import clone
 
     X = np.vstack([X_base, X_targets[duplicate], X_targets])
     y = np.concatenate([y_base, y_targets[duplicate], y_targets])
@@ -224,9 +223,6 @@ def membership_inference_auc(valuator, X_members, y_members, X_nonmembers,
     -------
     auc : float
     """
-    from scipy.stats import norm
-    from sklearn.utils import check_random_state
-    from sklearn.utils.validation import check_X_y
 
     X_members, y_members = check_X_y(X_members, y_members, dtype=None)
     X_nonmembers, y_nonmembers = check_X_y(X_nonmembers, y_nonmembers, dtype=None)
