@@ -35,29 +35,85 @@ def check_utility(utility, is_classifier):
                          f"of {allowed}.")
 
 
-def encode_classes(y):
-    """Sorted class labels and the class index of each sample (two or more classes)."""
+def public_classes(y_val, classes=None):
+    """The class set, from public data only: ``classes``, or the labels of ``y_val``.
+
+    The private ``y`` never chooses the classes: one relabelled sample could
+    otherwise add an output to the model and change every value.
+    """
+    if classes is not None:
+        labels = np.unique(check_array(classes, ensure_2d=False, dtype=None,
+                                       input_name="classes"))
+        if labels.ndim != 1 or len(labels) < 2:
+            raise ValueError(f"classes must list at least two class labels, got "
+                             f"{classes!r}.")
+        return labels
+    check_classification_targets(y_val)
+    labels = np.unique(y_val)
+    if len(labels) < 2:
+        raise ValueError(
+            f"y_val has a single class ({labels[0]!r}): the class set is taken "
+            "from the validation labels, which are public. Pass a validation "
+            "set with every class, or classes=[...] naming them.")
+    return labels
+
+
+def _class_index(labels, classes):
+    """Index of each label in ``classes`` and a mask of those not in it."""
+    try:
+        index = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
+    except TypeError:  # e.g. strings against numbers: none of them match
+        return np.zeros(len(labels), dtype=np.int64), np.ones(len(labels), bool)
+    return index, classes[index] != labels
+
+
+def encode_training_labels(y, classes):
+    """Class index of each training label; an error for a label outside ``classes``.
+
+    The message names no label: the training labels are private.
+    """
     check_classification_targets(y)
-    classes, index = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(f"y has a single class ({classes[0]!r}); data valuation "
-                         "of a classifier needs at least two classes.")
-    return classes, index
+    index, unknown = _class_index(np.asarray(y), classes)
+    if np.any(unknown):
+        raise ValueError(
+            f"y has labels outside the class set {classes.tolist()!r}, which "
+            "is taken from y_val (public) so that no training label can change "
+            "the model. Pass classes=[...] listing every class, or remove "
+            "those samples.")
+    return index
 
 
 def check_validation_targets(y_val, n_val, classes):
     """``y_val`` as class indices (classifiers) or floats, checked against X_val."""
-    y_val = check_array(y_val, ensure_2d=False, dtype=None)
+    y_val = check_array(y_val, ensure_2d=False, dtype=None, input_name="y_val")
     if y_val.ndim != 1 or len(y_val) != n_val:
         raise ValueError(f"y_val must be 1-D with one target per row of X_val "
                          f"({n_val}), got shape {y_val.shape}.")
     if classes is None:
-        return check_array(y_val, ensure_2d=False, dtype=np.float64)
-    index = np.clip(np.searchsorted(classes, y_val), 0, len(classes) - 1)
-    unseen = classes[index] != y_val
-    if np.any(unseen):
-        raise ValueError(f"y_val has labels not in y: {np.unique(y_val[unseen])!r}.")
+        return check_array(y_val, ensure_2d=False, dtype=np.float64,
+                           input_name="y_val")
+    index, unknown = _class_index(y_val, classes)
+    if np.any(unknown):
+        raise ValueError(f"y_val has labels not in classes={classes.tolist()!r}: "
+                         f"{np.unique(y_val[unknown]).tolist()!r}.")
     return index
+
+
+def hold_out_parties(n_parties, validation_fraction, seed):
+    """``(train, validation)`` parties, sorted, split at random without reading labels.
+
+    A split stratified on the labels would let one private label move other
+    samples in or out of the validation set; this one depends only on
+    ``n_parties``, the fraction and the public seed.
+    """
+    n_val = int(np.ceil(validation_fraction * n_parties))
+    if n_val < 1 or n_parties - n_val < 2:
+        raise ValueError(
+            f"validation_fraction={validation_fraction} of {n_parties} parties "
+            "leaves no validation or fewer than 2 training parties; pass "
+            "X_val and y_val or change validation_fraction.")
+    order = np.random.default_rng(seed).permutation(n_parties)
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
 
 
 def kernel_targets(spec, y, y_val, n_classes, utility):

@@ -20,7 +20,8 @@ from ._data import (
     check_groups,
     check_utility,
     check_validation_targets,
-    encode_classes,
+    encode_training_labels,
+    public_classes,
     kernel_targets,
     with_intercept,
 )
@@ -231,7 +232,8 @@ class DPFederatedValuator(BaseEstimator):
         X_val = validate_data(self, X_val, reset=False, dtype=np.float64, order="C")
         classes = None
         if spec.is_classifier:
-            classes, y = encode_classes(y)
+            classes = public_classes(y_val, None)
+            y = encode_training_labels(y, classes)
             self.classes_ = classes
         y_val = check_validation_targets(y_val, len(X_val), classes)
         self.groups_, client_of_sample = check_groups(groups, len(X))
@@ -265,6 +267,7 @@ class DPFederatedValuator(BaseEstimator):
         report = privacy_report(noise_std=noise_std, delta=self.delta,
                                 n_releases=self.n_rounds, clip_norm=self.clip_norm,
                                 unit="client", n_unprotected=0,
+                                noise_source="random_state (public): see the trust issue",
                                 sensitivity=release_sensitivity)
         report.update(clipping=self.clipping, compression=self.compression,
                       private_support=kind != "topk")

@@ -16,6 +16,11 @@ a lower-triangular post-processing of the releases (the seed paper's X):
 
 The burn-in ``q`` (the paper's Y*) leaves the marginals of the first
 ``t <= q k`` permutations uncounted. Post-processing never changes privacy.
+
+The noise itself must be secret: knowing it, anyone can subtract it. It is
+drawn from 128 bits of fresh OS entropy (:func:`secret_seed_sequence`),
+never from ``random_state``, which seeds only the public randomness
+(permutations, splits). ``noise_seed`` opts in to reproducible noise.
 """
 
 import numpy as np
@@ -68,3 +73,23 @@ def released_noise_std(noise_std, x_tt, counted, batch_permutations=1):
     before = (t - 1) // batch_permutations * batch_permutations
     variance = x_tt**2 + (1 - x_tt) ** 2 / np.maximum(before, 1) * (before > 0)
     return float(noise_std * np.sqrt(variance[counted].max()))
+
+
+def secret_seed_sequence(noise_seed):
+    """The seed of the noise: fresh OS entropy (128 bits) unless ``noise_seed``.
+
+    ``noise_seed`` (an int) makes the noise reproducible, for tests and
+    papers; the guarantee then holds only while that seed stays secret.
+    """
+    return np.random.SeedSequence(noise_seed)
+
+
+def noise_source(noise_seed, has_noise=True):
+    """What ``privacy_report_["noise_source"]`` says about the noise."""
+    if not has_noise:
+        return "none: no noise is added"
+    if noise_seed is None:
+        return ("fresh OS entropy (numpy SeedSequence, 128 bits), independent "
+                "of random_state")
+    return ("noise_seed: reproducible noise; the guarantee holds only while "
+            "that seed is secret")

@@ -21,12 +21,20 @@ from ._data import (
     check_groups,
     check_utility,
     check_validation_targets,
-    encode_classes,
+    encode_training_labels,
+    hold_out_parties,
     kernel_targets,
+    public_classes,
     with_intercept,
 )
 from ._models import model_spec
-from ._noise import counted_permutations, noise_schedule, released_noise_std
+from ._noise import (
+    counted_permutations,
+    noise_schedule,
+    noise_source,
+    released_noise_std,
+    secret_seed_sequence,
+)
 from ._semivalues import check_semivalue, semivalue_weights
 from ._walk import SeededDraws, make_problem, run_walks
 
@@ -120,9 +128,10 @@ class DPDataValuator(BaseEstimator):
         accuracy (classifiers), or negative MSE / R^2 (regressors).
 
     validation_fraction : float in (0, 1), default=0.2
-        Fraction held out (stratified for classifiers) as the validation set
-        when ``fit`` gets no ``X_val``. Held-out samples are not valued and
-        not protected.
+        Fraction of the parties held out as the validation set when ``fit``
+        gets no ``X_val``, drawn at random with ``random_state`` (never
+        stratified: that would read private labels). Held-out samples are
+        not valued and not protected.
 
     batch_permutations : int >= 1, default=16
         Wave size: the permutations of a wave run in parallel, and with
@@ -136,9 +145,19 @@ class DPDataValuator(BaseEstimator):
         a ``joblib.parallel_config`` says otherwise, e.g. a Dask cluster).
         ``None`` means 1 unless in a joblib context; -1 uses all processors.
 
+    classes : array-like or None, default=None
+        The class labels of a classifier. ``None`` takes them from ``y_val``
+        (public), never from the private ``y``: a training label outside
+        them is an error.
+
     random_state : int, RandomState instance or None, default=None
-        Seeds the split, the learning-rate search, the permutations and the
-        noise.
+        Seeds the public randomness: the split, the learning-rate search and
+        the permutations. It never seeds the noise.
+
+    noise_seed : int >= 0 or None, default=None
+        ``None`` draws the noise from 128 bits of fresh OS entropy, so that
+        it stays secret. An int makes the noise reproducible (for tests and
+        papers); the guarantee then holds only while that seed is secret.
 
     verbose : int, default=0
         Print progress (permutations per second, time left) to stderr when
@@ -255,7 +274,9 @@ class DPDataValuator(BaseEstimator):
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "batch_permutations": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
+        "classes": ["array-like", None],
         "random_state": ["random_state"],
+        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
         "verbose": ["verbose"],
     }
 
@@ -276,7 +297,9 @@ class DPDataValuator(BaseEstimator):
         validation_fraction=0.2,
         batch_permutations=16,
         n_jobs=None,
+        classes=None,
         random_state=None,
+        noise_seed=None,
         verbose=0,
     ):
         self.estimator = estimator
@@ -293,7 +316,9 @@ class DPDataValuator(BaseEstimator):
         self.validation_fraction = validation_fraction
         self.batch_permutations = batch_permutations
         self.n_jobs = n_jobs
+        self.classes = classes
         self.random_state = random_state
+        self.noise_seed = noise_seed
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -340,10 +365,6 @@ class DPDataValuator(BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C",
                              y_numeric=not spec.is_classifier,
                              ensure_min_samples=2)
-        classes = None
-        if spec.is_classifier:
-            classes, y = encode_classes(y)
-            self.classes_ = classes
         if groups is None:
             for name in ("groups_", "sample_values_"):
                 if hasattr(self, name):
@@ -352,22 +373,25 @@ class DPDataValuator(BaseEstimator):
         else:
             self.groups_, party_of_sample = check_groups(groups, len(X))
         n_all_parties = party_of_sample.max() + 1
-        if X_val is not None:
-            X_val = validate_data(self, X_val, reset=False, dtype=np.float64,
-                                  order="C")
-            y_val = check_validation_targets(y_val, len(X_val), classes)
-            train_parties = np.arange(n_all_parties)
         rs = check_random_state(self.random_state)
         split_seed, search_seed, walk_seed = rs.randint(MAX_INT, size=3)
         if X_val is None:
-            train_parties, val_parties = self._split(
-                y if groups is None else None, n_all_parties, spec.is_classifier,
-                split_seed)
+            train_parties, val_parties = hold_out_parties(
+                n_all_parties, self.validation_fraction, split_seed)
             val_rows = np.flatnonzero(np.isin(party_of_sample, val_parties))
             X_val, y_val = X[val_rows], y[val_rows]
             n_unprotected = len(val_rows)
         else:
+            X_val = validate_data(self, X_val, reset=False, dtype=np.float64,
+                                  order="C")
+            train_parties = np.arange(n_all_parties)
             n_unprotected = 0
+        classes = None
+        if spec.is_classifier:
+            classes = public_classes(y_val, self.classes)
+            y = encode_training_labels(y, classes)
+            self.classes_ = classes
+        y_val = check_validation_targets(y_val, len(X_val), classes)
         n_parties = len(train_parties)
         if n_parties < 2:
             raise ValueError(f"Data valuation needs at least 2 training parties, got "
@@ -404,7 +428,8 @@ class DPDataValuator(BaseEstimator):
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=k,
             clip_norm=self.clip_norm, unit="sample" if groups is None else "group",
-            n_unprotected=n_unprotected)
+            n_unprotected=n_unprotected,
+            noise_source=noise_source(self.noise_seed, noise_std > 0))
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = float(self.delta)
         self.noise_multiplier_ = noise_std / self.clip_norm
@@ -434,8 +459,9 @@ class DPDataValuator(BaseEstimator):
             utility=UTILITY_CODES[self.utility], learning_rate=self.learning_rate_,
             total_sum_squares=total_sum_squares,
             weights=semivalue_weights(self.semivalue, n_parties), **model)
-        draws = SeededDraws(np.random.SeedSequence(walk_seed).spawn(k), n_parties,
-                            noise_std)
+        draws = SeededDraws(np.random.SeedSequence(walk_seed).spawn(k),
+                            secret_seed_sequence(self.noise_seed).spawn(k),
+                            n_parties, noise_std)
         result = run_walks(problem, draws, x_tt=x_tt, use_rolling=use_rolling,
                            counted=counted,
                            batch_permutations=self.batch_permutations,
@@ -475,27 +501,6 @@ class DPDataValuator(BaseEstimator):
         if groups is not None:
             self.sample_values_ = self.values_[party_of_sample]
         return self
-
-    def _split(self, y, n, is_classifier, seed):
-        """Hold out ``validation_fraction`` of the parties.
-
-        One party per sample (``y`` given): stratified by class when
-        possible. Groups (``y`` None): whole groups at random.
-        """
-        n_val = int(np.ceil(self.validation_fraction * n))
-        if n_val < 1 or n - n_val < 2:
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} of {n} parties "
-                "leaves no validation or fewer than 2 training parties; pass "
-                "X_val and y_val or change validation_fraction.")
-        stratify = None
-        if is_classifier and y is not None:
-            counts = np.bincount(y)
-            n_classes = len(counts)
-            if counts.min() >= 2 and min(n_val, n - n_val) >= n_classes:
-                stratify = y
-        return train_test_split(np.arange(n), test_size=n_val, stratify=stratify,
-                                random_state=seed)
 
     def _search_learning_rate(self, X_val, T_val, labels_val, n_steps, theta_init,
                               model, seed):

@@ -48,36 +48,38 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
         np.zeros((n_outputs, X.shape[1])), f64(weights))
 
 
-def permutation_draws(seed, n_parties, noise_std, noise_out):
+def permutation_draws(order_seed, noise_seed, n_parties, noise_std, noise_out):
     """Permutation ``t``'s order, and its noise written into ``noise_out``.
 
-    Each permutation has its own Generator, seeded from its own child seed,
-    so results do not depend on how permutations are grouped or scheduled.
+    Each permutation has its own Generators, seeded from its own child seeds
+    (one public, for the order; one secret, for the noise), so results do not
+    depend on how permutations are grouped or scheduled.
     """
-    rng = np.random.default_rng(seed)
-    permutation = rng.permutation(n_parties)
+    permutation = np.random.default_rng(order_seed).permutation(n_parties)
     if noise_out is not None:
-        rng.standard_normal(out=noise_out)
+        np.random.default_rng(noise_seed).standard_normal(out=noise_out)
         noise_out *= noise_std
     return permutation
 
 
 class SeededDraws:
-    """Draws of permutation ``t`` from the ``t``-th child seed (picklable).
+    """Draws of permutation ``t`` from the ``t``-th child seeds (picklable).
 
     The walk's draw protocol: ``has_noise``, and ``draw(t, noise_out)``
     returning the order and filling ``noise_out`` (one entry per party).
+    ``order_seeds`` are public (``random_state``); ``noise_seeds`` secret.
     """
 
-    def __init__(self, seeds, n_parties, noise_std):
-        self.seeds = seeds
+    def __init__(self, order_seeds, noise_seeds, n_parties, noise_std):
+        self.order_seeds = order_seeds
+        self.noise_seeds = noise_seeds
         self.n_parties = n_parties
         self.noise_std = noise_std
         self.has_noise = noise_std > 0
 
     def __call__(self, t, noise_out):
-        return permutation_draws(self.seeds[t], self.n_parties, self.noise_std,
-                                 noise_out)
+        return permutation_draws(self.order_seeds[t], self.noise_seeds[t],
+                                 self.n_parties, self.noise_std, noise_out)
 
 
 def _walk_part(problem, draw, indices, x_tt, rolling_mean):

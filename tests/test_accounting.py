@@ -51,15 +51,18 @@ def test_delta_curve_against_direct_formula():
 
 def test_more_noise_less_epsilon_and_replace_one_is_worse():
     report = privacy_report(noise_std=20.0, delta=1e-5, n_releases=100,
-                            clip_norm=1.0, unit="sample", n_unprotected=0)
+                            clip_norm=1.0, unit="sample", n_unprotected=0,
+                            noise_source="test")
     assert_allclose(report["mu"], np.sqrt(100) / 20.0)
     assert report["epsilon_replace_one"] > report["epsilon"]
     assert_allclose(report["epsilon_replace_one"], gdp_epsilon(2 * report["mu"], 1e-5))
     quieter = privacy_report(noise_std=40.0, delta=1e-5, n_releases=100,
-                             clip_norm=1.0, unit="sample", n_unprotected=0)
+                             clip_norm=1.0, unit="sample", n_unprotected=0,
+                             noise_source="test")
     assert quieter["epsilon"] < report["epsilon"]
     none = privacy_report(noise_std=0.0, delta=1e-5, n_releases=100,
-                          clip_norm=1.0, unit="sample", n_unprotected=3)
+                          clip_norm=1.0, unit="sample", n_unprotected=3,
+                          noise_source="none")
     assert none["epsilon"] == np.inf and "not protected" in none["validation_set"]
 
 

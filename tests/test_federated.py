@@ -15,11 +15,21 @@ from skdpval._compression import compress, sensitivity, sign_vote
 from skdpval._federated import federated_schedule
 
 
+def _expected_failures(estimator):
+    if estimator.estimator is None:  # a classifier
+        # Its class set comes from the held-out validation rows (public); in
+        # this check's 10 samples with 3 labels they miss a class, and fit
+        # refuses the training label outside the class set, as it must.
+        return {"check_fit2d_1feature": "classes come from the validation rows"}
+    return {}
+
+
 @parametrize_with_checks([
-    DPFederatedValuator(n_rounds=2, n_permutations_per_round=3, random_state=0),
+    DPFederatedValuator(n_rounds=2, n_permutations_per_round=3, validation_fraction=0.5,
+                        random_state=0),
     DPFederatedValuator(Ridge(), utility="neg_mse", noise="iid", n_rounds=2,
                         n_permutations_per_round=3, random_state=0),
-])
+], expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

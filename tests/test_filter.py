@@ -20,7 +20,10 @@ from skdpval import (
 )
 from skdpval.datasets import load_noisy_classification
 
-FAST = dict(n_permutations=3, random_state=0)
+# noise_seed: the checks compare predictions of two fits, so the noise must
+# repeat; validation_fraction=0.5: every class among the held-out labels.
+FAST = dict(n_permutations=3, validation_fraction=0.5, random_state=0,
+            noise_seed=0)
 
 
 @parametrize_with_checks([
@@ -75,7 +78,8 @@ def test_pandas_in_pandas_out_and_string_labels():
     assert isinstance(X_kept, pd.DataFrame) and isinstance(y_kept, pd.Series)
     assert list(X_kept.columns) == ["a", "b", "c"] and y_kept.name == "label"
     assert list(X_kept.index) == list(y_kept.index)
-    assert set(X_kept.index) <= set(X.index) and len(X_kept) == 24
+    # 20 held out (kept) and half of the 20 valued.
+    assert set(X_kept.index) <= set(X.index) and len(X_kept) == 30
     model = DPFilteredClassifier(DPDataValuator(**FAST)).fit(X, y)
     assert set(model.predict(X)) <= {"good", "bad"}
     assert list(model.feature_names_in_) == ["a", "b", "c"]

@@ -19,7 +19,8 @@ def data():
 
 def test_singleton_groups_equal_plain_valuation_bit_for_bit(data):
     X, y, X_val, y_val = data
-    valuator = DPDataValuator(n_permutations=12, batch_permutations=4, random_state=0)
+    valuator = DPDataValuator(n_permutations=12, batch_permutations=4, random_state=0,
+                              noise_seed=0)
     plain = valuator.fit(X, y, X_val=X_val, y_val=y_val).values_.copy()
     grouped = valuator.fit(X, y, X_val=X_val, y_val=y_val,
                            groups=np.arange(len(X))).values_
@@ -29,7 +30,7 @@ def test_singleton_groups_equal_plain_valuation_bit_for_bit(data):
 def test_group_values_ignore_the_order_inside_groups(data):
     X, y, X_val, y_val = data
     groups = np.repeat(["a", "b", "c", "d", "e"], [2, 5, 8, 10, 15])
-    valuator = DPDataValuator(n_permutations=10, random_state=0)
+    valuator = DPDataValuator(n_permutations=10, random_state=0, noise_seed=0)
     first = valuator.fit(X, y, X_val=X_val, y_val=y_val, groups=groups).values_.copy()
     shuffled = np.random.default_rng(1).permutation(len(X))
     second = valuator.fit(X[shuffled], y[shuffled], X_val=X_val, y_val=y_val,

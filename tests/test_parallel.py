@@ -20,7 +20,7 @@ def data():
 
 def values(data, **params):
     X, y = data
-    params = {"n_permutations": 23, "batch_permutations": 5, "random_state": 0,
+    params = {"n_permutations": 23, "batch_permutations": 5, "random_state": 0, "noise_seed": 0,
               **params}
     return DPDataValuator(**params).fit(X, y).values_
 

@@ -48,7 +48,8 @@ def make(problem):
                               epsilon=2.0, n_permutations=problem["k"],
                               batch_permutations=problem["batch"],
                               learning_rate=problem["learning_rate"],
-                              random_state=problem["seed"])
+                              random_state=problem["seed"],
+                              noise_seed=problem["seed"])
     return valuator, X[:n], y[:n], X[n:], y[n:]
 
 

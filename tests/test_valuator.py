@@ -27,11 +27,15 @@ from skdpval._models import model_spec
 from skdpval._semivalues import semivalue_weights
 
 
+# validation_fraction=0.5: the class set comes from the held-out labels, and
+# the checks' small multiclass sets need every class among them.
 @parametrize_with_checks([
-    DPDataValuator(LogisticRegression(), n_permutations=3, random_state=0),
+    DPDataValuator(LogisticRegression(), n_permutations=3, validation_fraction=0.5,
+                   random_state=0),
     DPDataValuator(Ridge(), n_permutations=3, noise="iid", random_state=0),
     DPDataValuator(SGDClassifier(loss="hinge"), n_permutations=2, noise="none",
-                   learning_rate=0.1, semivalue=("beta", 4, 1), random_state=0),
+                   learning_rate=0.1, semivalue=("beta", 4, 1),
+                   validation_fraction=0.5, random_state=0),
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -64,11 +68,27 @@ def test_pickle_fitted(classification):
 
 def test_same_seed_identical_other_seed_differs(classification):
     X, y = classification
-    make = lambda seed: DPDataValuator(n_permutations=8, random_state=seed).fit(X, y)
+    make = lambda seed: DPDataValuator(n_permutations=8, random_state=seed,
+                                       noise_seed=seed).fit(X, y)
     first, again, other = make(0), make(0), make(1)
     assert_array_equal(first.values_, again.values_)
     assert_array_equal(first.rank_, again.rank_)
     assert not np.array_equal(first.values_, other.values_)
+
+
+def test_noise_is_secret_unless_seeded(classification):
+    """A known random_state does not fix the noise: it comes from OS entropy."""
+    X, y = classification
+    fit = lambda **seeds: DPDataValuator(n_permutations=8, **seeds).fit(X, y)
+    first, again = fit(random_state=0), fit(random_state=0)
+    assert not np.array_equal(first.values_, again.values_)
+    assert "entropy" in first.privacy_report_["noise_source"]
+    seeded = fit(random_state=0, noise_seed=3)
+    assert "secret" in seeded.privacy_report_["noise_source"]
+    # Without noise, random_state alone fixes everything (the public part).
+    quiet = lambda: DPDataValuator(noise="none", n_permutations=4,
+                                   random_state=0).fit(X, y).values_
+    assert_array_equal(quiet(), quiet())
 
 
 def test_fitted_attributes_are_the_documented_ones(classification):
@@ -128,8 +148,9 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
     draws = []
     original = walk_module.permutation_draws
 
-    def recording(seed, n_parties, noise_std, noise_out):
-        permutation = original(seed, n_parties, noise_std, noise_out)
+    def recording(order_seed, noise_seed, n_parties, noise_std, noise_out):
+        permutation = original(order_seed, noise_seed, n_parties, noise_std,
+                               noise_out)
         draws.append((permutation, noise_out.copy()))  # the walk overwrites it
         return permutation
 
@@ -240,8 +261,9 @@ def test_supported_models_give_finite_values(estimator, y_kind, utility):
         y = np.where(X[:, 0] > 0, "spam", "ham")
     else:
         y = np.argmax(X, axis=1)
+    classes = [0, 1, 2] if y_kind == "multiclass" else None
     valuator = DPDataValuator(estimator, utility=utility, n_permutations=5,
-                              random_state=0).fit(X, y)
+                              classes=classes, random_state=0).fit(X, y)
     assert np.isfinite(valuator.values_).sum() == 32
     if y_kind == "strings":
         assert list(valuator.classes_) == ["ham", "spam"]
@@ -298,7 +320,11 @@ Y_OK = np.array([0, 1] * 10)
     ({"estimator": LogisticRegression(class_weight="balanced")}, {}, "class_weight"),
     ({}, dict(X_val=X_OK[:5]), "X_val and y_val must be given together"),
     ({}, dict(X_val=X_OK[:5, :2], y_val=Y_OK[:5]), "features"),
-    ({}, dict(X_val=X_OK[:5], y_val=np.array([0, 1, 2, 0, 1])), "not in y"),
+    ({}, dict(X_val=X_OK[:5], y_val=np.zeros(5)), "y_val has a single class"),
+    ({}, dict(y=np.r_[2, Y_OK[1:]], X_val=X_OK[:5], y_val=Y_OK[:5]),
+     "outside the class set"),
+    ({"classes": [0, 1]}, dict(X_val=X_OK[:5], y_val=np.array([0, 1, 2, 0, 1])),
+     "not in classes"),
 ])
 def test_bad_input_is_refused_before_any_work(params, fit_args, match, monkeypatch):
     def no_kernel(*args, **kwargs):
