@@ -84,6 +84,17 @@ def secret_seed_sequence(noise_seed):
     return np.random.SeedSequence(noise_seed)
 
 
+def gaussian_noise(generator, std, out):
+    """Fill ``out`` with N(0, std^2) from the secret ``generator``; return it.
+
+    Every Gaussian release draws its noise here: one place to read, and one
+    place for the audits to halve.
+    """
+    generator.standard_normal(out=out)
+    out *= std
+    return out
+
+
 def noise_source(noise_seed, has_noise=True):
     """What ``privacy_report_["noise_source"]`` says about the noise."""
     if not has_noise:

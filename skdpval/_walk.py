@@ -19,6 +19,7 @@ from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 
 from . import _kernels
+from ._noise import gaussian_noise
 
 WalkProblem = namedtuple("WalkProblem", [
     "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
@@ -57,8 +58,7 @@ def permutation_draws(order_seed, noise_seed, n_parties, noise_std, noise_out):
     """
     permutation = np.random.default_rng(order_seed).permutation(n_parties)
     if noise_out is not None:
-        np.random.default_rng(noise_seed).standard_normal(out=noise_out)
-        noise_out *= noise_std
+        gaussian_noise(np.random.default_rng(noise_seed), noise_std, noise_out)
     return permutation
 
 
