@@ -1,8 +1,10 @@
 """Input handling shared by the estimators: budgets, labels, kernel targets."""
 
+from collections import namedtuple
+
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import check_array, validate_data
 
 from . import _kernels
 from ._models import classifier_targets
@@ -158,3 +160,82 @@ def check_groups(groups, n_samples):
         raise ValueError("groups has a single group: valuing parties needs "
                          "at least 2.")
     return labels, index
+
+
+Parties = namedtuple("Parties", [
+    "X", "y", "offsets", "X_val", "y_val", "classes", "train_parties",
+    "n_all_parties", "party_of_sample", "n_unprotected", "scale"])
+Parties.__doc__ = """The training parties and the validation set, ready for a valuator.
+
+``X[offsets[j]:offsets[j + 1]]`` are the rows of training party ``j``
+(``train_parties[j]`` among all ``n_all_parties``), ordered by content inside
+a party; ``y`` are class indices for a classifier; ``scale`` is the
+``(mean, std)`` the features were standardised with (validation statistics),
+or None.
+"""
+
+
+def validation_scale(X_val):
+    """Mean and std of the validation columns (a std of 0 counts as 1)."""
+    mean = X_val.mean(axis=0)
+    std = X_val.std(axis=0)
+    return mean, np.where(std > 0, std, 1.0)
+
+
+def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
+                    classes, validation_fraction, split_seed, standardize):
+    """Validate the inputs and lay out the parties and the validation set.
+
+    Public choices come from public data only: the class set from ``y_val``
+    (or ``classes``), the held-out parties (without ``X_val``) from the
+    seed alone, and the standardisation from the validation set's own
+    statistics. Sets ``n_features_in_`` (and ``feature_names_in_``) on
+    ``estimator``.
+    """
+    if (X_val is None) != (y_val is None):
+        raise ValueError("X_val and y_val must be given together.")
+    X, y = validate_data(estimator, X, y, dtype=np.float64, order="C",
+                         y_numeric=not is_classifier, ensure_min_samples=2)
+    if groups is None:
+        party_of_sample = np.arange(len(X))
+    else:
+        estimator.groups_, party_of_sample = check_groups(groups, len(X))
+    n_all_parties = party_of_sample.max() + 1
+    if X_val is None:
+        train_parties, val_parties = hold_out_parties(
+            n_all_parties, validation_fraction, split_seed)
+        val_rows = np.flatnonzero(np.isin(party_of_sample, val_parties))
+        X_val, y_val = X[val_rows], y[val_rows]
+        n_unprotected = len(val_rows)
+    else:
+        X_val = validate_data(estimator, X_val, reset=False, dtype=np.float64,
+                              order="C")
+        train_parties = np.arange(n_all_parties)
+        n_unprotected = 0
+    if is_classifier:
+        classes = public_classes(y_val, classes)
+        y = encode_training_labels(y, classes)
+    else:
+        classes = None
+    y_val = check_validation_targets(y_val, len(X_val), classes)
+    if len(train_parties) < 2:
+        raise ValueError(f"Data valuation needs at least 2 training parties, got "
+                         f"{len(train_parties)}.")
+    scale = None
+    if standardize:
+        scale = validation_scale(X_val)
+        X, X_val = (X - scale[0]) / scale[1], (X_val - scale[0]) / scale[1]
+
+    n_parties = len(train_parties)
+    position = np.full(n_all_parties, -1)
+    position[train_parties] = np.arange(n_parties)
+    train_rows = np.flatnonzero(position[party_of_sample] >= 0)
+    # Rows by party, and inside a party by content: a group's gradient then
+    # sums its rows in one order whatever order they came in.
+    train_rows = train_rows[np.lexsort((y[train_rows], *X[train_rows].T[::-1],
+                                        position[party_of_sample[train_rows]]))]
+    offsets = np.r_[0, np.cumsum(np.bincount(position[party_of_sample[train_rows]],
+                                             minlength=n_parties))]
+    return Parties(np.ascontiguousarray(X[train_rows]), y[train_rows], offsets,
+                   np.ascontiguousarray(X_val), y_val, classes, train_parties,
+                   n_all_parties, party_of_sample, n_unprotected, scale)

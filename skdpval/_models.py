@@ -133,3 +133,26 @@ def classifier_targets(spec, y_index, n_classes):
     if spec.multinomial:
         return one_hot, K.MULTINOMIAL
     return 2.0 * one_hot - 1.0, spec.loss
+
+
+def fitted_parameters(estimator, spec, n_classes):
+    """A fitted model's parameters in the kernels' layout ``(n_outputs, n_columns)``.
+
+    Rows follow the class indices ``0 .. n_classes - 1`` (one row for two
+    classes or a regressor); the last column is the intercept when the model
+    fits one. A class the model did not see gets a zero row; a model that saw
+    only two of more classes gives them ``+-coef / 2``.
+    """
+    coef = np.atleast_2d(np.asarray(estimator.coef_, dtype=np.float64))
+    intercept = np.broadcast_to(np.asarray(estimator.intercept_, dtype=np.float64),
+                                (coef.shape[0],))
+    rows = np.hstack([coef, intercept[:, None]]) if spec.fit_intercept else coef
+    if not spec.is_classifier or n_classes == 2:
+        return rows
+    seen = np.asarray(estimator.classes_, dtype=np.int64)
+    theta = np.zeros((n_classes, rows.shape[1]))
+    if len(rows) == len(seen):
+        theta[seen] = rows
+    else:  # a binary fit between two of the classes
+        theta[seen[1]], theta[seen[0]] = rows[0] / 2, -rows[0] / 2
+    return theta

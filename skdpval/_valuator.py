@@ -1,33 +1,28 @@
 """DPDataValuator: differentially private G-Shapley semivalues."""
 
-import warnings
+from collections import namedtuple
 from numbers import Integral, Real
+import warnings
 
 import numpy as np
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
-from . import _kernels
+from . import _kernels, _subspace
 from ._accounting import noise_std_for_budget, privacy_report
 from ._data import (
     UTILITY_CODES,
     check_budget,
-    check_groups,
     check_utility,
-    check_validation_targets,
-    encode_training_labels,
-    hold_out_parties,
     kernel_targets,
-    public_classes,
+    prepare_parties,
     with_intercept,
 )
-from ._models import model_spec
+from ._models import fitted_parameters, model_spec
 from ._noise import (
     counted_permutations,
     noise_schedule,
@@ -45,6 +40,19 @@ AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # noisy steps) at most this std, where marginals are first-order in the step
 # and i.i.d. and correlated noise both average out (benchmarks/quality.py).
 AUTO_MARGIN_NOISE = 0.1
+# clip_norm="auto": this percentile of the norms of the (projected) validation
+# gradients at the initial model: most releases are clipped, which spends the
+# budget on the sign and size of the signal rather than on its outliers.
+AUTO_CLIP_PERCENTILE = 25
+# q="auto": the burn-in when releases are averaged (the seed paper's best);
+# i.i.d. releases gain nothing from a burn-in and lose the discarded ones.
+AUTO_BURN_IN = 0.9
+
+# The kernels' view of one valuation: rows with the intercept column,
+# targets, loss, utility, the semivalue weights.
+Game = namedtuple("Game", [
+    "X", "T", "offsets", "X_val", "T_val", "labels_val", "loss", "utility",
+    "huber_epsilon", "l2", "n_penalized", "total_sum_squares", "weights"])
 
 
 class DPDataValuator(BaseEstimator):
@@ -262,11 +270,14 @@ class DPDataValuator(BaseEstimator):
         "semivalue": [StrOptions({"shapley", "banzhaf", "loo"}), tuple],
         "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
                   callable],
-        "q": [Interval(Real, 0.0, 1.0, closed="left")],
+        "q": [Interval(Real, 0.0, 1.0, closed="left"), StrOptions({"auto"})],
         "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
         "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
-        "clip_norm": [Interval(Real, 0.0, None, closed="neither")],
+        "clip_norm": [Interval(Real, 0.0, None, closed="neither"),
+                      StrOptions({"auto"})],
+        "subspace": [StrOptions({"public"}), "array-like", None],
+        "standardize": ["boolean"],
         "n_permutations": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0.0, None, closed="neither"),
                           StrOptions({"auto"})],
@@ -286,11 +297,13 @@ class DPDataValuator(BaseEstimator):
         *,
         semivalue="shapley",
         noise="correlated",
-        q=0.9,
+        q="auto",
         epsilon=1.0,
         delta=5e-5,
         noise_multiplier=None,
-        clip_norm=1.0,
+        clip_norm="auto",
+        subspace="public",
+        standardize=True,
         n_permutations=1000,
         learning_rate="auto",
         utility="neg_loss",
@@ -310,6 +323,8 @@ class DPDataValuator(BaseEstimator):
         self.delta = delta
         self.noise_multiplier = noise_multiplier
         self.clip_norm = clip_norm
+        self.subspace = subspace
+        self.standardize = standardize
         self.n_permutations = n_permutations
         self.learning_rate = learning_rate
         self.utility = utility
@@ -340,8 +355,9 @@ class DPDataValuator(BaseEstimator):
         y : array-like of shape (n_samples,)
             Their targets.
         X_val : array-like of shape (n_val, n_features), default=None
-            Validation samples defining the utility. When omitted, a
-            ``validation_fraction`` of the parties is held out instead.
+            Validation samples defining the utility (public: used without
+            noise). When omitted, a ``validation_fraction`` of the parties is
+            held out instead.
         y_val : array-like of shape (n_val,), default=None
             Validation targets; required with ``X_val``.
         groups : array-like of shape (n_samples,), default=None
@@ -358,122 +374,232 @@ class DPDataValuator(BaseEstimator):
         check_budget(self.epsilon, self.noise_multiplier, self.noise)
         estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
-        if (X_val is None) != (y_val is None):
-            raise ValueError("X_val and y_val must be given together.")
         check_utility(self.utility, spec.is_classifier)
+        split_seed, search_seed, walk_seed, model_seed = check_random_state(
+            self.random_state).randint(MAX_INT, size=4)
 
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
-                             y_numeric=not spec.is_classifier,
-                             ensure_min_samples=2)
+        parties = self._prepare_parties(X, y, X_val, y_val, groups, spec, split_seed)
+        spec = model_spec(estimator, n_samples=len(parties.train_parties))
+        game = self._game(spec, parties)
+        self.subspace_ = self._subspace_basis(estimator, spec, parties, game,
+                                              model_seed)
+        self.clip_norm_ = self._clip_norm(game)
+        x_tt, use_rolling, add_noise = noise_schedule(
+            self.noise, self.n_permutations, self.batch_permutations)
+        self.q_ = (float(self.q) if self.q != "auto"
+                   else AUTO_BURN_IN if use_rolling else 0.0)
+        counted = counted_permutations(self.q_, self.n_permutations)
+        noise_std = self._noise_std(add_noise)
+        self._report_privacy(noise_std, parties, groups)
+        self.learning_rate_ = self._learning_rate(
+            game, released_noise_std(noise_std, x_tt, counted,
+                                     self.batch_permutations), search_seed)
+        result = run_walks(
+            self._problem(game), SeededDraws(
+                np.random.SeedSequence(walk_seed).spawn(self.n_permutations),
+                secret_seed_sequence(self.noise_seed).spawn(self.n_permutations),
+                len(parties.train_parties), noise_std),
+            x_tt=x_tt, use_rolling=use_rolling, counted=counted,
+            batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
+            verbose=self.verbose)
+        self._set_values(result, game, parties, groups)
+        return self
+
+    def _prepare_parties(self, X, y, X_val, y_val, groups, spec, split_seed):
+        """Validated, laid-out parties; forgets the groups of an earlier fit."""
         if groups is None:
             for name in ("groups_", "sample_values_"):
                 if hasattr(self, name):
                     delattr(self, name)
-            party_of_sample = np.arange(len(X))
-        else:
-            self.groups_, party_of_sample = check_groups(groups, len(X))
-        n_all_parties = party_of_sample.max() + 1
-        rs = check_random_state(self.random_state)
-        split_seed, search_seed, walk_seed = rs.randint(MAX_INT, size=3)
-        if X_val is None:
-            train_parties, val_parties = hold_out_parties(
-                n_all_parties, self.validation_fraction, split_seed)
-            val_rows = np.flatnonzero(np.isin(party_of_sample, val_parties))
-            X_val, y_val = X[val_rows], y[val_rows]
-            n_unprotected = len(val_rows)
-        else:
-            X_val = validate_data(self, X_val, reset=False, dtype=np.float64,
-                                  order="C")
-            train_parties = np.arange(n_all_parties)
-            n_unprotected = 0
-        classes = None
+        parties = prepare_parties(
+            self, X, y, X_val, y_val, groups, is_classifier=spec.is_classifier,
+            classes=self.classes, validation_fraction=self.validation_fraction,
+            split_seed=split_seed, standardize=self.standardize)
         if spec.is_classifier:
-            classes = public_classes(y_val, self.classes)
-            y = encode_training_labels(y, classes)
-            self.classes_ = classes
-        y_val = check_validation_targets(y_val, len(X_val), classes)
-        n_parties = len(train_parties)
-        if n_parties < 2:
-            raise ValueError(f"Data valuation needs at least 2 training parties, got "
-                             f"{n_parties}.")
-        # The parties' rows, party by party: party j is rows offsets[j]:offsets[j+1].
-        position = np.full(n_all_parties, -1)
-        position[train_parties] = np.arange(n_parties)
-        train_rows = np.flatnonzero(position[party_of_sample] >= 0)
-        # Rows by party, and inside a party by content: a group's gradient
-        # then sums its rows in one order whatever order they came in.
-        train_rows = train_rows[np.lexsort((y[train_rows], *X[train_rows].T[::-1],
-                                            position[party_of_sample[train_rows]]))]
-        offsets = np.r_[0, np.cumsum(np.bincount(position[party_of_sample[train_rows]],
-                                                 minlength=n_parties))]
-        X_train, y_train = X[train_rows], y[train_rows]
+            self.classes_ = parties.classes
+        return parties
 
-        spec = model_spec(estimator, n_samples=n_parties)
+    def _game(self, spec, parties):
+        """The kernels' view of the valuation."""
         T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
-            spec, y_train, y_val, None if classes is None else len(classes),
+            spec, parties.y, parties.y_val,
+            None if parties.classes is None else len(parties.classes),
             self.utility)
-        X_train, X_val = with_intercept(spec, X_train, X_val)
+        X, X_val = with_intercept(spec, parties.X, parties.X_val)
+        return Game(X, T, parties.offsets, X_val, T_val, labels_val, loss,
+                    UTILITY_CODES[self.utility], spec.huber_epsilon,
+                    spec.l2_per_sample, parties.X.shape[1], total_sum_squares,
+                    semivalue_weights(self.semivalue, len(parties.train_parties)))
 
-        k = self.n_permutations
-        x_tt, use_rolling, add_noise = noise_schedule(self.noise, k,
-                                                      self.batch_permutations)
-        counted = counted_permutations(self.q, k)
+    def _subspace_basis(self, estimator, spec, parties, game, seed):
+        """The public basis ``(m, n_params)`` with orthonormal rows, or None."""
+        n_params = game.T.shape[1] * game.X.shape[1]
+        if self.subspace is None:
+            return None
+        if isinstance(self.subspace, str):  # "public"
+            direction = self._public_direction(estimator, spec, parties, seed)
+            return direction.reshape(1, -1)
+        basis = np.asarray(self.subspace, dtype=np.float64)
+        if basis.ndim != 2 or basis.shape[1] != n_params or len(basis) < 1:
+            raise ValueError(
+                f"subspace must be 'public', None or an array of shape (m, "
+                f"{n_params}) (m >= 1, one column per parameter: "
+                f"{game.T.shape[1]} output(s) x {game.X.shape[1]} columns, "
+                f"intercept last), got shape {basis.shape}.")
+        if not np.all(np.isfinite(basis)) or not np.allclose(
+                basis @ basis.T, np.eye(len(basis)), atol=1e-8):
+            raise ValueError("subspace must have finite, orthonormal rows "
+                             "(basis @ basis.T equal to the identity).")
+        return basis
+
+    def _public_direction(self, estimator, spec, parties, seed):
+        """The wrapped model fitted on the validation set only: a unit vector."""
+        model = clone(estimator)
+        if "random_state" in model.get_params() and model.random_state is None:
+            model.set_params(random_state=seed)
+        try:
+            model.fit(parties.X_val, parties.y_val)
+        except ValueError as error:
+            raise ValueError(
+                "subspace='public' fits the model on the validation set, and "
+                f"that failed: {error} Pass a larger validation set, a basis "
+                "array, or subspace=None.") from error
+        theta = fitted_parameters(
+            model, spec, None if parties.classes is None else len(parties.classes))
+        norm = np.linalg.norm(theta)
+        if not np.isfinite(norm) or norm == 0:
+            raise ValueError(
+                "subspace='public': the model fitted on the validation set has "
+                "all-zero or non-finite parameters, which define no direction. "
+                "Use less regularisation, a basis array, or subspace=None.")
+        return theta.ravel() / norm
+
+    def _clip_norm(self, game):
+        """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
+        if self.clip_norm != "auto":
+            return float(self.clip_norm)
+        n_outputs, n_columns = game.T.shape[1], game.X.shape[1]
+        gradients = _kernels.party_gradients(
+            np.zeros((n_outputs, n_columns)), game.X_val, game.T_val,
+            np.arange(len(game.X_val) + 1), loss=game.loss,
+            huber_epsilon=game.huber_epsilon, l2=game.l2,
+            n_penalized=game.n_penalized).reshape(len(game.X_val), -1)
+        if self.subspace_ is not None:
+            gradients = gradients @ self.subspace_.T
+        clip_norm = float(np.percentile(np.linalg.norm(gradients, axis=1),
+                                        AUTO_CLIP_PERCENTILE))
+        if not (np.isfinite(clip_norm) and clip_norm > 0):
+            raise ValueError(
+                "clip_norm='auto' found validation gradients of norm 0 at the "
+                "initial model; give clip_norm as a number.")
+        return clip_norm
+
+    def _noise_std(self, add_noise):
+        """Per-release noise std (0 without noise)."""
         if not add_noise:
-            noise_std = 0.0
-        elif self.noise_multiplier is not None:
-            noise_std = self.noise_multiplier * self.clip_norm
-        else:
-            noise_std = noise_std_for_budget(self.epsilon, self.delta, k,
-                                             self.clip_norm)
+            return 0.0
+        if self.noise_multiplier is not None:
+            return self.noise_multiplier * self.clip_norm_
+        return noise_std_for_budget(self.epsilon, self.delta, self.n_permutations,
+                                    self.clip_norm_)
+
+    def _report_privacy(self, noise_std, parties, groups):
         self.privacy_report_ = privacy_report(
-            noise_std=noise_std, delta=self.delta, n_releases=k,
-            clip_norm=self.clip_norm, unit="sample" if groups is None else "group",
-            n_unprotected=n_unprotected,
+            noise_std=noise_std, delta=self.delta, n_releases=self.n_permutations,
+            clip_norm=self.clip_norm_, unit="sample" if groups is None else "group",
+            n_unprotected=parties.n_unprotected,
             noise_source=noise_source(self.noise_seed, noise_std > 0))
+        self.privacy_report_["release_dimension"] = (
+            int(self.subspace_.shape[0]) if self.subspace_ is not None else "all "
+            "parameters")
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = float(self.delta)
-        self.noise_multiplier_ = noise_std / self.clip_norm
-        self.n_releases_ = k
+        self.noise_multiplier_ = noise_std / self.clip_norm_
+        self.n_releases_ = self.n_permutations
 
-        model = dict(loss=loss, huber_epsilon=spec.huber_epsilon,
-                     l2=spec.l2_per_sample, n_penalized=X.shape[1],
-                     clip_norm=self.clip_norm)
-        theta_init = np.zeros((T.shape[1], X_train.shape[1]))
-        if self.learning_rate == "auto":
-            self.learning_rate_ = self._search_learning_rate(
-                X_val, T_val, labels_val, n_parties, theta_init, model,
-                search_seed)
-            step_noise = released_noise_std(noise_std, x_tt, counted,
-                                            self.batch_permutations)
-            if step_noise > 0:
-                # n steps of noise std step_noise in each of the parameters
-                # move a margin of a standardised row by about
-                # lr * step_noise * sqrt(n * n_params): keep that small.
-                cap = AUTO_MARGIN_NOISE / (step_noise * np.sqrt(n_parties * theta_init.size))
-                self.learning_rate_ = min(self.learning_rate_, float(cap))
+    def _sgd_pass(self, game, X, T, learning_rate, order):
+        """Parameters after one clipped, noiseless SGD pass (in the subspace)."""
+        model = dict(loss=game.loss, huber_epsilon=game.huber_epsilon, l2=game.l2,
+                     n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
+                     learning_rate=learning_rate, order=order)
+        if self.subspace_ is not None:
+            return _subspace.sgd_pass(self.subspace_, X, T, **model)
+        return _kernels.sgd_pass(X, T, theta_init=np.zeros((T.shape[1], X.shape[1])),
+                                 **model)
+
+    def _learning_rate(self, game, step_noise, seed):
+        """``learning_rate``, or "auto": a search on the validation set, capped by the noise.
+
+        The search runs one-pass SGD of ``n`` steps on one half of the
+        validation set and scores the model's own loss on the other half
+        (both ways round). With noise, the rate is then capped so that ``n``
+        noisy steps move a validation margin by about ``AUTO_MARGIN_NOISE``:
+        ``lr * step_noise * sqrt(n) * margin_scale``, ``margin_scale`` the
+        root mean square of how far a unit release moves a validation row's
+        margins. Only the validation set is read.
+        """
+        if self.learning_rate != "auto":
+            return float(self.learning_rate)
+        n_steps = len(game.offsets) - 1
+        rng = np.random.default_rng(seed)
+        rows = rng.permutation(len(game.X_val))
+        if len(rows) >= 4:
+            halves = [(rows[: len(rows) // 2], rows[len(rows) // 2:]),
+                      (rows[len(rows) // 2:], rows[: len(rows) // 2])]
+        else:  # too few rows to split: train and score on all of them
+            halves = [(rows, rows)]
+        orders = [rng.choice(train, size=n_steps, replace=len(train) < n_steps)
+                  for train, _ in halves]
+        scores = np.zeros(len(AUTO_LEARNING_RATES))
+        for i, rate in enumerate(AUTO_LEARNING_RATES):
+            for (_, test), order in zip(halves, orders):
+                theta = self._sgd_pass(game, game.X_val, game.T_val, rate, order)
+                scores[i] += _kernels.utility_of_theta(
+                    theta, game.X_val[test], game.T_val[test],
+                    game.labels_val[test], loss=game.loss, utility=_kernels.NEG_LOSS,
+                    huber_epsilon=game.huber_epsilon, total_sum_squares=1.0)
+        scores[~np.isfinite(scores)] = -np.inf
+        rate = float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
+        if step_noise > 0:
+            cap = AUTO_MARGIN_NOISE / (step_noise * np.sqrt(n_steps)
+                                       * self._margin_scale(game))
+            rate = min(rate, float(cap))
+        return rate
+
+    def _margin_scale(self, game):
+        """RMS over validation rows of the norm of d(margins) / d(release)."""
+        if self.subspace_ is None:
+            squared = game.T.shape[1] * np.sum(game.X_val**2, axis=1)
         else:
-            self.learning_rate_ = float(self.learning_rate)
+            F = _subspace.project_rows(self.subspace_, game.X_val, game.T.shape[1])
+            squared = np.sum(F**2, axis=(1, 2))
+        return float(np.sqrt(np.mean(squared)))
 
-        problem = make_problem(
-            X_train, T, offsets, X_val, T_val, labels_val,
-            utility=UTILITY_CODES[self.utility], learning_rate=self.learning_rate_,
-            total_sum_squares=total_sum_squares,
-            weights=semivalue_weights(self.semivalue, n_parties), **model)
-        draws = SeededDraws(np.random.SeedSequence(walk_seed).spawn(k),
-                            secret_seed_sequence(self.noise_seed).spawn(k),
-                            n_parties, noise_std)
-        result = run_walks(problem, draws, x_tt=x_tt, use_rolling=use_rolling,
-                           counted=counted,
-                           batch_permutations=self.batch_permutations,
-                           n_jobs=self.n_jobs, verbose=self.verbose)
+    def _problem(self, game):
+        settings = dict(loss=game.loss, utility=game.utility,
+                        huber_epsilon=game.huber_epsilon, l2=game.l2,
+                        n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
+                        learning_rate=self.learning_rate_,
+                        total_sum_squares=game.total_sum_squares,
+                        weights=game.weights)
+        if self.subspace_ is not None:
+            return _subspace.make_subspace_problem(
+                self.subspace_, game.X, game.T, game.offsets, game.X_val,
+                game.T_val, game.labels_val, **settings)
+        return make_problem(game.X, game.T, game.offsets, game.X_val, game.T_val,
+                            game.labels_val, **settings)
+
+    def _set_values(self, result, game, parties, groups):
+        """Values, ranks, marginal statistics; checks the walk stayed finite."""
         values = result.marginal_mean
         self.initial_utility_ = _kernels.utility_of_theta(
-            theta_init, X_val, T_val, labels_val, loss=loss,
-            utility=UTILITY_CODES[self.utility],
-            huber_epsilon=spec.huber_epsilon, total_sum_squares=total_sum_squares)
+            np.zeros((game.T.shape[1], game.X.shape[1])), game.X_val, game.T_val,
+            game.labels_val, loss=game.loss, utility=game.utility,
+            huber_epsilon=game.huber_epsilon,
+            total_sum_squares=game.total_sum_squares)
         self.final_utilities_ = result.end_utility
         remedy = ("Use a smaller learning_rate (or 'auto'), or scale the "
-                  "features (e.g. StandardScaler).")
+                  "features (standardize=True).")
         if not (np.all(np.isfinite(values))
                 and np.all(np.isfinite(self.final_utilities_))):
             raise FloatingPointError(
@@ -487,46 +613,16 @@ class DPDataValuator(BaseEstimator):
                 f"the median validation utility after a permutation is "
                 f"{np.median(self.final_utilities_):.3g}, against "
                 f"{self.initial_utility_:.3g} before it. {remedy}",
-                ConvergenceWarning, stacklevel=2)
+                ConvergenceWarning, stacklevel=3)
         self.n_marginals_ = result.n_counted
-        variance = result.marginal_m2 / result.n_counted
-        self.marginal_mean_ = np.full(n_all_parties, np.nan)
-        self.marginal_mean_[train_parties] = values
-        self.marginal_var_ = np.full(n_all_parties, np.nan)
-        self.marginal_var_[train_parties] = variance
-        self.values_ = np.full(n_all_parties, np.nan)
-        self.values_[train_parties] = values
-        self.rank_ = np.zeros(n_all_parties, dtype=np.int64)
-        self.rank_[train_parties] = rankdata(-values, method="ordinal")
+        train, n_all = parties.train_parties, parties.n_all_parties
+        self.marginal_mean_ = np.full(n_all, np.nan)
+        self.marginal_mean_[train] = values
+        self.marginal_var_ = np.full(n_all, np.nan)
+        self.marginal_var_[train] = result.marginal_m2 / result.n_counted
+        self.values_ = self.marginal_mean_.copy()
+        self.values_stderr_ = np.sqrt(self.marginal_var_ / self.n_marginals_)
+        self.rank_ = np.zeros(n_all, dtype=np.int64)
+        self.rank_[train] = rankdata(-values, method="ordinal")
         if groups is not None:
-            self.sample_values_ = self.values_[party_of_sample]
-        return self
-
-    def _search_learning_rate(self, X_val, T_val, labels_val, n_steps, theta_init,
-                              model, seed):
-        """One-pass SGD of ``n_steps`` on half the validation set, scored on the other.
-
-        Only the validation set is read. Each candidate is scored by the
-        model's own validation loss, averaged over both halves.
-        """
-        rng = np.random.default_rng(seed)
-        rows = rng.permutation(len(X_val))
-        if len(rows) >= 4:
-            halves = [(rows[: len(rows) // 2], rows[len(rows) // 2:]),
-                      (rows[len(rows) // 2:], rows[: len(rows) // 2])]
-        else:  # too few rows to split: train and score on all of them
-            halves = [(rows, rows)]
-        orders = [rng.choice(train, size=n_steps, replace=len(train) < n_steps)
-                  for train, _ in halves]
-        scores = np.zeros(len(AUTO_LEARNING_RATES))
-        for i, rate in enumerate(AUTO_LEARNING_RATES):
-            for (_, test), order in zip(halves, orders):
-                theta = _kernels.sgd_pass(X_val, T_val, learning_rate=rate,
-                                          theta_init=theta_init, order=order,
-                                          **model)
-                scores[i] += _kernels.utility_of_theta(
-                    theta, X_val[test], T_val[test], labels_val[test],
-                    loss=model["loss"], utility=_kernels.NEG_LOSS,
-                    huber_epsilon=model["huber_epsilon"], total_sum_squares=1.0)
-        scores[~np.isfinite(scores)] = -np.inf
-        return float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
+            self.sample_values_ = self.values_[parties.party_of_sample]

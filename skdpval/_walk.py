@@ -21,10 +21,24 @@ from sklearn.utils.parallel import Parallel, delayed
 from . import _kernels
 from ._noise import gaussian_noise
 
-WalkProblem = namedtuple("WalkProblem", [
-    "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
-    "huber_epsilon", "l2", "n_penalized", "clip_norm", "learning_rate",
-    "total_sum_squares", "theta_init", "weights"])
+
+class WalkProblem(namedtuple("WalkProblem", [
+        "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
+        "huber_epsilon", "l2", "n_penalized", "clip_norm", "learning_rate",
+        "total_sum_squares", "theta_init", "weights"])):
+    """The full-space walk's inputs. A problem gives ``release_shape`` (the
+    shape of one party's release) and ``walk`` (its kernel); the subspace walk
+    (:class:`skdpval._subspace.SubspaceProblem`) gives the same."""
+
+    __slots__ = ()
+
+    @property
+    def release_shape(self):
+        return self.theta_init.shape
+
+    def walk(self, permutations, noise, x_tt, rolling_mean):
+        return _kernels.walk(self, permutations, noise, x_tt, rolling_mean)
+
 
 WalkResult = namedtuple("WalkResult", [
     "marginal_mean", "marginal_m2", "n_counted", "end_utility"])
@@ -86,12 +100,11 @@ def _walk_part(problem, draw, indices, x_tt, rolling_mean):
     """Walk the permutations ``indices`` of one wave; runs in a worker."""
     n_parties = problem.offsets.shape[0] - 1
     permutations = np.empty((len(indices), n_parties), dtype=np.int64)
-    noise = (np.empty((len(indices), n_parties, *problem.theta_init.shape))
+    noise = (np.empty((len(indices), n_parties, *problem.release_shape))
              if draw.has_noise else None)
     for i, t in enumerate(indices):
         permutations[i] = draw(t, None if noise is None else noise[i])
-    marginals, end_utility = _kernels.walk(problem, permutations, noise, x_tt,
-                                           rolling_mean)
+    marginals, end_utility = problem.walk(permutations, noise, x_tt, rolling_mean)
     raw_releases = noise if rolling_mean is not None else None
     return marginals, raw_releases, end_utility
 
@@ -147,7 +160,7 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     marginal_m2 = np.zeros(n_parties)
     n_counted = 0
     end_utility = np.empty(n_permutations)
-    rolling_mean = (np.zeros((n_parties, *problem.theta_init.shape))
+    rolling_mean = (np.zeros((n_parties, *problem.release_shape))
                     if use_rolling else None)
     progress = _Progress(n_permutations, verbose)
     with Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
