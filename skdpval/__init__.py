@@ -1,6 +1,7 @@
 """skdpval: differentially private data valuation for scikit-learn."""
 
 from ._federated import DPFederatedValuator
+from ._label_quality import DPLabelQuality
 from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
 from ._layered import LayeredShapleyValuator
 from ._valuator import DPDataValuator
@@ -10,6 +11,7 @@ __all__ = [
     "DPFederatedValuator",
     "DPFilteredClassifier",
     "DPFilteredRegressor",
+    "DPLabelQuality",
     "DPValueFilter",
     "LayeredShapleyValuator",
 ]

@@ -23,6 +23,7 @@ does not implement (class weights, positivity, L1 terms) are refused.
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.linear_model import (
     LinearRegression,
     LogisticRegression,
@@ -135,24 +136,18 @@ def classifier_targets(spec, y_index, n_classes):
     return 2.0 * one_hot - 1.0, spec.loss
 
 
-def fitted_parameters(estimator, spec, n_classes):
-    """A fitted model's parameters in the kernels' layout ``(n_outputs, n_columns)``.
+def fit_on_validation(estimator, X_val, y_val, seed, purpose):
+    """A clone of ``estimator`` fitted on the (public) validation set only.
 
-    Rows follow the class indices ``0 .. n_classes - 1`` (one row for two
-    classes or a regressor); the last column is the intercept when the model
-    fits one. A class the model did not see gets a zero row; a model that saw
-    only two of more classes gives them ``+-coef / 2``.
+    An unset ``random_state`` of the clone is seeded from the public
+    randomness, so that results repeat with the valuator's ``random_state``.
     """
-    coef = np.atleast_2d(np.asarray(estimator.coef_, dtype=np.float64))
-    intercept = np.broadcast_to(np.asarray(estimator.intercept_, dtype=np.float64),
-                                (coef.shape[0],))
-    rows = np.hstack([coef, intercept[:, None]]) if spec.fit_intercept else coef
-    if not spec.is_classifier or n_classes == 2:
-        return rows
-    seen = np.asarray(estimator.classes_, dtype=np.int64)
-    theta = np.zeros((n_classes, rows.shape[1]))
-    if len(rows) == len(seen):
-        theta[seen] = rows
-    else:  # a binary fit between two of the classes
-        theta[seen[1]], theta[seen[0]] = rows[0] / 2, -rows[0] / 2
-    return theta
+    model = clone(estimator)
+    if "random_state" in model.get_params() and model.random_state is None:
+        model.set_params(random_state=seed)
+    try:
+        return model.fit(X_val, y_val)
+    except ValueError as error:
+        raise ValueError(
+            f"{purpose} fits {type(model).__name__} on the validation set, and "
+            f"that failed: {error}") from error

@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import warnings
 
 import numpy as np
+from scipy.optimize import minimize
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
@@ -22,7 +23,7 @@ from ._data import (
     prepare_parties,
     with_intercept,
 )
-from ._models import fitted_parameters, model_spec
+from ._models import model_spec
 from ._noise import (
     counted_permutations,
     noise_schedule,
@@ -375,14 +376,13 @@ class DPDataValuator(BaseEstimator):
         estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
-        split_seed, search_seed, walk_seed, model_seed = check_random_state(
-            self.random_state).randint(MAX_INT, size=4)
+        split_seed, search_seed, walk_seed = check_random_state(
+            self.random_state).randint(MAX_INT, size=3)
 
         parties = self._prepare_parties(X, y, X_val, y_val, groups, spec, split_seed)
         spec = model_spec(estimator, n_samples=len(parties.train_parties))
         game = self._game(spec, parties)
-        self.subspace_ = self._subspace_basis(estimator, spec, parties, game,
-                                              model_seed)
+        self.subspace_ = self._subspace_basis(estimator, game)
         self.clip_norm_ = self._clip_norm(game)
         x_tt, use_rolling, add_noise = noise_schedule(
             self.noise, self.n_permutations, self.batch_permutations)
@@ -431,14 +431,13 @@ class DPDataValuator(BaseEstimator):
                     spec.l2_per_sample, parties.X.shape[1], total_sum_squares,
                     semivalue_weights(self.semivalue, len(parties.train_parties)))
 
-    def _subspace_basis(self, estimator, spec, parties, game, seed):
+    def _subspace_basis(self, estimator, game):
         """The public basis ``(m, n_params)`` with orthonormal rows, or None."""
         n_params = game.T.shape[1] * game.X.shape[1]
         if self.subspace is None:
             return None
         if isinstance(self.subspace, str):  # "public"
-            direction = self._public_direction(estimator, spec, parties, seed)
-            return direction.reshape(1, -1)
+            return self._public_direction(estimator, game).reshape(1, -1)
         basis = np.asarray(self.subspace, dtype=np.float64)
         if basis.ndim != 2 or basis.shape[1] != n_params or len(basis) < 1:
             raise ValueError(
@@ -452,27 +451,37 @@ class DPDataValuator(BaseEstimator):
                              "(basis @ basis.T equal to the identity).")
         return basis
 
-    def _public_direction(self, estimator, spec, parties, seed):
-        """The wrapped model fitted on the validation set only: a unit vector."""
-        model = clone(estimator)
-        if "random_state" in model.get_params() and model.random_state is None:
-            model.set_params(random_state=seed)
-        try:
-            model.fit(parties.X_val, parties.y_val)
-        except ValueError as error:
-            raise ValueError(
-                "subspace='public' fits the model on the validation set, and "
-                f"that failed: {error} Pass a larger validation set, a basis "
-                "array, or subspace=None.") from error
-        theta = fitted_parameters(
-            model, spec, None if parties.classes is None else len(parties.classes))
+    def _public_direction(self, estimator, game):
+        """The wrapped model's objective minimised on the validation set: a unit vector.
+
+        The model's own loss and L2 term (as it would weigh them on the
+        ``n_val`` validation rows), minimised from zero by L-BFGS. Only the
+        validation set is read.
+        """
+        l2 = model_spec(estimator, n_samples=len(game.X_val)).l2_per_sample
+        shape = (game.T.shape[1], game.X.shape[1])
+        settings = dict(loss=game.loss, huber_epsilon=game.huber_epsilon)
+
+        def objective(flat):
+            theta = flat.reshape(shape)
+            mean_loss = -_kernels.utility_of_theta(
+                theta, game.X_val, game.T_val, game.labels_val,
+                utility=_kernels.NEG_LOSS, total_sum_squares=1.0, **settings)
+            gradient = _kernels.party_gradients(
+                theta, game.X_val, game.T_val, np.arange(len(game.X_val) + 1),
+                l2=l2, n_penalized=game.n_penalized, **settings).mean(axis=0)
+            penalty = 0.5 * l2 * np.sum(theta[:, :game.n_penalized] ** 2)
+            return mean_loss + penalty, gradient.ravel()
+
+        theta = minimize(objective, np.zeros(np.prod(shape)), jac=True,
+                         method="L-BFGS-B", options=dict(maxiter=500)).x
         norm = np.linalg.norm(theta)
         if not np.isfinite(norm) or norm == 0:
             raise ValueError(
                 "subspace='public': the model fitted on the validation set has "
                 "all-zero or non-finite parameters, which define no direction. "
-                "Use less regularisation, a basis array, or subspace=None.")
-        return theta.ravel() / norm
+                "Pass a basis array, or subspace=None.")
+        return theta / norm
 
     def _clip_norm(self, game):
         """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
@@ -486,12 +495,13 @@ class DPDataValuator(BaseEstimator):
             n_penalized=game.n_penalized).reshape(len(game.X_val), -1)
         if self.subspace_ is not None:
             gradients = gradients @ self.subspace_.T
-        clip_norm = float(np.percentile(np.linalg.norm(gradients, axis=1),
-                                        AUTO_CLIP_PERCENTILE))
-        if not (np.isfinite(clip_norm) and clip_norm > 0):
+        norms = np.linalg.norm(gradients, axis=1)
+        norms = norms[norms > 0]  # rows the loss is flat at carry no scale
+        if len(norms) == 0 or not np.all(np.isfinite(norms)):
             raise ValueError(
-                "clip_norm='auto' found validation gradients of norm 0 at the "
-                "initial model; give clip_norm as a number.")
+                "clip_norm='auto' found no finite, nonzero validation gradient "
+                "at the initial model; give clip_norm as a number.")
+        clip_norm = float(np.percentile(norms, AUTO_CLIP_PERCENTILE))
         return clip_norm
 
     def _noise_std(self, add_noise):

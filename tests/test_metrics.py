@@ -51,7 +51,7 @@ def test_valuator_running_statistics_match_the_marginals(monkeypatch):
     X = rng.normal(size=(30, 3))
     y = (X[:, 0] + rng.normal(size=30) > 0).astype(int)
     valuator = DPDataValuator(n_permutations=20, q=0.5, batch_permutations=3,
-                              random_state=0).fit(X[:20], y[:20], X_val=X[20:],
+                              subspace=None, random_state=0).fit(X[:20], y[:20], X_val=X[20:],
                                                   y_val=y[20:])
     marginals = np.concatenate(recorded)[10:]  # past the burn-in
     assert valuator.n_marginals_ == 10

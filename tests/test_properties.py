@@ -44,7 +44,11 @@ def make(problem):
         y = np.r_[np.arange(n) % n_classes, np.arange(n_val) % n_classes]
         rng.shuffle(y[:n])
         rng.shuffle(y[n:])
+    # The full-space walk with a fixed clip and no scaling: public choices
+    # fitted on the validation set (scale, direction, clip) would change with
+    # duplicated validation rows; the walk's utility does not.
     valuator = DPDataValuator(make_model(), noise=problem["noise"], q=0.0,
+                              subspace=None, clip_norm=1.0, standardize=False,
                               epsilon=2.0, n_permutations=problem["k"],
                               batch_permutations=problem["batch"],
                               learning_rate=problem["learning_rate"],

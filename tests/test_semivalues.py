@@ -124,6 +124,7 @@ def test_random_permutations_converge_to_exact_semivalue(semivalue):
     valuator = DPDataValuator(
         SGDClassifier(loss="hinge", alpha=0.0, penalty=None, fit_intercept=False),
         semivalue=semivalue, noise="none", q=0.0, utility="accuracy",
+        subspace=None, standardize=False,
         clip_norm=kernel["clip_norm"], learning_rate=kernel["learning_rate"],
         n_permutations=6000, random_state=0)
     y = np.where(kernel["T"][:, 0] > 0, 1, 0)

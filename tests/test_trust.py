@@ -95,6 +95,7 @@ def test_divergence_is_an_error_or_a_warning_naming_the_remedy():
     X = rng.normal(size=(40, 3)) * 1e3
     y = X @ [1.0, 2.0, 3.0]
     valuator = DPDataValuator(LinearRegression(), noise="none", q=0.0,
+                              subspace=None, standardize=False,
                               learning_rate=1e150, clip_norm=1e150,
                               n_permutations=3, random_state=0)
     with pytest.raises(FloatingPointError, match="learning_rate"):

@@ -101,9 +101,12 @@ def test_fitted_attributes_are_the_documented_ones(classification):
                       "delta_", "noise_multiplier_", "n_releases_",
                       "privacy_report_", "n_features_in_", "marginal_mean_",
                       "marginal_var_", "n_marginals_", "initial_utility_",
-                      "final_utilities_"}
-    assert all(np.ndim(value) <= 1 for value in vars(valuator).values()
-               if isinstance(value, np.ndarray))
+                      "final_utilities_", "values_stderr_", "subspace_",
+                      "clip_norm_", "q_"}
+    # One number per party or permutation; the public basis is one row.
+    assert all(np.ndim(value) <= 1 for name, value in vars(valuator).items()
+               if isinstance(value, np.ndarray) and name != "subspace_")
+    assert valuator.subspace_.shape == (1, X.shape[1] + 1)
 
 
 def test_held_out_validation_set(classification):
@@ -159,6 +162,7 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
     valuator = DPDataValuator(LogisticRegression(C=0.5), semivalue="banzhaf",
                               noise="correlated", q=0.5, epsilon=2.0,
                               clip_norm=C, n_permutations=k, learning_rate=0.3,
+                              subspace=None, standardize=False,
                               batch_permutations=1, random_state=0).fit(X_train, y_train, X_val=X_val,
                                                   y_val=y_val)
     ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
@@ -227,12 +231,20 @@ def test_learning_rate_auto_never_reads_training_data(classification):
     X, y = classification
     rng = np.random.default_rng(0)
     X_val, y_val = X[40:], y[40:]
-    make = lambda Xt, yt: DPDataValuator(n_permutations=2, random_state=0).fit(
-        Xt, yt, X_val=X_val, y_val=y_val).learning_rate_
-    first = make(X[:40], y[:40])
-    second = make(rng.normal(size=(40, 4)) * 100, rng.integers(2, size=40))
-    assert first == second
-    assert first in valuator_module.AUTO_LEARNING_RATES
+    public = ("learning_rate_", "clip_norm_", "subspace_", "q_", "classes_")
+
+    def make(Xt, yt, **params):
+        fitted = DPDataValuator(n_permutations=2, random_state=0, **params).fit(
+            Xt, yt, X_val=X_val, y_val=y_val)
+        return {name: getattr(fitted, name) for name in public}
+
+    other = rng.normal(size=(40, 4)) * 100, rng.integers(2, size=40)
+    for params in ({}, {"noise": "none"}, {"subspace": None}):
+        first, second = make(X[:40], y[:40], **params), make(*other, **params)
+        for name in public:
+            assert_array_equal(first[name], second[name])
+    assert make(*other, noise="none")["learning_rate_"] in \
+        valuator_module.AUTO_LEARNING_RATES
 
 
 def test_auto_learning_rate_is_sensible_on_real_data():

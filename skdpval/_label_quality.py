@@ -1,0 +1,274 @@
+"""DPLabelQuality: a private label-quality score, one Gaussian release per party."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.stats import rankdata
+from sklearn.base import BaseEstimator, _fit_context, is_classifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval
+
+from ._accounting import noise_std_for_budget, privacy_report
+from ._data import prepare_parties
+from ._models import fit_on_validation
+from ._noise import gaussian_noise, noise_source, secret_seed_sequence
+
+MAX_INT = np.iinfo(np.int32).max
+
+
+class DPLabelQuality(BaseEstimator):
+    """Private label-quality score: how well each label fits a public model.
+
+    A clone of ``estimator`` is fitted on the validation set only (public
+    data). Each training party's score is its clipped margin under that
+    model, averaged over its rows for a group:
+
+    - binary classifier: ``y * f(x)`` with ``y`` in {-1, +1} and ``f`` the
+      decision function;
+    - multiclass: the true class's score minus the best other class's;
+    - regressor: minus the absolute residual ``|y - f(x)|``;
+
+    each clipped to ``[-clip, clip]``. The score is released **once** per
+    party with Gaussian noise of std ``clip / mu``, ``mu`` calibrated
+    exactly to ``(epsilon, delta)``: one Gaussian release of sensitivity
+    ``clip`` under zero-out adjacency (a party's slot releasing pure noise),
+    ``2 clip`` under replace-one. Low scores point at bad labels.
+
+    It is not a semivalue: it says how well a label agrees with a model
+    trained on the validation set, not what a party adds to a model. Use it
+    to find bad labels, where it spends the whole budget on the one number
+    that matters and comes close to the best any mechanism can do
+    (:func:`skdpval.metrics.detection_auc_limit`). Use
+    :class:`~skdpval.DPDataValuator` for pricing and attribution, which need
+    the Shapley value.
+
+    Parameters
+    ----------
+    estimator : estimator object, default=None
+        The model fitted on the validation set: any scikit-learn classifier
+        with ``decision_function`` or ``predict_proba`` (its log), or any
+        regressor. ``None`` means ``LogisticRegression()``.
+
+    epsilon : float > 0 or None, default=1.0
+        Privacy budget of each party's release. ``None`` adds no noise (no
+        privacy; a reference).
+
+    delta : float in (0, 1), default=5e-5
+        Privacy parameter delta.
+
+    clip : float > 0, default=1.0
+        Scores are clipped to ``[-clip, clip]`` (the sensitivity).
+
+    standardize : bool, default=True
+        Scale the features with the validation set's mean and std (public)
+        before fitting and scoring. A scaler fitted on the private data in
+        front of this estimator would leak.
+
+    validation_fraction : float in (0, 1), default=0.2
+        Fraction of the parties held out at random as the validation set
+        when ``fit`` gets no ``X_val`` (those are then not protected).
+
+    classes : array-like or None, default=None
+        Class labels of a classifier; ``None`` takes them from ``y_val``.
+
+    random_state : int, RandomState instance or None, default=None
+        Public randomness: the split and an unset ``random_state`` of the
+        estimator. It never seeds the noise.
+
+    noise_seed : int >= 0 or None, default=None
+        ``None`` draws the noise from fresh OS entropy. An int makes it
+        reproducible; the guarantee then holds only while it is secret.
+
+    Attributes
+    ----------
+    values_ : ndarray of shape (n_samples,) or (n_groups,)
+        Noisy score of each party; NaN for parties held out as the
+        validation set.
+
+    rank_ : ndarray of shape (n_samples,) or (n_groups,)
+        1 for the highest score; 0 for held-out parties.
+
+    estimator_ : estimator object
+        The clone of ``estimator`` fitted on the validation set.
+
+    classes_ : ndarray of shape (n_classes,)
+        Class labels (classifiers).
+
+    groups_ : ndarray of shape (n_groups,)
+        Sorted group labels, when ``fit`` got ``groups``.
+
+    sample_values_ : ndarray of shape (n_samples,)
+        Each sample's group score, when ``fit`` got ``groups``.
+
+    epsilon_, delta_ : float
+        The guarantee of a party's release (``inf`` without noise).
+
+    noise_multiplier_ : float
+        Noise std divided by ``clip`` (``1 / mu``).
+
+    n_releases_ : int
+        Releases per party: 1.
+
+    privacy_report_ : dict
+        The guarantee in full (as :class:`~skdpval.DPDataValuator`'s).
+
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
+
+    See Also
+    --------
+    DPDataValuator : Private semivalues (Shapley, Banzhaf, ...).
+    skdpval.metrics.detection_auc_limit : The best AUC any mechanism reaches.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from skdpval import DPLabelQuality
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> y_noisy = y.copy()
+    >>> y_noisy[:50] = 1 - y_noisy[:50]            # 50 flipped labels
+    >>> scorer = DPLabelQuality(epsilon=3.0, random_state=0)
+    >>> scorer.fit(X[:400], y_noisy[:400], X_val=X[400:], y_val=y[400:])
+    DPLabelQuality(epsilon=3.0, random_state=0)
+    >>> scorer.values_.shape, round(scorer.noise_multiplier_, 3)
+    ((400,), 1.275)
+    >>> bool(scorer.values_[:50].mean() < scorer.values_[50:].mean())
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
+        "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "clip": [Interval(Real, 0.0, None, closed="neither")],
+        "standardize": ["boolean"],
+        "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "classes": ["array-like", None],
+        "random_state": ["random_state"],
+        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
+    }
+
+    def __init__(self, estimator=None, *, epsilon=1.0, delta=5e-5, clip=1.0,
+                 standardize=True, validation_fraction=0.2, classes=None,
+                 random_state=None, noise_seed=None):
+        self.estimator = estimator
+        self.epsilon = epsilon
+        self.delta = delta
+        self.clip = clip
+        self.standardize = standardize
+        self.validation_fraction = validation_fraction
+        self.classes = classes
+        self.random_state = random_state
+        self.noise_seed = noise_seed
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, X_val=None, y_val=None, groups=None):
+        """Fit the model on the validation set, then score and release each party.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples (private).
+        y : array-like of shape (n_samples,)
+            Their labels or targets.
+        X_val, y_val : array-like, default=None
+            The validation set (public). When omitted, a
+            ``validation_fraction`` of the parties is held out instead.
+        groups : array-like of shape (n_samples,), default=None
+            Group of each sample: each group is one party, scored by the mean
+            of its rows' clipped scores and released once.
+
+        Returns
+        -------
+        self : object
+        """
+        estimator = LogisticRegression() if self.estimator is None else self.estimator
+        split_seed, model_seed = check_random_state(self.random_state).randint(
+            MAX_INT, size=2)
+        if groups is None:
+            for name in ("groups_", "sample_values_"):
+                if hasattr(self, name):
+                    delattr(self, name)
+        parties = prepare_parties(
+            self, X, y, X_val, y_val, groups, is_classifier=is_classifier(estimator),
+            classes=self.classes, validation_fraction=self.validation_fraction,
+            split_seed=split_seed, standardize=self.standardize)
+        if parties.classes is not None:
+            self.classes_ = parties.classes
+        self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
+                                            model_seed, "DPLabelQuality")
+        scores = self._party_scores(parties)
+        noise_std = self._report_privacy(parties, groups)
+        if noise_std > 0:
+            generator = np.random.default_rng(secret_seed_sequence(self.noise_seed))
+            scores = scores + gaussian_noise(generator, noise_std,
+                                             np.empty(len(scores)))
+        self._set_values(scores, parties, groups)
+        return self
+
+    def _party_scores(self, parties):
+        """Each training party's mean clipped score (before noise)."""
+        row_scores = np.clip(self._row_scores(parties.X, parties.y),
+                             -self.clip, self.clip)
+        sizes = np.diff(parties.offsets)
+        return np.add.reduceat(row_scores, parties.offsets[:-1]) / sizes
+
+    def _row_scores(self, X, y):
+        """Margin of each row's label under ``estimator_``, before clipping."""
+        model = self.estimator_
+        if not is_classifier(model):
+            return -np.abs(y - model.predict(X))
+        if hasattr(model, "decision_function"):
+            scores = np.asarray(model.decision_function(X), dtype=np.float64)
+        else:
+            with np.errstate(divide="ignore"):
+                scores = np.log(model.predict_proba(X))
+        seen = np.asarray(model.classes_, dtype=np.int64)
+        if scores.ndim == 1:  # binary: the score of the second class
+            signed = np.where(y == seen[1], 1.0, -1.0)
+            return np.where(np.isin(y, seen), signed * scores, -np.inf)
+        # Scores of every class (a class the model never saw scores -inf).
+        per_class = np.full((len(X), len(self.classes_)), -np.inf)
+        per_class[:, seen] = scores
+        rows = np.arange(len(X))
+        own = per_class[rows, y]
+        per_class[rows, y] = -np.inf
+        with np.errstate(invalid="ignore"):
+            margin = own - per_class.max(axis=1)
+        return np.where(np.isnan(margin), -np.inf, margin)
+
+    def _report_privacy(self, parties, groups):
+        """Sets the privacy attributes; returns the noise std."""
+        noise_std = (0.0 if self.epsilon is None else
+                     noise_std_for_budget(self.epsilon, self.delta, 1, self.clip))
+        self.privacy_report_ = privacy_report(
+            noise_std=noise_std, delta=self.delta, n_releases=1,
+            clip_norm=self.clip, unit="sample" if groups is None else "group",
+            n_unprotected=parties.n_unprotected,
+            noise_source=noise_source(self.noise_seed, noise_std > 0))
+        self.privacy_report_["release"] = (
+            "one clipped score per party: the margin of its label under a model "
+            "fitted on the validation set, in [-clip, clip]")
+        self.epsilon_ = self.privacy_report_["epsilon"]
+        self.delta_ = float(self.delta)
+        self.noise_multiplier_ = noise_std / self.clip
+        self.n_releases_ = 1
+        return noise_std
+
+    def _set_values(self, scores, parties, groups):
+        train = parties.train_parties
+        self.values_ = np.full(parties.n_all_parties, np.nan)
+        self.values_[train] = scores
+        self.rank_ = np.zeros(parties.n_all_parties, dtype=np.int64)
+        self.rank_[train] = rankdata(-scores, method="ordinal")
+        if groups is not None:
+            self.sample_values_ = self.values_[parties.party_of_sample]
