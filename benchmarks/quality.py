@@ -1,21 +1,38 @@
-"""Quality benchmark: how well private values find flipped labels.
+"""Quality benchmark: how close private values come to the privacy limit.
 
-The seed paper's Table 2 protocol on bundled data: 30% of the training labels
-flipped, delta = 5e-5, clip norm 1, logistic regression, 3 trials; for
-epsilon in {1, 3, 10} and k in {200, 1000} on breast_cancer and diabetes
-(binarised at its median), for no DP, i.i.d. noise, X* (correlated, q = 0)
-and Y* (q = 0.5, 0.9), and the Shapley, Banzhaf, Beta(4, 1) and Beta(16, 1)
-semivalues. n = 400 training points where available: the validation set
-(the utility) is the rest, and at least 142 rows, so diabetes (442 rows)
-gets n = 300. Prints one JSON object per case on stdout:
+Flipping a label is a replace-one change, so at a per-party budget of
+mu-GDP no mechanism finds independently flipped labels with ROC AUC above
+``Phi(sqrt(2) mu)`` (``skdpval.metrics.detection_auc_limit``). The limit
+fraction of a method is ``(AUC - 0.5) / (limit - 0.5)``: 0 is chance, 1 the
+best any mechanism can do at that budget.
+
+Protocol (``--suite limit``, the default): breast_cancer, diabetes (target
+binarised at its median), digits 3 vs 8 and make_classification(600, 20,
+5 informative); a stratified split of 75% training and 25% validation (the
+public utility, clean labels); each training label flipped independently
+with probability 0.3; delta = 5e-5; logistic regression; raw features (the
+estimators standardise with validation statistics). Per seed, a new split
+and new flips. Methods:
+
+- ``no DP``: DPDataValuator(noise="none"), the reference;
+- ``defaults``: DPDataValuator() (public subspace, clip_norm="auto",
+  correlated noise, q="auto" = 0.9, k = 1000);
+- ``paper``: the seed paper's mechanism, Algorithm 1 with Y*(q=0.9): the
+  full gradient clipped to C = 1 (subspace=None, clip_norm=1.0), exact
+  accounting, learning_rate="auto";
+- ``iid q=0``: the defaults with i.i.d. releases (q="auto" = 0);
+- ``label quality``: DPLabelQuality() (one release per party);
+- ``label quality no DP``: DPLabelQuality(epsilon=None).
+
+One JSON object per (data set, method, epsilon) on stdout, then one
+``summary`` object per (method, epsilon) with the mean over the data sets:
 
     python benchmarks/quality.py > benchmarks/results/quality.jsonl
 
-Two learning-rate policies are compared, each case under both:
-``paper``: the paper's recipe, one rate for every method, chosen for the best
-validation accuracy after one noiseless pass over the training data (this
-reads the private data: a benchmark recipe, not something to ship);
-``auto``: the library's default ``learning_rate="auto"``.
+``--suite table2`` runs the seed paper's Table 2 protocol instead (its
+mechanism only: the full-space walk with C = 1, the i.i.d. / X* / Y*
+policies and four semivalues; results in
+benchmarks/results/quality_table2.jsonl).
 """
 
 import argparse
@@ -25,13 +42,74 @@ import time
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from skdpval import DPDataValuator
+from skdpval import DPDataValuator, DPLabelQuality
 from skdpval._valuator import AUTO_LEARNING_RATES
 from skdpval.datasets import load_noisy_classification
-from skdpval.metrics import noisy_label_auc
+from skdpval.metrics import detection_auc_limit, noisy_label_auc
 
-DATASETS = {"breast_cancer": 569, "diabetes": 442}
-METHODS = {
+DELTA = 5e-5
+LIMIT_DATASETS = ("breast_cancer", "diabetes", "digits_3_vs_8", "classification")
+LIMIT_METHODS = {
+    "no DP": lambda eps, seed: DPDataValuator(noise="none", random_state=seed),
+    "defaults": lambda eps, seed: DPDataValuator(epsilon=eps, random_state=seed),
+    "paper": lambda eps, seed: DPDataValuator(
+        epsilon=eps, subspace=None, clip_norm=1.0, q=0.9, random_state=seed),
+    "iid q=0": lambda eps, seed: DPDataValuator(epsilon=eps, noise="iid",
+                                                random_state=seed),
+    "label quality": lambda eps, seed: DPLabelQuality(epsilon=eps,
+                                                      random_state=seed),
+    "label quality no DP": lambda eps, seed: DPLabelQuality(epsilon=None,
+                                                            random_state=seed),
+}
+NOT_PRIVATE = ("no DP", "label quality no DP")
+
+
+def emit(**case):
+    print(json.dumps(case), flush=True)
+
+
+def run_limit(datasets, methods, epsilons, seeds, n_jobs):
+    limit_fractions = {}
+    for name in datasets:
+        data = [load_noisy_classification(name, flip_fraction=0.3,
+                                          independent_flips=True,
+                                          validation_size=0.25, test_size=0.0,
+                                          random_state=seed)
+                for seed in range(seeds)]
+        for method in methods:
+            for epsilon in ([None] if method in NOT_PRIVATE else epsilons):
+                aucs = []
+                started = time.perf_counter()
+                for seed, d in enumerate(data):
+                    estimator = LIMIT_METHODS[method](epsilon, seed)
+                    if isinstance(estimator, DPDataValuator):
+                        estimator.set_params(n_jobs=n_jobs)
+                    estimator.fit(d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
+                    aucs.append(noisy_label_auc(estimator.values_, d.is_noisy))
+                case = dict(case="limit", dataset=name, n=len(d.y_train),
+                            n_val=len(d.y_val), method=method, epsilon=epsilon,
+                            delta=DELTA, auc_mean=round(float(np.mean(aucs)), 4),
+                            auc_std=round(float(np.std(aucs)), 4), seeds=seeds,
+                            seconds_per_fit=round((time.perf_counter() - started)
+                                                  / seeds, 3))
+                if epsilon is not None:
+                    limit = detection_auc_limit(epsilon, DELTA)
+                    fraction = (np.mean(aucs) - 0.5) / (limit - 0.5)
+                    case.update(limit=round(limit, 4),
+                                limit_fraction=round(float(fraction), 4))
+                    limit_fractions.setdefault((method, epsilon), []).append(fraction)
+                emit(**case)
+    for (method, epsilon), fractions in limit_fractions.items():
+        emit(case="summary", method=method, epsilon=epsilon,
+             datasets=len(fractions),
+             limit=round(detection_auc_limit(epsilon, DELTA), 4),
+             mean_limit_fraction=round(float(np.mean(fractions)), 4))
+
+
+# --- the seed paper's Table 2 protocol ------------------------------------------
+
+TABLE2_SIZES = {"breast_cancer": 569, "diabetes": 442}
+TABLE2_METHODS = {
     "no DP": dict(noise="none", q=0.0),
     "i.i.d.": dict(noise="iid", q=0.0),
     "X*": dict(noise="correlated", q=0.0),
@@ -42,16 +120,18 @@ SEMIVALUES = {"shapley": "shapley", "banzhaf": "banzhaf",
               "beta(4,1)": ("beta", 4, 1), "beta(16,1)": ("beta", 16, 1)}
 
 
-def load(name, trial):
-    n_val = max(142, DATASETS[name] - 400)
-    return load_noisy_classification(name, n_train=DATASETS[name] - n_val,
-                                     validation_size=n_val / DATASETS[name],
+def table2_data(name, trial):
+    """n = 400 training points where available; at least 142 validation rows."""
+    n_val = max(142, TABLE2_SIZES[name] - 400)
+    return load_noisy_classification(name, n_train=TABLE2_SIZES[name] - n_val,
+                                     validation_size=n_val / TABLE2_SIZES[name],
                                      test_size=0.0, flip_fraction=0.3,
                                      random_state=trial)
 
 
 def paper_learning_rate(data):
-    """Best validation accuracy after one clipped noiseless pass over the training data."""
+    """The paper's recipe: best validation accuracy after one noiseless pass
+    over the training data (it reads the private data: a benchmark recipe)."""
     from skdpval import _kernels
 
     T = np.where(data.y_train == 1, 1.0, -1.0)[:, None]
@@ -71,12 +151,12 @@ def paper_learning_rate(data):
     return float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
 
 
-def run(datasets, epsilons, ks, trials, policies, n_jobs):
-    for name in datasets:
-        data = [load(name, trial) for trial in range(trials)]
+def run_table2(epsilons, ks, trials, policies, n_jobs):
+    for name in TABLE2_SIZES:
+        data = [table2_data(name, trial) for trial in range(trials)]
         paper_rates = [paper_learning_rate(d) for d in data]
         for k in ks:
-            for method, params in METHODS.items():
+            for method, params in TABLE2_METHODS.items():
                 for epsilon in ([None] if method == "no DP" else epsilons):
                     for semivalue_name, semivalue in SEMIVALUES.items():
                         for policy in policies:
@@ -87,33 +167,40 @@ def run(datasets, epsilons, ks, trials, policies, n_jobs):
                                 valuator = DPDataValuator(
                                     LogisticRegression(), semivalue=semivalue,
                                     epsilon=epsilon if epsilon else 1.0,
-                                    delta=5e-5, clip_norm=1.0, n_permutations=k,
-                                    learning_rate=lr, n_jobs=n_jobs,
-                                    random_state=trial, **params)
+                                    delta=DELTA, clip_norm=1.0, subspace=None,
+                                    n_permutations=k, learning_rate=lr,
+                                    n_jobs=n_jobs, random_state=trial, **params)
                                 valuator.fit(d.X_train, d.y_train, X_val=d.X_val,
                                              y_val=d.y_val)
                                 aucs.append(noisy_label_auc(valuator.values_, d.is_noisy))
                                 rates.append(valuator.learning_rate_)
-                            print(json.dumps(dict(
-                                dataset=name, n=len(d.y_train), n_val=len(d.y_val),
-                                epsilon=epsilon, k=k, method=method,
-                                semivalue=semivalue_name, lr_policy=policy,
-                                learning_rate=float(np.mean(rates)),
-                                auc_mean=round(float(np.mean(aucs)), 4),
-                                auc_std=round(float(np.std(aucs)), 4),
-                                trials=trials,
-                                seconds=round(time.perf_counter() - started, 2))),
-                                flush=True)
+                            emit(case="table2", dataset=name, n=len(d.y_train),
+                                 n_val=len(d.y_val), epsilon=epsilon, k=k,
+                                 method=method, semivalue=semivalue_name,
+                                 lr_policy=policy,
+                                 learning_rate=float(np.mean(rates)),
+                                 auc_mean=round(float(np.mean(aucs)), 4),
+                                 auc_std=round(float(np.std(aucs)), 4),
+                                 trials=trials,
+                                 seconds=round(time.perf_counter() - started, 2))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--suite", choices=["limit", "table2"], default="limit")
+    parser.add_argument("--datasets", nargs="+", default=list(LIMIT_DATASETS))
+    parser.add_argument("--methods", nargs="+", default=list(LIMIT_METHODS))
     parser.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 3.0, 10.0])
-    parser.add_argument("--ks", nargs="+", type=int, default=[200, 1000])
-    parser.add_argument("--trials", type=int, default=3)
-    parser.add_argument("--policies", nargs="+", default=["paper", "auto"])
-    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--ks", nargs="+", type=int, default=[200, 1000],
+                        help="table2 only")
+    parser.add_argument("--trials", type=int, default=3, help="table2 only")
+    parser.add_argument("--policies", nargs="+", default=["paper", "auto"],
+                        help="table2 only")
+    parser.add_argument("--n-jobs", type=int, default=1)
     args = parser.parse_args()
-    run(args.datasets, args.epsilons, args.ks, args.trials, args.policies, args.n_jobs)
+    if args.suite == "limit":
+        run_limit(args.datasets, args.methods, args.epsilons, args.seeds, args.n_jobs)
+    else:
+        run_table2(args.epsilons, args.ks, args.trials, args.policies, args.n_jobs)

@@ -7,15 +7,31 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import column_or_1d
 
+def _digits_3_vs_8():
+    digits = sk_datasets.load_digits()
+    keep = np.isin(digits.target, (3, 8))
+    return Bunch(data=digits.data[keep], target=(digits.target[keep] == 8).astype(int),
+                 feature_names=np.asarray(digits.feature_names))
+
+
+def _classification():
+    X, y = sk_datasets.make_classification(n_samples=600, n_features=20,
+                                           n_informative=5, random_state=0)
+    return Bunch(data=X, target=y,
+                 feature_names=np.array([f"x{i}" for i in range(20)]))
+
+
 _LOADERS = {
     "breast_cancer": sk_datasets.load_breast_cancer,
     "diabetes": sk_datasets.load_diabetes,
+    "digits_3_vs_8": _digits_3_vs_8,
+    "classification": _classification,
     "wine": sk_datasets.load_wine,
     "iris": sk_datasets.load_iris,
 }
 
 
-def flip_labels(y, fraction, random_state=None):
+def flip_labels(y, fraction, random_state=None, *, independent=False):
     """Change the label of a random ``fraction`` of the samples.
 
     Each chosen sample gets another label drawn uniformly from the other
@@ -26,9 +42,15 @@ def flip_labels(y, fraction, random_state=None):
     y : array-like of shape (n_samples,)
         Class labels, at least two distinct ones.
     fraction : float in [0, 1]
-        Fraction of samples to flip (rounded to the nearest count).
+        Fraction of samples to flip (rounded to the nearest count), or with
+        ``independent=True`` the probability that each label is flipped.
     random_state : int, RandomState instance or None, default=None
         Chooses the samples and their new labels.
+    independent : bool, default=False
+        Flip each label independently with probability ``fraction``: the
+        setting of :func:`skdpval.metrics.detection_auc_limit`. (With an
+        exact count the flips are not independent, and a mechanism could in
+        principle do a little better.)
 
     Returns
     -------
@@ -52,8 +74,12 @@ def flip_labels(y, fraction, random_state=None):
     if len(classes) < 2:
         raise ValueError("flip_labels needs y with at least two classes.")
     rs = check_random_state(random_state)
-    n_flip = int(round(fraction * len(y)))
-    chosen = rs.choice(len(y), size=n_flip, replace=False)
+    if independent:
+        chosen = np.flatnonzero(rs.random_sample(len(y)) < fraction)
+    else:
+        chosen = rs.choice(len(y), size=int(round(fraction * len(y))),
+                           replace=False)
+    n_flip = len(chosen)
     y_noisy = y.copy()
     index = np.searchsorted(classes, y[chosen])
     shift = rs.randint(1, len(classes), size=n_flip)
@@ -64,25 +90,33 @@ def flip_labels(y, fraction, random_state=None):
 
 
 def load_noisy_classification(name="breast_cancer", *, n_train=None,
-                              flip_fraction=0.3, validation_size=0.2,
-                              test_size=0.2, random_state=None):
+                              flip_fraction=0.3, independent_flips=False,
+                              validation_size=0.2, test_size=0.2,
+                              random_state=None):
     """A bundled classification data set, split, scaled, with flipped labels.
 
     The samples are split (stratified) into train / validation / test; the
-    features are standardised with the training split's statistics; a
+    features are standardised with the validation split's statistics (public:
+    a scaler fitted on the private training split would itself leak); a
     ``flip_fraction`` of the training labels is flipped. Validation and test
     labels stay clean.
 
     Parameters
     ----------
-    name : {"breast_cancer", "diabetes", "wine", "iris"}, default="breast_cancer"
+    name : {"breast_cancer", "diabetes", "digits_3_vs_8", "classification", \
+"wine", "iris"}, default="breast_cancer"
         The data set. ``"diabetes"`` is the regression target binarised at
-        its median.
+        its median; ``"digits_3_vs_8"`` the digits 3 (class 0) and 8 (class
+        1); ``"classification"`` is ``make_classification(600, 20,
+        n_informative=5, random_state=0)``.
     n_train : int or None, default=None
         Training samples to keep (at most what the split leaves); ``None``
         keeps all.
     flip_fraction : float in [0, 1], default=0.3
         Fraction of training labels to flip.
+    independent_flips : bool, default=False
+        Flip each training label independently with probability
+        ``flip_fraction`` (see :func:`flip_labels`).
     validation_size : float in (0, 1), default=0.2
         Fraction of all samples for the validation split.
     test_size : float in [0, 1), default=0.2
@@ -122,8 +156,9 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
         stratify=y_rest, random_state=rs.randint(2**31 - 1))
     if n_train is not None and n_train < len(X_train):
         X_train, y_train = X_train[:n_train], y_train[:n_train]
-    scaler = StandardScaler().fit(X_train)
-    y_noisy, is_noisy = flip_labels(y_train, flip_fraction, random_state=rs)
+    scaler = StandardScaler().fit(X_val)
+    y_noisy, is_noisy = flip_labels(y_train, flip_fraction, random_state=rs,
+                                    independent=independent_flips)
     return Bunch(X_train=scaler.transform(X_train), y_train=y_noisy,
                  y_train_clean=y_train, is_noisy=is_noisy,
                  X_val=scaler.transform(X_val), y_val=y_val,

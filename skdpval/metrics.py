@@ -8,6 +8,47 @@ from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_X_y, column_or_1d
 
+from ._accounting import gdp_mu, noisy_label_auc_limit
+
+
+def detection_auc_limit(epsilon, delta):
+    """The best ROC AUC any (epsilon, delta)-DP mechanism reaches on flipped labels.
+
+    Flipping one training label is a replace-one change: the releases of
+    ``(x, y)`` and ``(x, y')`` differ by at most twice the sensitivity, so
+    releases that are ``mu``-GDP per party (zero-out adjacency) are
+    ``2 mu``-GDP for "is this label flipped". Every test's ROC curve then lies
+    below ``Phi(Phi^-1(FPR) + 2 mu)``, and with labels flipped independently
+    no method, private values or anything else computed from the releases,
+    finds flipped labels with ROC AUC above ``Phi(sqrt(2) mu)``. (When the
+    number of flips is known exactly the provable bound is ``Phi(2 mu)``.)
+    ``mu`` is the GDP parameter that ``(epsilon, delta)`` allows. The limit
+    fraction of a method is ``(AUC - 0.5) / (limit - 0.5)``.
+
+    Parameters
+    ----------
+    epsilon : float > 0
+        Per-party budget (``np.inf``: no privacy, limit 1).
+    delta : float in (0, 1)
+
+    Returns
+    -------
+    auc : float
+
+    Examples
+    --------
+    >>> from skdpval.metrics import detection_auc_limit
+    >>> [round(detection_auc_limit(eps, 5e-5), 3) for eps in (1, 3, 10)]
+    [0.663, 0.866, 0.999]
+    """
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta!r}.")
+    if np.isinf(epsilon):
+        return 1.0
+    return noisy_label_auc_limit(gdp_mu(epsilon, delta))
+
 
 def noisy_label_auc(values, is_noisy):
     """ROC AUC of a low value predicting a noisy (flipped) label.

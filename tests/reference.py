@@ -61,11 +61,15 @@ def utility(name, loss, theta, X_val, T_val, labels_val, huber_epsilon=0.1):
 
 def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
                learning_rate, l2, n_penalized, clip_norm, permutations, noise,
-               x_tt, q, weights, huber_epsilon=0.1):
+               x_tt, q, weights, huber_epsilon=0.1, basis=None):
     """Semivalue estimates psi of Algorithm 1 for fixed permutations and noise.
 
     ``noise[t, j]`` is party j's Gaussian noise at permutation t (zeros for no
     noise); ``x_tt[t]`` the weight of the fresh release (1 for i.i.d.).
+    With ``basis`` (m, n_params), orthonormal rows: the full gradient is
+    projected on it, then clipped and noised in m dimensions
+    (``noise[t, j]`` of shape (m,)), and theta moves by ``basis.T`` times the
+    released combination.
     Returns ``(psi, end_utilities)``.
     """
     k, n = permutations.shape
@@ -86,12 +90,16 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
             _, dloss = loss_and_dloss(loss, theta @ X[j], T[j], huber_epsilon)
             g = np.outer(dloss, X[j])
             g[:, :n_penalized] += l2 * theta[:, :n_penalized]
+            if basis is not None:
+                g = basis @ g.ravel()
             g_hat = g / max(1.0, np.linalg.norm(g) / clip_norm)
             g_tilde = g_hat + noise[t - 1, j]
             past = (np.mean(releases[j], axis=0) if releases[j]
                     else np.zeros_like(g_tilde))
             released = x_tt[t - 1] * g_tilde + (1 - x_tt[t - 1]) * past
             releases[j].append(g_tilde)
+            if basis is not None:
+                released = (basis.T @ released).reshape(theta.shape)
             theta = theta - learning_rate * released
             v_after = V(theta)
             if t > burn_in:
