@@ -291,9 +291,9 @@ def test_label_quality_releases_the_clipped_margin_plus_calibrated_noise():
         (X - X_val.mean(0)) / X_val.std(0))
     assert_allclose(exact, np.clip(margins, -0.5, 0.5), rtol=1e-12)
     noise = np.array([DPLabelQuality(epsilon=1.0, clip=0.5).fit(
-        X, y, X_val=X_val, y_val=y_val).values_ - exact for _ in range(200)])
-    assert np.std(noise) == pytest.approx(0.5 / gdp_mu(1.0, 5e-5), rel=0.03)
-    assert abs(np.mean(noise)) < 0.02
+        X, y, X_val=X_val, y_val=y_val).values_ - exact for _ in range(50)])
+    assert np.std(noise) == pytest.approx(0.5 / gdp_mu(1.0, 5e-5), rel=0.06)
+    assert abs(np.mean(noise)) < 0.05
 
 
 def test_label_quality_multiclass_regression_and_groups():
