@@ -1,0 +1,80 @@
+"""What DPDataValuator and DPLabelQuality output depends on private data only
+through the noisy releases: a test per leak the privacy review found."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.datasets import make_classification
+
+from skdpval import DPDataValuator, DPLabelQuality
+
+PUBLIC = ("classes_", "learning_rate_", "clip_norm_", "subspace_", "q_")
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(n_samples=120, n_features=5, n_informative=3,
+                               n_classes=3, n_clusters_per_class=1, random_state=0)
+    return X[:90], y[:90], X[90:], y[90:]
+
+
+def test_relabelling_one_sample_changes_no_public_choice(data):
+    """Classes come from y_val: one training label cannot add an output."""
+    X, y, X_val, y_val = data
+    binary_val = y_val[y_val < 2], X_val[y_val < 2]
+    y_binary = np.where(y == 2, 1, y)
+    relabelled = y_binary.copy()
+    relabelled[0] = 1 - relabelled[0]
+    fit = lambda labels: DPDataValuator(n_permutations=3, random_state=0).fit(
+        X, labels, X_val=binary_val[1], y_val=binary_val[0])
+    before, after = fit(y_binary), fit(relabelled)
+    for name in PUBLIC:
+        assert_array_equal(getattr(before, name), getattr(after, name))
+    assert list(before.classes_) == [0, 1]
+    # A label outside the public class set is an error naming the remedy; it
+    # never turns the model into a three-output softmax.
+    outside = y_binary.copy()
+    outside[0] = 2
+    with pytest.raises(ValueError, match="classes="):
+        fit(outside)
+
+
+def test_held_out_rows_do_not_depend_on_training_labels(data):
+    """Without X_val the split reads no label: flipping one leaves it as it was."""
+    X, y, _, _ = data
+    flipped = y.copy()
+    flipped[np.flatnonzero(y == 0)[:5]] = 1
+    held_out = lambda labels: np.isnan(DPDataValuator(
+        noise="none", n_permutations=1, classes=[0, 1, 2],
+        random_state=0).fit(X, labels).values_)
+    assert_array_equal(held_out(y), held_out(flipped))
+    report = DPDataValuator(n_permutations=1, classes=[0, 1, 2],
+                            random_state=0).fit(X, y).privacy_report_
+    assert "not protected" in report["validation_set"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPDataValuator(n_permutations=4, random_state=0),
+    lambda: DPDataValuator(n_permutations=4, subspace=None, random_state=0),
+    lambda: DPLabelQuality(random_state=0),
+])
+def test_known_random_state_does_not_fix_the_noise(data, make):
+    """With random_state known, the noise is still fresh: two fits differ."""
+    X, y, X_val, y_val = data
+    first = make().fit(X, y, X_val=X_val, y_val=y_val)
+    second = make().fit(X, y, X_val=X_val, y_val=y_val)
+    assert not np.array_equal(first.values_, second.values_)
+    assert "entropy" in first.privacy_report_["noise_source"]
+    seeded = [make().set_params(noise_seed=7).fit(X, y, X_val=X_val,
+                                                  y_val=y_val).values_
+              for _ in range(2)]
+    assert_array_equal(*seeded)
+
+
+def test_report_names_zero_out_and_replace_one(data):
+    X, y, X_val, y_val = data
+    for estimator in (DPDataValuator(n_permutations=2), DPLabelQuality()):
+        report = estimator.fit(X, y, X_val=X_val, y_val=y_val).privacy_report_
+        assert report["adjacency"].startswith("zero-out one sample (n public")
+        assert report["epsilon_replace_one"] > report["epsilon"]
+        assert "add/remove" not in str(report)
