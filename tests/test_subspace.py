@@ -179,7 +179,7 @@ def test_clip_norm_auto_is_a_percentile_of_projected_validation_gradients():
     # At theta = 0: grad = dloss(0) x, projected on the unit direction.
     gradients = np.array([loss_and_dloss("logistic", [0.0], [t])[1][0] * z
                           for t, z in zip(signs, Z)])
-    expected = np.percentile(np.abs(gradients @ valuator.subspace_[0]), 25)
+    expected = np.percentile(np.abs(gradients @ valuator.subspace_[0]), 10)
     assert valuator.clip_norm_ == pytest.approx(expected, rel=1e-12)
     assert_allclose(np.linalg.norm(valuator.subspace_), 1.0)
     assert valuator.privacy_report_["clip_norm"] == valuator.clip_norm_
