@@ -4,6 +4,7 @@ from ._federated import DPFederatedValuator
 from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
 from ._layered import LayeredShapleyValuator
 from ._valuator import DPDataValuator
+from ._workflow import privacy_spent
 
 __all__ = [
     "DPDataValuator",
@@ -12,5 +13,6 @@ __all__ = [
     "DPFilteredRegressor",
     "DPValueFilter",
     "LayeredShapleyValuator",
+    "privacy_spent",
 ]
 __version__ = "0.1.0.dev0"
