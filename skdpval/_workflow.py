@@ -100,7 +100,10 @@ class _Spend:
         if delta is None:
             delta = max(self.deltas, default=0.0)
         gaussian_mu = self.gaussian_mu()
-        pure = [(epsilon, count) for epsilon, count in self.pure if count > 0]
+        counts = {}
+        for epsilon, count in self.pure:
+            counts[epsilon] = counts.get(epsilon, 0) + count
+        pure = sorted((e, c) for e, c in counts.items() if c > 0)
         mu = float(np.sqrt(gaussian_mu**2 + sum(count * pure_dp_mu(epsilon) ** 2
                                                 for epsilon, count in pure)))
         return {
@@ -111,7 +114,7 @@ class _Spend:
             "max_fits_per_party": int(max_fits),
             "gaussian_mu": gaussian_mu,
             "pure_epsilons": [(float(e), int(c)) for e, c in pure],
-            "private": not leaks and np.isfinite(mu),
+            "private": bool(not leaks and np.isfinite(mu)),
             "leaks": leaks,
             "parts": list(self.notes),
             "adjacency": ADJACENCY,
@@ -276,13 +279,13 @@ def _spend_of(estimator):
     params = estimator.get_params(deep=False)
     if _is_skdpval(estimator) and "valuator" in params:  # a filter
         valuator, final = estimator._defaults()
-        spend.add(_spend_of(getattr(estimator, "valuator_", valuator)))
+        spend.add(_valuator_spend(getattr(estimator, "valuator_", valuator)))
         if final is not None:
             # The template, not estimator_: diffprivlib's fit overwrites a
             # data_norm=None with the norm it read from the data.
             spend.add(_spend_of(final))
         return spend
-    if _is_skdpval(estimator):
+    if _is_skdpval(estimator) or hasattr(estimator, "privacy_report_"):
         return _valuator_spend(estimator)
     return _model_spend(estimator)
 
@@ -341,6 +344,11 @@ def _planned_gaussian(params):
     ``noise_multiplier`` times the sensitivity. Tests check it against the
     fitted ``privacy_report_`` of every valuator.
     """
+    if "epsilon" not in params or "delta" not in params:
+        raise TypeError(
+            f"privacy_spent cannot tell the privacy of an unfitted valuator with "
+            f"parameters {sorted(params)}: a valuator needs epsilon and delta "
+            "parameters (or to be fitted, with privacy_report_).")
     if isinstance(params.get("noise"), str) and params["noise"] == "none":
         return np.inf, params["delta"]
     if params.get("noise_multiplier") is not None:
