@@ -229,6 +229,9 @@ def privacy_spent(obj, *, delta=None):
             item_spend, fits = _search_spend(item)
         else:
             item_spend, fits = _spend_of(item), 1
+        if hasattr(item, "fit_resample") and not isinstance(item, Pipeline):
+            item_spend.leak(f"{type(item).__name__} returns the kept rows, which are "
+                            "the private data themselves")
         spend.add(item_spend)
         max_fits += fits
     return spend.summary(delta, max_fits)

@@ -319,6 +319,9 @@ def test_sampler_in_an_imblearn_pipeline(data, dp_logistic):
     assert len(spent["leaks"]) == 1 and "held out" in spent["leaks"][0]
     report = pipe.named_steps["filter"].privacy_report_
     assert "private data themselves" in report["output"]
+    # Alone, the sampler's output is the private rows.
+    assert any("kept rows, which are the private data" in leak
+               for leak in report["leaks"])
 
 
 def test_a_list_of_fits_composes(data):
