@@ -5,6 +5,7 @@ from ._label_quality import DPLabelQuality
 from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
 from ._layered import LayeredShapleyValuator
 from ._valuator import DPDataValuator
+from ._workflow import privacy_spent
 
 __all__ = [
     "DPDataValuator",
@@ -14,5 +15,6 @@ __all__ = [
     "DPLabelQuality",
     "DPValueFilter",
     "LayeredShapleyValuator",
+    "privacy_spent",
 ]
 __version__ = "0.1.0.dev0"

@@ -28,7 +28,8 @@ independently no mechanism finds them with ROC AUC above
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr
+from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr, ndtri_exp
+from scipy.stats import binom
 
 _MU_BRACKET = (1e-6, 1e3)
 
@@ -124,3 +125,98 @@ def privacy_report(*, noise_std, delta, n_releases, clip_norm, unit,
         "the validation set passed to fit is used without noise and is not "
         "protected")
     return report
+
+
+# Composition of Gaussian and pure-DP parts (skdpval.privacy_spent).
+#
+# An epsilon-DP mechanism is f_eps-DP with f_eps(a) = max(0, 1 - e^eps a,
+# e^-eps (1 - a)), the tradeoff curve of randomized response (Kairouz, Oh and
+# Viswanath 2015; Dong, Roth and Su 2022, Prop. 2.5). Composing with mu-GDP
+# gives exactly G_mu (x) f_eps (Dong, Roth and Su, Thm. 3.2), whose privacy
+# loss is that of the Gaussian plus +-eps (randomized response: +eps with
+# probability e^eps / (1 + e^eps)). Hence the exact curve
+#
+#     delta(eps) = sum_s P(S = s) delta_mu(eps - s),  S = sum_j (+-eps_j),
+#
+# with delta_mu the curve of mu-GDP (valid for negative arguments too).
+_MAX_PURE_OUTCOMES = 1 << 16
+_LOG_DELTA_FLOOR = -1e4  # log 0, for the root finder
+
+
+def pure_dp_mu(epsilon):
+    """The smallest ``mu`` such that every ``epsilon``-DP mechanism is mu-GDP.
+
+    ``f_eps`` is the chord of any convex tradeoff curve through ``(0, 1)``,
+    its fixed point ``a* = 1 / (1 + e^eps)`` and ``(1, 0)``; ``G_mu`` is convex
+    with fixed point ``Phi(-mu/2)``. So ``G_mu <= f_eps`` exactly when
+    ``Phi(-mu/2) <= a*``: ``mu = -2 Phi^-1(1 / (1 + e^eps))``.
+    """
+    return float(-2.0 * ndtri_exp(log_expit(-epsilon)))
+
+
+def _pure_loss_outcomes(pure_epsilons):
+    """Outcomes ``s`` of ``S = sum (+-eps_j)`` and their log probabilities.
+
+    ``pure_epsilons`` lists ``(epsilon, count)`` pairs. Returns None when
+    the support exceeds ``_MAX_PURE_OUTCOMES``.
+    """
+    outcomes, log_p = np.zeros(1), np.zeros(1)
+    for epsilon, count in pure_epsilons:
+        plus = np.arange(count + 1)  # how many of the count releases lose +eps
+        step = (2 * plus - count) * epsilon
+        step_log_p = binom.logpmf(plus, count, expit(epsilon))
+        if len(outcomes) * len(step) > _MAX_PURE_OUTCOMES:
+            return None
+        outcomes = (outcomes[:, None] + step[None, :]).ravel()
+        log_p = (log_p[:, None] + step_log_p[None, :]).ravel()
+        outcomes, index = np.unique(np.round(outcomes, 12), return_inverse=True)
+        merged = np.full(len(outcomes), -np.inf)
+        np.logaddexp.at(merged, index, log_p)
+        log_p = merged
+    return outcomes, log_p
+
+
+def _log_delta_at(epsilon, mu, outcomes, log_p):
+    if mu > 0:
+        log_terms = [log_delta(epsilon - s, mu) for s in outcomes]
+    else:  # no Gaussian part: delta_0(x) = (1 - e^x)_+
+        log_terms = [np.log(-np.expm1(epsilon - s)) if s > epsilon else -np.inf
+                     for s in outcomes]
+    return max(float(logsumexp(log_p + np.array(log_terms))), _LOG_DELTA_FLOOR)
+
+
+def composed_epsilon(mu, pure_epsilons, delta):
+    """Epsilon at ``delta`` of mu-GDP composed with pure-DP mechanisms.
+
+    ``pure_epsilons`` lists ``(epsilon, count)``: ``count`` mechanisms that
+    are each ``epsilon``-DP. Exact for the worst case of each part (the
+    formula above). When the pure parts have too many combined outcomes,
+    the smaller of two looser bounds: basic composition
+    (``gdp_epsilon(mu, delta) + sum eps``) and the conversion of every pure
+    part to GDP (:func:`pure_dp_mu`).
+    """
+    pure_epsilons = [(float(e), int(c)) for e, c in pure_epsilons if c > 0]
+    total_pure = sum(e * c for e, c in pure_epsilons)
+    if not np.isfinite(mu) or not np.isfinite(total_pure):
+        return np.inf
+    if delta == 0:
+        return np.inf if mu > 0 else total_pure
+    if not pure_epsilons:
+        return gdp_epsilon(mu, delta) if mu > 0 else 0.0
+    support = _pure_loss_outcomes(pure_epsilons)
+    if support is None:
+        basic = (gdp_epsilon(mu, delta) if mu > 0 else 0.0) + total_pure
+        via_gdp = gdp_epsilon(np.sqrt(mu**2 + sum(
+            c * pure_dp_mu(e) ** 2 for e, c in pure_epsilons)), delta)
+        return min(basic, via_gdp)
+    target = np.log(delta)
+
+    def gap(epsilon):
+        return _log_delta_at(epsilon, mu, *support) - target
+
+    if gap(0.0) <= 0:
+        return 0.0
+    hi = max(1.0, total_pure)
+    while gap(hi) > 0:
+        hi *= 2.0
+    return float(brentq(gap, 0.0, hi, xtol=1e-12, rtol=1e-12))

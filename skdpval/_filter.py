@@ -5,7 +5,7 @@ private data spends privacy too: every fit releases new noisy gradients of
 the samples it values. ``n`` fits that each give ``mu``-GDP (see
 ``privacy_report_["mu"]``) together give ``mu * sqrt(n)``-GDP: a grid of
 ``G`` candidates with ``F``-fold cross-validation and a refit values each
-sample up to ``G (F - 1) + 1`` times.
+sample up to ``G (F - 1) + 1`` times. :func:`skdpval.privacy_spent` counts it.
 """
 
 from numbers import Real
@@ -25,14 +25,16 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._valuator import DPDataValuator
+from ._workflow import step_privacy_report
 
 
 def _check_valuator(valuator):
-    """A DPDataValuator-like object: fit(X, y, ...) setting values_."""
+    """A valuator: fit(X, y, ...) setting values_ (and privacy_report_)."""
     if not (hasattr(valuator, "fit") and hasattr(valuator, "get_params")):
         raise TypeError(
-            "valuator must be a DPDataValuator-like estimator with fit(X, y) "
-            f"and values_, got {type(valuator).__name__}.")
+            "valuator must be an estimator whose fit(X, y) sets values_ and "
+            "privacy_report_ (DPDataValuator, DPLabelQuality...), got "
+            f"{type(valuator).__name__}.")
 
 
 def _fit_values(valuator, X, y, fit_params):
@@ -78,9 +80,11 @@ class DPValueFilter(BaseEstimator):
 
     Parameters
     ----------
-    valuator : DPDataValuator, default=None
-        Values the samples; ``None`` means ``DPDataValuator()``. Samples it
-        holds out as its validation set (value NaN) are kept.
+    valuator : estimator, default=None
+        Values the samples: a DPDataValuator, a DPLabelQuality, or any
+        estimator whose ``fit(X, y, **fit_params)`` sets ``values_`` (one per
+        sample) and ``privacy_report_``; ``None`` means ``DPDataValuator()``.
+        Samples it holds out as its validation set (value NaN) are kept.
     drop_fraction : float in [0, 1) or None, default=0.1
         Fraction of the valued samples to drop, lowest values first. Set it
         to ``None`` when giving ``threshold``.
@@ -89,9 +93,15 @@ class DPValueFilter(BaseEstimator):
 
     Attributes
     ----------
-    valuator_ : DPDataValuator
+    valuator_ : estimator
         The fitted clone of ``valuator``; its ``epsilon_`` is the privacy
         spent by this fit.
+    privacy_report_ : dict
+        The valuation's own report (``"valuation"``), whether it is private,
+        what the output is (the kept rows are the private data themselves:
+        what is fitted on them must be private too) and the composition of
+        the step as :func:`skdpval.privacy_spent` counts it (``"mu"``,
+        ``"epsilon"``, ``"delta"``, ``"leaks"``...).
     sample_indices_ : ndarray of shape (n_kept,)
         Positions of the kept samples in the ``X`` given to ``fit_resample``.
     n_features_in_ : int
@@ -124,6 +134,10 @@ class DPValueFilter(BaseEstimator):
         self.drop_fraction = drop_fraction
         self.threshold = threshold
 
+    def _defaults(self):
+        """The valuator to clone, and no final model."""
+        return (DPDataValuator() if self.valuator is None else self.valuator), None
+
     def _check_rule(self):
         if (self.drop_fraction is None) == (self.threshold is None):
             raise ValueError(
@@ -148,13 +162,13 @@ class DPValueFilter(BaseEstimator):
         self : object
         """
         self._check_rule()
-        valuator = DPDataValuator() if self.valuator is None else self.valuator
-        self.valuator_, values = _fit_values(valuator, X, y, fit_params)
+        self.valuator_, values = _fit_values(self._defaults()[0], X, y, fit_params)
         self.n_features_in_ = self.valuator_.n_features_in_
         if hasattr(self.valuator_, "feature_names_in_"):
             self.feature_names_in_ = self.valuator_.feature_names_in_
         self.sample_indices_ = np.flatnonzero(
             _kept_mask(values, self.drop_fraction, self.threshold))
+        self.privacy_report_ = step_privacy_report(self)
         return self
 
     def fit_resample(self, X, y, **fit_params):
@@ -214,6 +228,7 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
         self.estimator_ = clone(estimator).fit(X[self.kept_mask_], y[self.kept_mask_])
         if hasattr(self.estimator_, "classes_"):
             self.classes_ = self.estimator_.classes_
+        self.privacy_report_ = step_privacy_report(self)
         return self
 
     def _estimator_has(attr):
@@ -260,23 +275,42 @@ _FILTERED_DOC = """{summary}
     ``GridSearchCV`` (e.g. ``param_grid={{"valuator__q": [0.5, 0.9],
     "valuator__epsilon": [1, 3]}}``). Tuning on private data spends privacy:
     each fit releases new noisy gradients of its training samples, and ``n``
-    fits of ``mu``-GDP compose to ``mu * sqrt(n)``-GDP.
+    fits of ``mu``-GDP compose to ``mu * sqrt(n)``-GDP;
+    :func:`skdpval.privacy_spent` counts a whole search.
+
+    The returned model is private only if ``estimator`` is: it is fitted on
+    the kept rows themselves. An estimator with an ``epsilon`` parameter
+    (diffprivlib's models, e.g. ``LogisticRegression(epsilon=1.0,
+    data_norm=...)``) counts as an ``epsilon``-DP fit, and
+    ``privacy_report_`` then gives the budget of valuation and fit together;
+    any other estimator makes ``privacy_report_["final_model_private"]``
+    False, with the reason.
 
     Parameters
     ----------
-    valuator : DPDataValuator, default=None
-        Values the samples; ``None`` means ``DPDataValuator({default_model})``.
-        Samples it holds out as its validation set are kept.
+    valuator : estimator, default=None
+        Values the samples: a DPDataValuator, a DPLabelQuality, or any
+        estimator whose ``fit(X, y, **fit_params)`` sets ``values_`` (one per
+        sample) and ``privacy_report_``; ``None`` means
+        ``DPDataValuator({default_model})``. Samples it holds out as its
+        validation set are kept.
     estimator : estimator object, default=None
-        Fitted on the kept samples; ``None`` means ``{default_model}``.
+        Fitted on the kept samples; ``None`` means ``{default_model}`` (not
+        private).
     drop_fraction : float in [0, 1), default=0.1
         Fraction of the valued samples to drop, lowest values first.
 
     Attributes
     ----------
-    valuator_ : DPDataValuator
+    valuator_ : estimator
         The fitted clone of ``valuator``; ``valuator_.epsilon_`` is the
-        privacy spent by this fit.
+        privacy spent by the valuation.
+    privacy_report_ : dict
+        The whole step: the valuation's own report (``"valuation"``),
+        ``"valuation_private"``, ``"final_model_private"`` and
+        ``"final_model"`` (why, in plain words), and the composition of
+        valuation and final fit as :func:`skdpval.privacy_spent` counts it
+        (``"mu"``, ``"epsilon"``, ``"delta"``, ``"private"``, ``"leaks"``...).
     estimator_ : estimator object
         The clone of ``estimator`` fitted on the kept samples.
     kept_mask_ : ndarray of bool of shape (n_samples,)

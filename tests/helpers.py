@@ -12,3 +12,20 @@ class FixedDraws:
         if self.has_noise:
             noise_out[...] = self.noise[t]
         return self.permutations[t]
+
+
+def diffprivlib_models():
+    """``diffprivlib.models``, importable on scikit-learn 1.9.
+
+    diffprivlib 0.6 imports ``DOUBLE`` and ``DTYPE`` from ``sklearn.tree._tree``
+    for its random forest; scikit-learn 1.9 dropped them. They were
+    ``np.float64`` and ``np.float32``; nothing the tests use reads them.
+    """
+    import numpy as np
+    import sklearn.tree._tree as tree
+
+    tree.DOUBLE = getattr(tree, "DOUBLE", np.float64)
+    tree.DTYPE = getattr(tree, "DTYPE", np.float32)
+    import diffprivlib.models
+
+    return diffprivlib.models

@@ -1,0 +1,439 @@
+"""The privacy a whole workflow spends: :func:`privacy_spent`.
+
+Each fit of a skdpval valuator is exactly ``mu``-GDP per party (Gaussian
+releases, zero-out adjacency). Fits compose exactly in GDP: a party that
+took part in fits of ``mu_1 .. mu_m`` is ``sqrt(sum mu_i^2)``-GDP. Pure
+``epsilon``-DP parts (a final model with an ``epsilon`` parameter, such as
+diffprivlib's; the Laplace values of LayeredShapleyValuator) compose with
+them exactly too, through the worst case of each (randomized response):
+:func:`skdpval._accounting.composed_epsilon`.
+
+What is fitted on the private data *without* noise is not counted: it is
+listed under ``"leaks"`` (a scaler fitted on private rows, a non-private
+final model, the scores a search ranks its candidates by, folds stratified
+on private labels, rows held out as a validation set).
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import (
+    GroupKFold,
+    KFold,
+    LeaveOneGroupOut,
+    LeaveOneOut,
+    PredefinedSplit,
+    RepeatedKFold,
+    RepeatedStratifiedKFold,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+    StratifiedShuffleSplit,
+)
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.utils import get_tags
+from sklearn.utils.validation import check_is_fitted
+
+from ._accounting import composed_epsilon, gdp_mu, pure_dp_mu
+from ._layered import LayeredShapleyValuator
+
+# Splitters whose test folds partition the samples: a party is in every
+# training set but one.
+_PARTITIONS = (KFold, StratifiedKFold, GroupKFold, StratifiedGroupKFold,
+               LeaveOneOut, LeaveOneGroupOut)
+_STRATIFIED = (StratifiedKFold, RepeatedStratifiedKFold, StratifiedShuffleSplit,
+               StratifiedGroupKFold)
+# Parameters of DP models (diffprivlib's) that, left None, are read from the
+# private data.
+_DATA_BOUNDS = ("data_norm", "bounds", "bounds_X", "bounds_y")
+
+ADJACENCY = (
+    "zero-out one party (n public) for the Gaussian releases; the pure-DP "
+    "parts hold under replace-one, which covers zero-out with the empty slot "
+    "read as any fixed record. epsilon_replace_one doubles the Gaussian "
+    "sensitivity.")
+METHOD = (
+    "Gaussian fits compose exactly in GDP (mu = sqrt(sum mu_i^2)); pure "
+    "epsilon-DP parts compose with them exactly through their worst case, "
+    "randomized response (Kairouz, Oh and Viswanath 2015; Dong, Roth and Su "
+    "2022, Thm. 3.2). mu also counts each pure part as -2 Phi^-1(1/(1+e^eps))"
+    "-GDP, which is valid but looser than epsilon.")
+
+
+class _Spend:
+    """What one party's data went through: DP parts, and what leaked."""
+
+    def __init__(self):
+        self.gaussian = []  # (mu, count)
+        self.pure = []      # (epsilon, count)
+        self.deltas = []    # delta of each Gaussian fit
+        self.units = []
+        self.notes = []     # plain words on each private part
+        self.leaks = []     # plain words on each non-private part
+
+    def add(self, other, times=1):
+        self.gaussian += [(mu, count * times) for mu, count in other.gaussian]
+        self.pure += [(epsilon, count * times) for epsilon, count in other.pure]
+        for mine, theirs in ((self.deltas, other.deltas), (self.units, other.units),
+                             (self.notes, other.notes), (self.leaks, other.leaks)):
+            mine += [item for item in theirs if item not in mine]
+        return self
+
+    def leak(self, text):
+        if text not in self.leaks:
+            self.leaks.append(text)
+
+    def gaussian_mu(self):
+        return float(np.sqrt(sum(count * mu**2 for mu, count in self.gaussian)))
+
+    def summary(self, delta, max_fits):
+        """The dict :func:`privacy_spent` returns."""
+        leaks = list(self.leaks)
+        units = sorted(set(self.units))
+        if len(units) > 1:
+            leaks.append(
+                f"the parts protect different units ({', '.join(units)}): a "
+                "group of m samples gets m times the epsilon of a per-sample "
+                "part (group privacy), which is not counted here")
+        if delta is None:
+            delta = max(self.deltas, default=0.0)
+        gaussian_mu = self.gaussian_mu()
+        counts = {}
+        for epsilon, count in self.pure:
+            counts[epsilon] = counts.get(epsilon, 0) + count
+        pure = sorted((e, c) for e, c in counts.items() if c > 0)
+        mu = float(np.sqrt(gaussian_mu**2 + sum(count * pure_dp_mu(epsilon) ** 2
+                                                for epsilon, count in pure)))
+        return {
+            "mu": mu,
+            "epsilon": composed_epsilon(gaussian_mu, pure, delta),
+            "delta": float(delta),
+            "epsilon_replace_one": composed_epsilon(2 * gaussian_mu, pure, delta),
+            "max_fits_per_party": int(max_fits),
+            "gaussian_mu": gaussian_mu,
+            "pure_epsilons": [(float(e), int(c)) for e, c in pure],
+            "private": bool(not leaks and np.isfinite(mu)),
+            "leaks": leaks,
+            "parts": list(self.notes),
+            "adjacency": ADJACENCY,
+            "method": METHOD,
+        }
+
+
+def privacy_spent(obj, *, delta=None):
+    """The privacy a fitted workflow spent, per party, in the worst case.
+
+    Composes every differentially private part a party's data went through:
+    the fits of skdpval valuators (each exactly ``mu_i``-GDP), inside
+    filters, Pipelines and searches, and pure ``epsilon``-DP parts (a final
+    model exposing an ``epsilon`` parameter, such as diffprivlib's; the
+    Laplace values of :class:`LayeredShapleyValuator`). Gaussian fits compose
+    exactly in Gaussian DP: ``mu = sqrt(sum mu_i^2)`` over the fits a party
+    took part in. Pure parts compose with them exactly through their worst
+    case, randomized response (the ``epsilon`` returned is that exact
+    composition; ``mu`` also converts each pure part to GDP, valid but
+    looser).
+
+    For a search (``GridSearchCV``, ``RandomizedSearchCV``...), every
+    candidate is fitted on the training folds, and a party is in at most
+    ``n_splits - 1`` of them when the test folds partition the data (KFold,
+    StratifiedKFold, GroupKFold...; ``n_splits - n_repeats`` for the
+    repeated ones, ``n_splits`` for any other splitter), plus the refit.
+    The count comes from the search's public structure (``n_splits_``, the
+    candidates in ``cv_results_["params"]``, the refit), never from which
+    rows fell in which fold.
+
+    What is fitted on the private data without noise is not counted but
+    listed under ``"leaks"``: a scaler fitted on the private rows (scale
+    with the validation set's statistics instead), a final model with no
+    ``epsilon`` parameter, a diffprivlib model left to read its bounds
+    from the data, the cross-validation scores a search picks its
+    candidate by, folds stratified on the private labels, samples held out
+    as a validation set. The workflow is private (``"private": True``) only
+    when nothing leaks.
+
+    Parameters
+    ----------
+    obj : estimator, search or list
+        A fitted skdpval estimator (DPDataValuator, DPFederatedValuator,
+        LayeredShapleyValuator, DPValueFilter, DPFilteredClassifier,
+        DPFilteredRegressor, or any skdpval valuator with
+        ``privacy_report_``), a fitted Pipeline containing them, a fitted
+        search whose estimator contains them, or a list of such objects
+        fitted on the same parties (their spends add up).
+    delta : float in [0, 1) or None, default=None
+        The delta of the returned ``epsilon``; ``None`` takes the largest
+        delta of the Gaussian fits (0 when there are none).
+
+    Returns
+    -------
+    spent : dict
+        ``mu`` (the whole workflow is ``mu``-GDP), ``epsilon`` at ``delta``
+        (exact composition), ``delta``, ``epsilon_replace_one`` (replacing
+        a party's data instead of zeroing it out), ``max_fits_per_party``,
+        ``gaussian_mu`` (the Gaussian fits alone), ``pure_epsilons``
+        (``(epsilon, count)`` pairs), ``private``, ``leaks`` and ``parts``
+        (plain words), ``adjacency`` and ``method``.
+
+    See Also
+    --------
+    DPDataValuator : Its ``privacy_report_`` is the guarantee of one fit.
+
+    References
+    ----------
+    .. [1] Dong, Roth and Su. "Gaussian Differential Privacy." JRSS B, 2022
+       (composition, Thm. 3.2; pure DP as a tradeoff curve, Prop. 2.5).
+    .. [2] Kairouz, Oh and Viswanath. "The Composition Theorem for
+       Differential Privacy." ICML 2015.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.model_selection import GridSearchCV, KFold
+    >>> from skdpval import DPDataValuator, DPFilteredClassifier, privacy_spent
+    >>> X, y = make_classification(n_samples=120, random_state=0)
+    >>> X_val, y_val = make_classification(n_samples=40, random_state=1)
+    >>> model = DPFilteredClassifier(DPDataValuator(epsilon=1.0, n_permutations=10,
+    ...                                             random_state=0))
+    >>> search = GridSearchCV(model, {"valuator__q": [0.5, 0.9]}, cv=KFold(3))
+    >>> search = search.fit(X, y, X_val=X_val, y_val=y_val)
+    >>> spent = privacy_spent(search)
+    >>> spent["max_fits_per_party"]    # 2 candidates x 2 training folds + refit
+    5
+    >>> round(spent["epsilon"], 2)     # 5 fits at epsilon 1 (delta 5e-5)
+    2.49
+    >>> spent["private"]               # the final LogisticRegression is not
+    False
+    >>> for leak in spent["leaks"]:
+    ...     print(leak[:60])
+    LogisticRegression has no epsilon parameter: it is fitted on
+    model selection: the cross-validation scores (cv_results_) a
+    """
+    if delta is not None and not (isinstance(delta, Real) and 0 <= delta < 1):
+        raise ValueError(f"delta must be a float in [0, 1) or None, got {delta!r}.")
+    objects = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    if not objects:
+        raise ValueError("privacy_spent got an empty list: pass fitted estimators.")
+    spend, max_fits = _Spend(), 0
+    for item in objects:
+        if not hasattr(item, "get_params"):
+            raise TypeError(
+                "privacy_spent takes a fitted estimator, search or Pipeline, or "
+                f"a list of them; got {type(item).__name__}.")
+        check_is_fitted(item, msg=(
+            "privacy_spent needs a fitted %(name)s: call fit first (an unfitted "
+            "estimator has spent nothing)."))
+        if isinstance(item, BaseSearchCV):
+            item_spend, fits = _search_spend(item)
+        else:
+            item_spend, fits = _spend_of(item), 1
+        if hasattr(item, "fit_resample") and not isinstance(item, Pipeline):
+            item_spend.leak(f"{type(item).__name__} returns the kept rows, which are "
+                            "the private data themselves")
+        spend.add(item_spend)
+        max_fits += fits
+    return spend.summary(delta, max_fits)
+
+
+def step_privacy_report(step):
+    """``privacy_report_`` of a fitted DPValueFilter / DPFiltered* step.
+
+    The valuation's own report, whether the valuation and the final model
+    are private (and why, in plain words), and the composition of the
+    whole step (:func:`privacy_spent`).
+    """
+    valuation = _spend_of(step.valuator_)
+    report = {
+        "valuation": dict(getattr(step.valuator_, "privacy_report_", None) or {})
+        or None,
+        "valuation_private": not valuation.leaks and bool(valuation.gaussian
+                                                          or valuation.pure),
+    }
+    if hasattr(step, "estimator_"):
+        final = _spend_of(step._defaults()[1])
+        report["final_model_private"] = not final.leaks
+        report["final_model"] = "; ".join(final.leaks or final.notes)
+    else:
+        report["output"] = (
+            "the kept rows are the private data themselves: a model fitted on "
+            "them is private only if its fit is (privacy_spent of the whole "
+            "Pipeline composes its steps)")
+    report.update(privacy_spent(step))
+    return report
+
+
+def _is_skdpval(estimator):
+    return type(estimator).__module__.split(".")[0] == "skdpval"
+
+
+def _spend_of(estimator):
+    """The spend of one (fitted or template) estimator, a single fit of it."""
+    spend = _Spend()
+    if estimator is None or (isinstance(estimator, str) and estimator == "passthrough"):
+        return spend
+    if isinstance(estimator, BaseSearchCV):
+        return _search_spend(estimator)[0]
+    if isinstance(estimator, Pipeline):
+        for _, step in estimator.steps:
+            spend.add(_spend_of(step))
+        return spend
+    params = estimator.get_params(deep=False)
+    if _is_skdpval(estimator) and "valuator" in params:  # a filter
+        valuator, final = estimator._defaults()
+        spend.add(_valuator_spend(getattr(estimator, "valuator_", valuator)))
+        if final is not None:
+            # The template, not estimator_: diffprivlib's fit overwrites a
+            # data_norm=None with the norm it read from the data.
+            spend.add(_spend_of(final))
+        return spend
+    if _is_skdpval(estimator) or hasattr(estimator, "privacy_report_"):
+        return _valuator_spend(estimator)
+    return _model_spend(estimator)
+
+
+def _valuator_spend(valuator):
+    """A skdpval valuator: its report when fitted, else its planned guarantee."""
+    spend, name = _Spend(), type(valuator).__name__
+    params = valuator.get_params(deep=False)
+    fitted = hasattr(valuator, "values_")
+    report = getattr(valuator, "privacy_report_", None)
+    if isinstance(valuator, LayeredShapleyValuator):
+        if params["epsilon"] is None:
+            spend.leak(f"{name}(epsilon=None) adds no noise: its values are not "
+                       "private")
+            return spend
+        if not fitted:
+            raise ValueError(
+                f"privacy_spent cannot count a {name} inside a search: its "
+                "budget grows with the number of values, which depends on the "
+                "fold size. Count its fits one by one.")
+        n_values = int(np.sum(~np.isnan(valuator.values_)))
+        spend.pure.append((report["epsilon_per_value"], n_values - 1))
+        spend.notes.append(f"{name}: {n_values - 1} other values of Laplace noise, "
+                           f"each {report['epsilon_per_value']:g}-DP")
+        spend.leak(f"{name}: {report['not_protected']} ({report['mechanism']})")
+    elif fitted and report is None:
+        spend.leak(f"{name} has no privacy_report_: its values are not private")
+    else:
+        mu, delta = ((report["mu"], report["delta"]) if fitted
+                     else _planned_gaussian(params))
+        spend.gaussian.append((float(mu), 1))
+        spend.deltas.append(float(delta))
+        if fitted:
+            spend.units.append(report.get("unit", "sample"))
+            if report.get("private_support") is False:
+                spend.leak(f"{name}: the positions of the released coordinates "
+                           "are chosen from private data (compression='topk')")
+        if np.isfinite(mu):
+            spend.notes.append(f"{name}: {mu:.6g}-GDP (Gaussian releases)")
+        else:
+            spend.leak(f"{name}(noise='none') adds no noise: its values are not "
+                       "private")
+    if fitted and np.any(np.isnan(valuator.values_)):
+        spend.leak(
+            f"{int(np.sum(np.isnan(valuator.values_)))} samples held out by {name} "
+            "as its validation set are used without noise and are not protected: "
+            "pass X_val, y_val (a public validation set)")
+    return spend
+
+
+def _planned_gaussian(params):
+    """``(mu, delta)`` of a Gaussian valuator's fit, from its parameters alone.
+
+    Its noise is calibrated exactly: ``mu(epsilon, delta)``, or
+    ``sqrt(k) / noise_multiplier`` for ``k`` releases of noise std
+    ``noise_multiplier`` times the sensitivity. Tests check it against the
+    fitted ``privacy_report_`` of every valuator.
+    """
+    if "epsilon" not in params or "delta" not in params:
+        raise TypeError(
+            f"privacy_spent cannot tell the privacy of an unfitted valuator with "
+            f"parameters {sorted(params)}: a valuator needs epsilon and delta "
+            "parameters (or to be fitted, with privacy_report_).")
+    if isinstance(params.get("noise"), str) and params["noise"] == "none":
+        return np.inf, params["delta"]
+    if params.get("noise_multiplier") is not None:
+        n_releases = params.get("n_permutations", params.get("n_rounds", 1))
+        return np.sqrt(n_releases) / params["noise_multiplier"], params["delta"]
+    return gdp_mu(params["epsilon"], params["delta"]), params["delta"]
+
+
+def _model_spend(estimator):
+    """Any other estimator fitted on the private data: private only with epsilon."""
+    spend, name = _Spend(), type(estimator).__name__
+    if isinstance(estimator, FrozenEstimator) or not get_tags(estimator).requires_fit:
+        return spend  # never fitted on the private data
+    params = estimator.get_params(deep=False)
+    if "epsilon" not in params:
+        spend.leak(f"{name} has no epsilon parameter: it is fitted on the private "
+                   "data without noise, so what it learns is not private")
+        return spend
+    epsilon = params["epsilon"]
+    if not (isinstance(epsilon, Real) and 0 < epsilon < np.inf):
+        spend.leak(f"{name}(epsilon={epsilon!r}) gives no finite privacy")
+        return spend
+    spend.pure.append((float(epsilon), 1))
+    spend.units.append("sample")
+    spend.notes.append(f"{name}(epsilon={epsilon:g}): pure epsilon-DP fit "
+                       "(counted as private because it has an epsilon parameter)")
+    for bound in _DATA_BOUNDS:
+        if bound in params and params[bound] is None:
+            spend.leak(f"{name}({bound}=None) reads {bound} from the private data "
+                       "(diffprivlib warns PrivacyLeakWarning): set it from domain "
+                       "knowledge or the public validation set")
+    if params.get("delta"):
+        spend.leak(f"{name}(delta={params['delta']!r}): approximate-DP parts other "
+                   "than skdpval's are not counted")
+    return spend
+
+
+def _search_spend(search):
+    """Every candidate on its training folds, plus the refit."""
+    check_is_fitted(search, "cv_results_")
+    folds = _training_folds_per_party(search)
+    candidates = search.cv_results_["params"]
+    spend = _Spend()
+    for params in candidates:
+        spend.add(_spend_of(clone(search.estimator).set_params(**params)), folds)
+    refit = hasattr(search, "best_estimator_")
+    if refit:
+        fitted = _spend_of(search.best_estimator_)
+        planned = _spend_of(clone(search.estimator).set_params(
+            **candidates[search.best_index_]))
+        if len(fitted.gaussian) != len(planned.gaussian) or not np.allclose(
+                sorted(fitted.gaussian), sorted(planned.gaussian), rtol=1e-9, atol=0):
+            raise RuntimeError(
+                "privacy_spent: the refit reports Gaussian fits "
+                f"{fitted.gaussian} but its parameters plan {planned.gaussian}; "
+                "the count of the search would be wrong. Please report this.")
+        spend.add(fitted)
+    spend.leak("model selection: the cross-validation scores (cv_results_) and "
+               "the choice of best_params_ are computed on the private data "
+               "without noise; only the fits are counted")
+    if _stratifies_on_labels(search):
+        spend.leak("the folds are stratified on the private labels (an int cv "
+                   "with a classifier means StratifiedKFold): one label can move "
+                   "other samples between folds. Use cv=KFold(n_splits, "
+                   "shuffle=True, random_state=...)")
+    return spend, len(candidates) * folds + int(refit)
+
+
+def _training_folds_per_party(search):
+    """Most training sets of the search's splitter one party can be in."""
+    n_splits, cv = search.n_splits_, search.cv
+    if cv is None or isinstance(cv, Integral) or isinstance(cv, _PARTITIONS):
+        return n_splits - 1
+    if isinstance(cv, (RepeatedKFold, RepeatedStratifiedKFold)):
+        return n_splits - cv.n_repeats
+    if isinstance(cv, PredefinedSplit) and np.all(cv.test_fold != -1):
+        return n_splits - 1
+    return n_splits  # any other splitter: possibly every training set
+
+
+def _stratifies_on_labels(search):
+    cv = search.cv
+    if cv is None or isinstance(cv, Integral):
+        return is_classifier(search.estimator)
+    return isinstance(cv, _STRATIFIED)

@@ -1,0 +1,440 @@
+"""privacy_spent and the privacy_report_ of cleaning steps.
+
+The expected figures are computed by hand here with the analytic formulas
+(Balle and Wang's Gaussian curve, plain scipy) or by Google's PLD accountant,
+never by skdpval's own accounting.
+"""
+
+import types
+
+import imblearn.pipeline as imblearn_pipeline
+import numpy as np
+import pytest
+from dp_accounting.pld import common, privacy_loss_distribution
+from scipy.optimize import brentq
+from scipy.stats import norm
+from sklearn.base import BaseEstimator
+from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import (
+    GridSearchCV,
+    GroupKFold,
+    KFold,
+    LeaveOneOut,
+    RepeatedKFold,
+    ShuffleSplit,
+    StratifiedKFold,
+    TimeSeriesSplit,
+)
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, MinMaxScaler, StandardScaler
+
+import skdpval._accounting as accounting
+from helpers import diffprivlib_models
+from skdpval import (
+    DPDataValuator,
+    DPFederatedValuator,
+    DPFilteredClassifier,
+    DPFilteredRegressor,
+    DPValueFilter,
+    LayeredShapleyValuator,
+    privacy_spent,
+)
+from skdpval._accounting import composed_epsilon, pure_dp_mu
+from skdpval._noise import gaussian_noise, noise_source, secret_seed_sequence
+from skdpval._workflow import _training_folds_per_party, _valuator_spend
+
+# diffprivlib's solver call uses an option scipy deprecates: not ours to fix.
+pytestmark = pytest.mark.filterwarnings("ignore:scipy.optimize:DeprecationWarning")
+DELTA = 5e-5
+FAST = dict(n_permutations=4, random_state=0)
+
+
+# Hand computation: the analytic Gaussian curve in plain scipy.
+def analytic_delta(epsilon, mu):
+    return norm.cdf(-epsilon / mu + mu / 2) - np.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+
+
+def analytic_mu(epsilon, delta):
+    return brentq(lambda mu: analytic_delta(epsilon, mu) - delta, 1e-3, 50,
+                  xtol=1e-15, rtol=1e-15)
+
+
+def analytic_epsilon(mu, delta):
+    return brentq(lambda e: analytic_delta(e, mu) - delta, 0.0, 200.0,
+                  xtol=1e-13, rtol=1e-13)
+
+
+def pld_epsilon(mu, pure, delta):
+    """Google's PLD accountant: mu-GDP (a Gaussian of std 1/mu) and eps-DP parts."""
+    dist = privacy_loss_distribution.from_gaussian_mechanism(
+        1.0 / mu, value_discretization_interval=1e-4)
+    for epsilon, count in pure:
+        part = privacy_loss_distribution.from_privacy_parameters(
+            common.DifferentialPrivacyParameters(epsilon, 0.0),
+            value_discretization_interval=1e-4)
+        dist = dist.compose(part.self_compose(count) if count > 1 else part)
+    return dist.get_epsilon_for_delta(delta)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(n_samples=90, n_features=5, random_state=0)
+    X_val, y_val = make_classification(n_samples=31, n_features=5, random_state=1)
+    return X, y, dict(X_val=X_val, y_val=y_val)
+
+
+@pytest.fixture(scope="module")
+def dp_logistic():
+    return diffprivlib_models().LogisticRegression
+
+
+# --- the accounting --------------------------------------------------------
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.5, 1.0, 3.0, 10.0, 40.0])
+def test_pure_dp_mu_is_the_tightest_gdp_of_pure_dp(epsilon):
+    """G_mu lies under the eps-DP tradeoff curve, and touches it at its fixed point."""
+    mu = pure_dp_mu(epsilon)
+    alpha = np.linspace(0, 1, 20001)
+    f_eps = np.maximum.reduce([np.zeros_like(alpha), 1 - np.exp(epsilon) * alpha,
+                               np.exp(-epsilon) * (1 - alpha)])
+    g_mu = norm.cdf(norm.ppf(1 - alpha) - mu)
+    assert np.all(g_mu <= f_eps + 1e-12)
+    fixed = 1 / (1 + np.exp(epsilon))
+    assert norm.cdf(-mu / 2) == pytest.approx(fixed, rel=1e-9)
+    # Any smaller mu rises above f_eps at the fixed point.
+    assert norm.cdf(norm.ppf(1 - fixed) - 0.999 * mu) > fixed
+
+
+@pytest.mark.parametrize("mu, pure, delta", [
+    (0.5, [(1.0, 1)], 1e-5),
+    (1.0, [(2.0, 1), (0.5, 3)], 5e-5),
+    (2.0, [(4.0, 1)], 5e-5),
+    (0.3, [(0.01, 200)], 1e-6),
+    (0.8, [(0.5, 4), (1.0, 5)], 1e-3),
+])
+def test_composition_matches_the_pld_accountant(mu, pure, delta):
+    ours = composed_epsilon(mu, pure, delta)
+    assert ours == pytest.approx(pld_epsilon(mu, pure, delta), rel=1e-3)
+    basic = analytic_epsilon(mu, delta) + sum(e * c for e, c in pure)
+    assert analytic_epsilon(mu, delta) < ours <= basic
+
+
+def test_composition_edge_cases():
+    assert composed_epsilon(0.7, [], 1e-5) == pytest.approx(analytic_epsilon(0.7, 1e-5),
+                                                            rel=1e-8)
+    # Pure parts alone: at delta 0 the sum; above it, less (k-fold RR).
+    assert composed_epsilon(0.0, [(1.0, 5)], 0.0) == 5.0
+    assert composed_epsilon(0.0, [(1.0, 5)], 1e-5) == pytest.approx(4.999952, abs=1e-6)
+    assert composed_epsilon(0.5, [(1.0, 1)], 0.0) == np.inf
+    assert composed_epsilon(np.inf, [], 1e-5) == np.inf
+    assert composed_epsilon(0.0, [], 1e-5) == 0.0
+
+
+def test_too_many_pure_outcomes_fall_back_to_a_valid_looser_bound(monkeypatch):
+    mu, pure, delta = 0.6, [(0.3, 3), (0.7, 2), (1.1, 2)], 1e-5
+    exact = composed_epsilon(mu, pure, delta)
+    monkeypatch.setattr(accounting, "_MAX_PURE_OUTCOMES", 10)
+    fallback = composed_epsilon(mu, pure, delta)
+    basic = analytic_epsilon(mu, delta) + sum(e * c for e, c in pure)
+    via_gdp = analytic_epsilon(np.sqrt(mu**2 + sum(c * pure_dp_mu(e) ** 2
+                                                   for e, c in pure)), delta)
+    assert fallback == pytest.approx(min(basic, via_gdp), rel=1e-8)
+    assert fallback > exact
+
+
+# --- searches: the acceptance grid -------------------------------------------
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_grid_spend_equals_the_hand_computation(data, n_jobs):
+    """eps {1, 3} x q {0.5, 0.9}, cv=3, refit: 4 x 2 training folds + 1 fits."""
+    X, y, val = data
+    model = DPFilteredClassifier(DPDataValuator(**FAST), LogisticRegression())
+    search = GridSearchCV(model, {"valuator__epsilon": [1.0, 3.0],
+                                  "valuator__q": [0.5, 0.9]},
+                          cv=3, refit=True, n_jobs=n_jobs)
+    search.fit(X, y, **val)
+    best = search.best_params_["valuator__epsilon"]
+    mu_sq = sum(2 * analytic_mu(params["valuator__epsilon"], DELTA) ** 2
+                for params in search.cv_results_["params"])
+    mu = np.sqrt(mu_sq + analytic_mu(best, DELTA) ** 2)
+
+    spent = privacy_spent(search)
+    assert spent["max_fits_per_party"] == 9
+    assert spent["mu"] == pytest.approx(mu, rel=1e-6)
+    assert spent["gaussian_mu"] == spent["mu"] and spent["pure_epsilons"] == []
+    assert spent["epsilon"] == pytest.approx(analytic_epsilon(mu, DELTA), rel=1e-6)
+    assert spent["epsilon_replace_one"] == pytest.approx(
+        analytic_epsilon(2 * mu, DELTA), rel=1e-6)
+    assert spent["delta"] == DELTA
+    assert spent["private"] is False
+    leaks = " ".join(spent["leaks"])
+    assert "LogisticRegression has no epsilon parameter" in leaks
+    assert "stratified on the private labels" in leaks  # cv=3 with a classifier
+    assert "model selection" in leaks
+
+
+def test_search_with_a_private_final_model_sums_both_budgets(data, dp_logistic):
+    X, y, val = data
+    model = DPFilteredClassifier(DPDataValuator(**FAST),
+                                 dp_logistic(data_norm=4.0, epsilon=1.0))
+    search = GridSearchCV(model, {"valuator__epsilon": [1.0, 3.0],
+                                  "estimator__epsilon": [0.5, 2.0]},
+                          cv=KFold(3, shuffle=True, random_state=0))
+    search.fit(X, y, **val)
+    best = search.best_params_
+    mu = np.sqrt(2 * 2 * (analytic_mu(1.0, DELTA) ** 2 + analytic_mu(3.0, DELTA) ** 2)
+                 + analytic_mu(best["valuator__epsilon"], DELTA) ** 2)
+    pure = {0.5: 2 * 2, 2.0: 2 * 2}
+    pure[best["estimator__epsilon"]] += 1
+
+    spent = privacy_spent(search)
+    assert spent["max_fits_per_party"] == 9
+    assert spent["gaussian_mu"] == pytest.approx(mu, rel=1e-6)
+    assert sorted(spent["pure_epsilons"]) == sorted(pure.items())
+    assert spent["epsilon"] == pytest.approx(
+        pld_epsilon(mu, sorted(pure.items()), DELTA), rel=1e-3)
+    assert spent["mu"] == pytest.approx(np.sqrt(mu**2 + sum(
+        c * pure_dp_mu(e) ** 2 for e, c in pure.items())), rel=1e-9)
+    # Unstratified folds and private parts: only the model selection leaks.
+    assert len(spent["leaks"]) == 1 and spent["leaks"][0].startswith("model selection")
+
+
+@pytest.mark.parametrize("cv, expected", [
+    (KFold(4), 3), (StratifiedKFold(3), 2), (GroupKFold(3), 2), (LeaveOneOut(), None),
+    (RepeatedKFold(n_splits=3, n_repeats=2, random_state=0), 4),
+    (ShuffleSplit(n_splits=5, test_size=0.3, random_state=0), 5),
+    (TimeSeriesSplit(3), 3),
+])
+def test_training_folds_bound_the_real_ones(cv, expected):
+    """The count from the splitter's type is the true maximum (or above it)."""
+    X = np.zeros((12, 1))
+    y = np.arange(12) % 2
+    groups = np.arange(12) // 2
+    splits = list(cv.split(X, y, groups) if isinstance(cv, GroupKFold)
+                  else cv.split(X, y))
+    in_training = np.zeros(len(X), dtype=int)
+    for train, _ in splits:
+        in_training[train] += 1
+    search = types.SimpleNamespace(n_splits_=len(splits), cv=cv)
+    count = _training_folds_per_party(search)
+    assert count >= in_training.max()
+    assert count == (in_training.max() if expected is None else expected)
+
+
+def test_a_refit_that_disagrees_with_its_parameters_is_an_error(data):
+    X, y, val = data
+    search = GridSearchCV(DPFilteredClassifier(DPDataValuator(**FAST)),
+                          {"valuator__epsilon": [1.0, 3.0]}, cv=KFold(2))
+    search.fit(X, y, **val)
+    search.best_estimator_.valuator_.privacy_report_["mu"] *= 0.5
+    with pytest.raises(RuntimeError, match="plan"):
+        privacy_spent(search)
+
+
+# --- single fits, pipelines, lists ----------------------------------------------
+
+def test_filter_with_a_private_final_model(data, dp_logistic):
+    X, y, val = data
+    model = DPFilteredClassifier(DPDataValuator(epsilon=1.0, **FAST),
+                                 dp_logistic(epsilon=2.0, data_norm=4.0))
+    model.fit(X, y, **val)
+    report = model.privacy_report_
+    assert report["valuation_private"] and report["final_model_private"]
+    assert "epsilon=2" in report["final_model"]
+    mu = analytic_mu(1.0, DELTA)
+    assert report["epsilon"] == pytest.approx(pld_epsilon(mu, [(2.0, 1)], DELTA),
+                                              rel=1e-3)
+    assert report["epsilon"] < 1.0 + 2.0  # tighter than basic composition
+    assert report["private"] is True and report["leaks"] == []
+    assert report["valuation"]["epsilon"] == pytest.approx(1.0)
+    assert privacy_spent(model)["epsilon"] == report["epsilon"]
+
+
+def test_filter_with_a_non_private_final_model_says_so(data):
+    X, y, val = data
+    model = DPFilteredClassifier(DPDataValuator(**FAST), LogisticRegression())
+    report = model.fit(X, y, **val).privacy_report_
+    assert report["valuation_private"] and not report["final_model_private"]
+    assert "LogisticRegression has no epsilon parameter" in report["final_model"]
+    assert "not private" in report["final_model"]
+    assert report["private"] is False
+    # The valuation alone is still counted.
+    assert report["mu"] == pytest.approx(analytic_mu(1.0, DELTA), rel=1e-6)
+
+
+def test_diffprivlib_reading_its_bounds_from_the_data_leaks(data, dp_logistic):
+    X, y, val = data
+    model = DPFilteredClassifier(DPDataValuator(**FAST), dp_logistic(epsilon=1.0))
+    with pytest.warns(Warning):  # diffprivlib's PrivacyLeakWarning
+        model.fit(X, y, **val)
+    report = model.privacy_report_
+    assert not report["final_model_private"]
+    assert "data_norm=None" in report["final_model"]
+
+
+def test_regressor_and_diffprivlib_linear_regression():
+    X, y = make_regression(n_samples=60, n_features=3, noise=1.0, random_state=0)
+    X_val, y_val = make_regression(n_samples=20, n_features=3, random_state=1)
+    linear = diffprivlib_models().LinearRegression
+    model = DPFilteredRegressor(DPDataValuator(Ridge(), **FAST),
+                                linear(epsilon=1.0, bounds_X=(-3, 3),
+                                       bounds_y=(-300, 300)))
+    report = model.fit(X, y, X_val=X_val, y_val=y_val).privacy_report_
+    assert report["final_model_private"] and report["private"]
+    assert report["pure_epsilons"] == [(1.0, 1)]
+    ridge = DPFilteredRegressor(DPDataValuator(Ridge(), **FAST), Ridge())
+    assert not ridge.fit(X, y, X_val=X_val, y_val=y_val).privacy_report_[
+        "final_model_private"]
+
+
+def test_a_scaler_fitted_on_private_rows_leaks_one_fitted_on_public_rows_not(data):
+    X, y, val = data
+    step = DPFilteredClassifier(DPDataValuator(**FAST), LogisticRegression())
+    leaky = make_pipeline(StandardScaler(), step).fit(
+        X, y, dpfilteredclassifier__X_val=val["X_val"],
+        dpfilteredclassifier__y_val=val["y_val"])
+    assert any(leak.startswith("StandardScaler") for leak in privacy_spent(leaky)["leaks"])
+
+    public = FrozenEstimator(StandardScaler().fit(val["X_val"]))
+    clean = make_pipeline(public, FunctionTransformer(np.tanh), step).fit(
+        X, y, dpfilteredclassifier__X_val=val["X_val"],
+        dpfilteredclassifier__y_val=val["y_val"])
+    leaks = privacy_spent(clean)["leaks"]
+    assert len(leaks) == 1 and leaks[0].startswith("LogisticRegression")
+
+
+def test_sampler_in_an_imblearn_pipeline(data, dp_logistic):
+    X, y, _ = data
+    pipe = imblearn_pipeline.Pipeline([
+        ("filter", DPValueFilter(DPDataValuator(**FAST), drop_fraction=0.2)),
+        ("model", dp_logistic(epsilon=1.0, data_norm=4.0)),
+    ]).fit(X, y)
+    spent = privacy_spent(pipe)
+    assert spent["pure_epsilons"] == [(1.0, 1)]
+    assert spent["gaussian_mu"] == pytest.approx(analytic_mu(1.0, DELTA), rel=1e-6)
+    # No X_val reached the sampler: it held out training rows, used without noise.
+    assert len(spent["leaks"]) == 1 and "held out" in spent["leaks"][0]
+    report = pipe.named_steps["filter"].privacy_report_
+    assert "private data themselves" in report["output"]
+    # Alone, the sampler's output is the private rows.
+    assert any("kept rows, which are the private data" in leak
+               for leak in report["leaks"])
+
+
+def test_a_list_of_fits_composes(data):
+    X, y, val = data
+    fits = [DPDataValuator(epsilon=eps, **FAST).fit(X, y, **val) for eps in (1.0, 2.0)]
+    spent = privacy_spent(fits)
+    mu = np.hypot(analytic_mu(1.0, DELTA), analytic_mu(2.0, DELTA))
+    assert spent["max_fits_per_party"] == 2
+    assert spent["mu"] == pytest.approx(mu, rel=1e-6)
+    assert spent["private"] is True
+    assert privacy_spent(fits, delta=1e-3)["epsilon"] == pytest.approx(
+        analytic_epsilon(mu, 1e-3), rel=1e-6)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPDataValuator(epsilon=2.0, **FAST),
+    lambda: DPDataValuator(epsilon=None, noise_multiplier=3.0, **FAST),
+    lambda: DPFederatedValuator(n_rounds=3, n_permutations_per_round=2, epsilon=2.0,
+                                random_state=0),
+    lambda: DPFederatedValuator(n_rounds=3, n_permutations_per_round=2, epsilon=None,
+                                noise_multiplier=3.0, random_state=0),
+])
+def test_planned_guarantee_equals_the_fitted_one(data, make):
+    """What a search counts from parameters is what the fit reports."""
+    X, y, val = data
+    planned = _valuator_spend(make())
+    fitted = make().fit(X, y, **val)
+    assert planned.gaussian[0][0] == pytest.approx(fitted.privacy_report_["mu"],
+                                                   rel=1e-9)
+
+
+def test_no_noise_and_held_out_rows_are_leaks(data):
+    X, y, _ = data
+    spent = privacy_spent(DPDataValuator(noise="none", **FAST).fit(X, y))
+    assert spent["mu"] == np.inf and spent["epsilon"] == np.inf
+    assert not spent["private"]
+    assert any("noise='none'" in leak for leak in spent["leaks"])
+    assert any("held out" in leak for leak in spent["leaks"])
+
+
+def test_layered_shapley_counts_its_laplace_values(data):
+    X, y, val = data
+    scaler = MinMaxScaler().fit(val["X_val"])
+    X01 = np.clip(scaler.transform(X[:12]), 0, 1)
+    X_val01 = np.clip(scaler.transform(val["X_val"]), 0, 1)
+    valuator = LayeredShapleyValuator(alpha=0.5, beta=0.5, epsilon=0.1, random_state=0)
+    valuator.fit(X01, y[:12], X_val=X_val01, y_val=val["y_val"])
+    spent = privacy_spent(valuator)
+    assert spent["pure_epsilons"] == [(0.1, 11)]  # the 11 other values
+    assert spent["epsilon"] == pytest.approx(composed_epsilon(0.0, [(0.1, 11)], 0.0))
+    assert any("own value" in leak for leak in spent["leaks"])
+    search = GridSearchCV(DPFilteredClassifier(valuator), {"drop_fraction": [0.1]},
+                          cv=KFold(2)).fit(X01, y[:12], X_val=X_val01,
+                                           y_val=val["y_val"])
+    with pytest.raises(ValueError, match="inside a search"):
+        privacy_spent(search)
+
+
+class OneReleaseLabelScore(BaseEstimator):
+    """A test valuator like DPLabelQuality: one Gaussian release per sample.
+
+    Each sample's clipped margin under a model fitted on the validation set,
+    plus N(0, (clip / mu)^2) noise: ``mu``-GDP per sample.
+    """
+
+    def __init__(self, *, epsilon=1.0, delta=5e-5, clip=1.0):
+        self.epsilon, self.delta, self.clip = epsilon, delta, clip
+
+    def fit(self, X, y, X_val, y_val):
+        model = LogisticRegression().fit(X_val, y_val)
+        margin = np.clip(np.where(y == 1, 1, -1) * model.decision_function(X),
+                         -self.clip, self.clip)
+        std = accounting.noise_std_for_budget(self.epsilon, self.delta, 1, self.clip)
+        noise = gaussian_noise(np.random.default_rng(secret_seed_sequence(None)), std,
+                               np.empty(len(X)))
+        self.values_ = margin + noise
+        self.privacy_report_ = accounting.privacy_report(
+            noise_std=std, delta=self.delta, n_releases=1, clip_norm=self.clip,
+            unit="sample", n_unprotected=0, noise_source=noise_source(None))
+        self.n_features_in_ = X.shape[1]
+        return self
+
+
+def test_filters_take_any_valuator_with_values_and_a_report(data):
+    X, y, val = data
+    model = DPFilteredClassifier(OneReleaseLabelScore(epsilon=2.0), LogisticRegression(),
+                                 drop_fraction=0.2).fit(X, y, **val)
+    report = model.privacy_report_
+    assert report["valuation_private"]
+    assert report["gaussian_mu"] == pytest.approx(analytic_mu(2.0, DELTA), rel=1e-6)
+    assert not report["final_model_private"]
+    sampler = DPValueFilter(OneReleaseLabelScore(epsilon=2.0))
+    sampler.fit_resample(X, y, **val)
+    assert sampler.privacy_report_["mu"] == pytest.approx(analytic_mu(2.0, DELTA),
+                                                          rel=1e-6)
+    # In a search, its guarantee is planned from its epsilon and delta.
+    search = GridSearchCV(model, {"valuator__epsilon": [1.0, 2.0]}, cv=KFold(2))
+    spent = privacy_spent(search.fit(X, y, **val))
+    mu = np.sqrt(analytic_mu(1.0, DELTA) ** 2 + analytic_mu(2.0, DELTA) ** 2
+                 + analytic_mu(search.best_params_["valuator__epsilon"], DELTA) ** 2)
+    assert spent["mu"] == pytest.approx(mu, rel=1e-6)
+
+
+@pytest.mark.parametrize("obj, kwargs, error, match", [
+    ([], {}, ValueError, "empty list"),
+    ("model", {}, TypeError, "fitted estimator, search or Pipeline"),
+    (DPDataValuator(), {}, NotFittedError, "call fit first"),
+    (None, {"delta": 1.0}, ValueError, r"delta must be a float in \[0, 1\)"),
+    (None, {"delta": -1e-5}, ValueError, "delta"),
+])
+def test_bad_input(data, obj, kwargs, error, match):
+    if obj is None:
+        X, y, val = data
+        obj = DPDataValuator(**FAST).fit(X, y, **val)
+    with pytest.raises(error, match=match):
+        privacy_spent(obj, **kwargs)
