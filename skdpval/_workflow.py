@@ -354,6 +354,8 @@ def _planned_gaussian(params):
             "parameters (or to be fitted, with privacy_report_).")
     if isinstance(params.get("noise"), str) and params["noise"] == "none":
         return np.inf, params["delta"]
+    if params["epsilon"] is None and params.get("noise_multiplier") is None:
+        return np.inf, params["delta"]  # DPLabelQuality(epsilon=None): no noise
     if params.get("noise_multiplier") is not None:
         n_releases = params.get("n_permutations", params.get("n_rounds", 1))
         return np.sqrt(n_releases) / params["noise_multiplier"], params["delta"]

@@ -38,6 +38,7 @@ from skdpval import (
     DPFederatedValuator,
     DPFilteredClassifier,
     DPFilteredRegressor,
+    DPLabelQuality,
     DPValueFilter,
     LayeredShapleyValuator,
     privacy_spent,
@@ -338,6 +339,7 @@ def test_a_list_of_fits_composes(data):
 
 @pytest.mark.parametrize("make", [
     lambda: DPDataValuator(epsilon=2.0, **FAST),
+    lambda: DPLabelQuality(epsilon=2.0, random_state=0),
     lambda: DPDataValuator(epsilon=None, noise_multiplier=3.0, **FAST),
     lambda: DPFederatedValuator(n_rounds=3, n_permutations_per_round=2, epsilon=2.0,
                                 random_state=0),
