@@ -119,12 +119,17 @@ def privacy_report(*, noise_std, delta, n_releases, clip_norm, unit,
             method="exact Gaussian DP of k adaptive Gaussian releases "
                    "(Dong, Roth and Su 2022; Balle and Wang 2018)")
     report["noise_source"] = noise_source
-    report["validation_set"] = (
-        f"{n_unprotected} samples held out as the validation set are used "
-        "without noise and are not protected" if n_unprotected else
-        "the validation set passed to fit is used without noise and is not "
-        "protected")
+    report["validation_set"] = validation_set_statement(n_unprotected)
     return report
+
+
+def validation_set_statement(n_unprotected):
+    """What ``privacy_report_["validation_set"]`` says: it is not protected."""
+    if n_unprotected:
+        return (f"{n_unprotected} samples held out as the validation set are "
+                "used without noise and are not protected")
+    return ("the validation set passed to fit is used without noise and is not "
+            "protected")
 
 
 # Composition of Gaussian and pure-DP parts (skdpval.privacy_spent).

@@ -1,19 +1,24 @@
 """Clipping and compression of a release, applied before the noise.
 
-Each option bounds the L2 sensitivity of one release differently (add/remove
-adjacency, ``p`` parameters, clip ``c``):
+Each option bounds the L2 sensitivity of one release differently (zero-out
+adjacency: the party's slot releases pure noise; ``p`` parameters, clip
+``c``; replace-one doubles it):
 
 - clipping ``"l2"``: ``|g| <= c``, sensitivity ``c``; ``"coordinate"``:
   every ``|g_j| <= c``, sensitivity ``c sqrt(m)`` over ``m`` released
   coordinates;
 - ``("randk", m)``: ``m`` coordinates chosen by a public random mask (drawn
-  from the release's own seed, independent of the data): the guarantee
-  holds for the ``m`` released coordinates (noise is added to those only);
-- ``("topk", m)``: the ``m`` largest coordinates: the *support* is chosen from
-  private data and is not protected by the noise (``private_support=False``);
+  from ``random_state``, independent of the data, and visible in the
+  release anyway): noise is added to those ``m`` coordinates, the others are
+  released as exact zeros;
+- ``("topk", m)``: the ``m`` largest coordinates, chosen from private data,
+  so noise is added to *all* ``p`` coordinates (the positions of the ``m``
+  are then hidden too); the sensitivity is that of the clipped vector, as
+  keeping ``m`` coordinates never increases a norm;
 - ``("quantize", levels)``: every coordinate clipped to ``[-c, c]`` and
   rounded stochastically (unbiased) to ``levels`` evenly spaced values:
-  sensitivity ``c sqrt(p)``;
+  sensitivity ``c sqrt(p)``, whatever the rounding; the rounding coins come
+  from the secret noise generator, like the noise;
 - ``"sign"``: the signs of the coordinates, sensitivity ``sqrt(p)``; the
   aggregate of ``T`` releases is the thresholded vote ``sign(sum)`` where
   ``|sum| >= beta T``, else 0 (the fragment's sign aggregation).
@@ -46,7 +51,7 @@ def check_compression(compression, n_params):
 
 
 def sensitivity(compression, clipping, clip_norm, n_params):
-    """L2 sensitivity of one release (add/remove one party)."""
+    """L2 sensitivity of one release (zero-out one party)."""
     kind, amount = check_compression(compression, n_params)
     if kind == "sign":
         return float(np.sqrt(n_params))
@@ -66,8 +71,12 @@ def clip(g, clipping, clip_norm):
     return g if norm <= clip_norm else g * (clip_norm / norm)
 
 
-def compress(g, compression, clip_norm, rng):
-    """Compress a clipped flat gradient; return it and the released coordinates."""
+def compress(g, compression, clip_norm, mask_rng, rounding_rng):
+    """Compress a clipped flat gradient; return it and the coordinates to noise.
+
+    ``mask_rng`` draws the public random-k mask, ``rounding_rng`` (secret)
+    the coins of stochastic rounding.
+    """
     kind, amount = check_compression(compression, g.size)
     everything = np.ones(g.size, dtype=bool)
     if kind is None:
@@ -79,15 +88,14 @@ def compress(g, compression, clip_norm, rng):
         step = 2 * clip_norm / (amount - 1)
         position = (bounded + clip_norm) / step
         lower = np.floor(position)
-        up = rng.random(g.size) < position - lower  # unbiased rounding
+        up = rounding_rng.random(g.size) < position - lower  # unbiased rounding
         return np.minimum(lower + up, amount - 1) * step - clip_norm, everything
+    kept = np.zeros(g.size, dtype=bool)
     if kind == "randk":
-        kept = np.zeros(g.size, dtype=bool)
-        kept[rng.choice(g.size, size=amount, replace=False)] = True
-    else:  # topk
-        kept = np.zeros(g.size, dtype=bool)
-        kept[np.argsort(-np.abs(g), kind="stable")[:amount]] = True
-    return np.where(kept, g, 0.0), kept
+        kept[mask_rng.choice(g.size, size=amount, replace=False)] = True
+        return np.where(kept, g, 0.0), kept
+    kept[np.argsort(-np.abs(g), kind="stable")[:amount]] = True
+    return np.where(kept, g, 0.0), everything  # a private support: noise all
 
 
 def sign_vote(releases, threshold):

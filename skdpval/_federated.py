@@ -1,7 +1,6 @@
 """DPFederatedValuator: per-round Shapley values of federated clients."""
 
 import itertools
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -21,11 +20,13 @@ from ._data import (
     check_utility,
     check_validation_targets,
     encode_training_labels,
-    public_classes,
+    hold_out_parties,
     kernel_targets,
+    public_classes,
     with_intercept,
 )
 from ._models import model_spec
+from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT
 
 # All permutations are enumerated up to this many clients (8! = 40320).
@@ -64,6 +65,14 @@ class DPFederatedValuator(BaseEstimator):
     the mean of its per-round values after the burn-in ``q * n_rounds``.
     The privacy unit is a client; each releases ``n_rounds`` times.
 
+    The guarantee is per client under zero-out adjacency with the clients
+    public (a client's slot releases pure noise), and replace-one
+    (``privacy_report_["epsilon_replace_one"]``). It covers the clients'
+    data, not their number or the validation set: when ``fit`` gets no
+    ``X_val``, whole clients are held out as the validation set (chosen at
+    random without reading labels), used without noise, and
+    ``privacy_report_`` says how many samples they hold.
+
     Parameters
     ----------
     estimator : estimator object, default=None
@@ -83,9 +92,9 @@ class DPFederatedValuator(BaseEstimator):
     compression : None, ("randk", m), ("topk", m), ("quantize", levels) or \
             "sign", default=None
         Compression before the noise; see ``skdpval._compression`` for the
-        sensitivity of each. ``("topk", m)`` picks its coordinates from
-        private data: their positions are not protected (a warning says so
-        and ``privacy_report_["private_support"]`` is False).
+        sensitivity of each. ``("randk", m)`` noises the ``m`` coordinates of
+        a public random mask; ``("topk", m)`` picks its coordinates from
+        private data, so all coordinates are noised.
     sign_threshold : float >= 0, default=0.0
         ``beta`` of the sign vote: a coordinate of the aggregate of ``T``
         sign releases is ``sign(sum)`` when ``|sum| >= beta T``, else 0.
@@ -106,17 +115,30 @@ class DPFederatedValuator(BaseEstimator):
     utility : {"accuracy", "neg_loss", "neg_mse", "r2"}, default="accuracy"
         Validation utility (classifiers: accuracy, neg_loss).
     validation_fraction : float in (0, 1), default=0.2
-        Fraction of the samples held out as the validation set when ``fit``
-        gets no ``X_val``.
+        Fraction of the clients held out, whole, as the validation set when
+        ``fit`` gets no ``X_val``; drawn at random without reading labels.
+        Held-out clients are not valued and not protected.
+    classes : array-like or None, default=None
+        The class labels of a classifier. ``None`` takes them from ``y_val``
+        (public), never from the clients' labels: a training label outside
+        them is an error.
     random_state : int, RandomState instance or None, default=None
-        Seeds noise, masks, quantisation and permutations, round by round.
+        Seeds the public randomness: the split, the random-k masks and the
+        permutations. It never seeds the noise.
+    noise_seed : int >= 0 or None, default=None
+        ``None`` draws the noise and the stochastic-rounding coins from 128
+        bits of fresh OS entropy, so that they stay secret. An int makes them
+        reproducible (for tests and papers); the guarantee then holds only
+        while that seed is secret.
 
     Attributes
     ----------
     values_ : ndarray of shape (n_clients,)
-        Mean per-round value of each client past the burn-in.
+        Mean per-round value of each client past the burn-in; NaN for
+        clients held out as the validation set.
     round_values_ : ndarray of shape (n_rounds, n_clients)
-        Each round's Shapley value estimate of each client.
+        Each round's Shapley value estimate of each client (NaN for held-out
+        clients).
     history_ : ndarray of shape (n_rounds,)
         Validation utility of the global model after each round.
     groups_ : ndarray of shape (n_clients,)
@@ -129,8 +151,9 @@ class DPFederatedValuator(BaseEstimator):
     n_releases_ : int
         Releases per client (``n_rounds``).
     privacy_report_ : dict
-        Unit (client), releases, clipping, compression, sensitivity, noise,
-        mu, epsilon, delta, whether the support of the release is private.
+        Unit (client), adjacency, releases, clipping, compression,
+        sensitivity, noise and its source, mu, epsilon (zero-out and
+        replace-one), delta, and the samples held out without protection.
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -167,14 +190,17 @@ class DPFederatedValuator(BaseEstimator):
         "q": [Interval(Real, 0.0, 1.0, closed="left")],
         "utility": [StrOptions(set(UTILITY_CODES))],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "classes": ["array-like", None],
         "random_state": ["random_state"],
+        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
     }
 
     def __init__(self, estimator=None, *, n_rounds=50, n_permutations_per_round=100,
                  learning_rate=0.1, clip_norm=1.0, clipping="l2", compression=None,
                  sign_threshold=0.0, epsilon=1.0, delta=5e-5, noise_multiplier=None,
                  noise="correlated", q=0.2, utility="accuracy",
-                 validation_fraction=0.2, random_state=None):
+                 validation_fraction=0.2, classes=None, random_state=None,
+                 noise_seed=None):
         self.estimator = estimator
         self.n_rounds = n_rounds
         self.n_permutations_per_round = n_permutations_per_round
@@ -190,7 +216,9 @@ class DPFederatedValuator(BaseEstimator):
         self.q = q
         self.utility = utility
         self.validation_fraction = validation_fraction
+        self.classes = classes
         self.random_state = random_state
+        self.noise_seed = noise_seed
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, groups=None, X_val=None, y_val=None):
@@ -205,8 +233,7 @@ class DPFederatedValuator(BaseEstimator):
             The client of each sample; None makes every sample a client.
         X_val, y_val : array-like, default=None
             The server's validation set (the utility; not protected). When
-            omitted, ``validation_fraction`` of the samples is held out
-            (those samples then belong to no client).
+            omitted, ``validation_fraction`` of the clients is held out whole.
 
         Returns
         -------
@@ -220,24 +247,33 @@ class DPFederatedValuator(BaseEstimator):
                              y_numeric=not spec.is_classifier, ensure_min_samples=2)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
-        if groups is None:
-            groups = np.arange(len(X))
+        self.groups_, client_of_sample = check_groups(
+            np.arange(len(X)) if groups is None else groups, len(X))
+        split_seed, round_seed = check_random_state(self.random_state).randint(
+            MAX_INT, size=2)
         if X_val is None:
-            held_out = check_random_state(self.random_state).permutation(len(X))[
-                :int(np.ceil(self.validation_fraction * len(X)))]
-            keep = np.ones(len(X), dtype=bool)
-            keep[held_out] = False
-            X, y, X_val, y_val = X[keep], y[keep], X[~keep], y[~keep]
-            groups = np.asarray(groups)[keep]
-        X_val = validate_data(self, X_val, reset=False, dtype=np.float64, order="C")
+            clients, val_clients = hold_out_parties(
+                len(self.groups_), self.validation_fraction, split_seed)
+            val_rows = np.isin(client_of_sample, val_clients)
+            X_val, y_val = X[val_rows], y[val_rows]
+            n_unprotected = int(val_rows.sum())
+        else:
+            X_val = validate_data(self, X_val, reset=False, dtype=np.float64, order="C")
+            clients, n_unprotected = np.arange(len(self.groups_)), 0
         classes = None
         if spec.is_classifier:
-            classes = public_classes(y_val, None)
-            y = encode_training_labels(y, classes)
+            classes = public_classes(y_val, self.classes)
             self.classes_ = classes
         y_val = check_validation_targets(y_val, len(X_val), classes)
-        self.groups_, client_of_sample = check_groups(groups, len(X))
-        n_clients = len(self.groups_)
+        # The valued clients' rows, client by client.
+        position = np.full(len(self.groups_), -1)
+        position[clients] = np.arange(len(clients))
+        rows = np.flatnonzero(position[client_of_sample] >= 0)
+        rows = rows[np.argsort(position[client_of_sample[rows]], kind="stable")]
+        X, y = X[rows], y[rows]
+        if spec.is_classifier:
+            y = encode_training_labels(y, classes)
+        n_clients = len(clients)
         if self.n_permutations_per_round == "all" and n_clients > _MAX_CLIENTS_ALL_PERMUTATIONS:
             raise ValueError(
                 f"n_permutations_per_round='all' enumerates n! permutations: at "
@@ -248,13 +284,12 @@ class DPFederatedValuator(BaseEstimator):
         T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
             spec, y, y_val, None if classes is None else len(classes), self.utility)
         X, X_val = with_intercept(spec, X, X_val)
-        order = np.argsort(client_of_sample, kind="stable")
-        X, T = X[order], T[order]
-        offsets = np.r_[0, np.cumsum(np.bincount(client_of_sample, minlength=n_clients))]
+        offsets = np.r_[0, np.cumsum(np.bincount(position[client_of_sample[rows]],
+                                                 minlength=n_clients))]
         shape = (T.shape[1], X.shape[1])
         n_params = int(np.prod(shape))
 
-        kind, _ = check_compression(self.compression, n_params)
+        check_compression(self.compression, n_params)
         release_sensitivity = sensitivity(self.compression, self.clipping,
                                           self.clip_norm, n_params)
         if isinstance(self.noise, str) and self.noise == "none":
@@ -266,17 +301,11 @@ class DPFederatedValuator(BaseEstimator):
                                              release_sensitivity)
         report = privacy_report(noise_std=noise_std, delta=self.delta,
                                 n_releases=self.n_rounds, clip_norm=self.clip_norm,
-                                unit="client", n_unprotected=0,
-                                noise_source="random_state (public): see the trust issue",
+                                unit="client", n_unprotected=n_unprotected,
+                                noise_source=noise_source(self.noise_seed, noise_std > 0),
                                 sensitivity=release_sensitivity)
         report.update(clipping=self.clipping, compression=self.compression,
-                      private_support=kind != "topk")
-        if kind == "topk":
-            warnings.warn(
-                "compression=('topk', m) chooses the released coordinates from "
-                "private data: their positions are not protected by the noise "
-                "(privacy_report_['private_support'] is False). Use ('randk', m) "
-                "for a public random mask.", UserWarning, stacklevel=2)
+                      private_support=True)
         self.privacy_report_ = report
         self.epsilon_, self.delta_ = report["epsilon"], float(self.delta)
         self.noise_multiplier_ = report["noise_multiplier"]
@@ -285,35 +314,43 @@ class DPFederatedValuator(BaseEstimator):
         utility_args = dict(loss=loss, utility=UTILITY_CODES[self.utility],
                             huber_epsilon=spec.huber_epsilon,
                             total_sum_squares=total_sum_squares)
-        seeds = np.random.SeedSequence(
-            check_random_state(self.random_state).randint(MAX_INT)).spawn(self.n_rounds)
+        # Per round: a public generator (masks, permutations) and a secret
+        # one (noise, rounding coins), each from its own child seed.
+        public_seeds = np.random.SeedSequence(round_seed).spawn(self.n_rounds)
+        secret_seeds = secret_seed_sequence(self.noise_seed).spawn(self.n_rounds)
         theta = np.zeros(shape)
         released = np.zeros((n_clients, n_params))
-        self.round_values_ = np.empty((self.n_rounds, n_clients))
+        round_values = np.empty((self.n_rounds, n_clients))
         self.history_ = np.empty(self.n_rounds)
         for t in range(self.n_rounds):
-            rng = np.random.default_rng(seeds[t])
+            public = np.random.default_rng(public_seeds[t])
+            secret = np.random.default_rng(secret_seeds[t])
             gradients = _kernels.party_gradients(
                 theta, X, T, offsets, loss=loss, huber_epsilon=spec.huber_epsilon,
                 l2=spec.l2_per_sample, n_penalized=shape[1] - spec.fit_intercept)
             fresh = np.empty((n_clients, n_params))
             for i, gradient in enumerate(gradients.reshape(n_clients, -1)):
-                release, kept = compress(clip(gradient, self.clipping, self.clip_norm),
-                                         self.compression, self.clip_norm, rng)
+                release, noised = compress(clip(gradient, self.clipping, self.clip_norm),
+                                           self.compression, self.clip_norm,
+                                           public, secret)
                 if noise_std > 0:
-                    release[kept] += noise_std * rng.standard_normal(kept.sum())
+                    release[noised] += gaussian_noise(secret, noise_std,
+                                                      np.empty(noised.sum()))
                 fresh[i] = release
             if isinstance(self.noise, str) and self.noise in ("iid", "none"):
                 released = fresh
             else:  # the moving average of App. D.2 (released starts at 0)
                 released = (1 - x_t[t]) * released + x_t[t] * fresh
-            self.round_values_[t] = self._round_shapley(
-                theta, released, X_val, T_val, labels_val, utility_args, rng)
+            round_values[t] = self._round_shapley(
+                theta, released, X_val, T_val, labels_val, utility_args, public)
             theta = theta - self.learning_rate * self._aggregate(released).reshape(shape)
             self.history_[t] = _kernels.utility_of_theta(
                 theta, X_val, T_val, labels_val, **utility_args)
         counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
-        self.values_ = self.round_values_[counted].mean(axis=0)
+        self.round_values_ = np.full((self.n_rounds, len(self.groups_)), np.nan)
+        self.round_values_[:, clients] = round_values
+        self.values_ = np.full(len(self.groups_), np.nan)
+        self.values_[clients] = round_values[counted].mean(axis=0)
         return self
 
     def __sklearn_tags__(self):

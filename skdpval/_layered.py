@@ -8,6 +8,20 @@ of that size. Layered Shapley samples layer ``k`` with
 using that marginal gains of a uniformly stable learner shrink like
 ``c / k``; the private version adds Laplace noise to each value (Algorithm
 2, Theorem 3.5 with the sensitivity of Appendix D).
+
+Where the code departs from the paper, to keep its guarantee true:
+
+- each layer's gain is the mean over the coalitions actually drawn (the
+  paper divides by the expected number ``m_k``, which exceeds the Appendix D
+  bound whenever more coalitions are drawn than expected);
+- no amplification by sampling is claimed. The inclusion probability of
+  the code's own sampler (:func:`inclusion_probability`; Theorem 3.4's
+  ``ln n / n`` understates it) is reported, but the amplification theorems
+  (Balle et al. 2018) need the output without the point to be the output of
+  a sample that never held it, whereas conditioning a coalition on holding
+  a point changes the rest of its members; and the sample would have to be
+  secret. The Laplace scale is the Appendix D sensitivity over epsilon,
+  which holds for every draw.
 """
 
 from itertools import combinations
@@ -18,15 +32,20 @@ from scipy.special import gammaln
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.utils import check_random_state
+from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils import ClassifierTags
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import validate_data
 
 from . import _kernels
+from ._accounting import validation_set_statement
+from ._data import (
+    check_validation_targets,
+    encode_training_labels,
+    hold_out_parties,
+    public_classes,
+)
+from ._noise import laplace_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT
 
 # Layers up to this many coalitions are enumerated when sampling would
@@ -42,49 +61,100 @@ def layer_sizes(n, alpha, beta, c):
     return m, w
 
 
-def inclusion_probability(n, alpha, beta, c):
-    """Theorem 3.4: a bound on the chance that a point is used for one value."""
-    return c**2 * np.log(n) / (2 * alpha**2 * n) * np.log(2 * n / beta)
+def _layer_draw(m_k, w_k):
+    """How layer ``k`` is drawn: ``("all", w_k)``, ``("binomial", (W, pi))``
+    coalitions or ``("poisson", lam)`` coalitions, each uniform over the layer."""
+    if m_k >= w_k and w_k <= _MAX_ENUMERATED:
+        return "all", w_k
+    expected = min(m_k, w_k)
+    if w_k < 2**62:
+        return "binomial", (int(w_k), expected / w_k)
+    return "poisson", expected
 
 
-def laplace_scale(n, epsilon, lipschitz, kappa, lam, alpha, beta, c):
-    """Appendix D: sensitivity ``L^2 kappa^2 / (n lambda) H_{n-1}``, amplified.
+def sample_layers(others, m, w, rng):
+    """The coalitions of one value, layer by layer (``k = 0 .. n-1``).
 
-    With the Theorem 3.4 inclusion probability ``p < 1``, amplification by
-    sampling lets the Laplace mechanism run at
-    ``epsilon_0 = ln((e^epsilon - 1) / p + 1)``; with ``p >= 1`` there is no
-    amplification and the scale is ``sensitivity / epsilon``. Returns
-    ``(scale, sensitivity, p, epsilon_0)``.
+    ``others`` are the ``n - 1`` other points; the empty coalition is layer 0.
+    """
+    layers = [[()]]
+    for k in range(1, len(others) + 1):
+        how, amount = _layer_draw(m[k - 1], w[k - 1])
+        if how == "all":
+            layers.append(list(combinations(others, k)))
+            continue
+        count = rng.binomial(*amount) if how == "binomial" else rng.poisson(amount)
+        layers.append([tuple(np.sort(rng.choice(others, size=k, replace=False)))
+                       for _ in range(count)])
+    return layers
+
+
+def inclusion_probability(n, m, w):
+    """Chance that :func:`sample_layers` puts a given other point in a coalition.
+
+    A uniform ``k``-subset of the ``n - 1`` others holds the point with
+    chance ``k / (n - 1)``; layers are independent. This is exact for the
+    code's sampler (Theorem 3.4's ``ln n / n`` bound is not: the union
+    bound over this sampler gives ``H(n-1) / (n-1)``).
+    """
+    log_missed = 0.0
+    for k in range(1, n):
+        how, amount = _layer_draw(m[k - 1], w[k - 1])
+        if how == "all":
+            return 1.0
+        hit = k / (n - 1)
+        if how == "binomial":
+            count, pi = amount
+            log_missed += count * np.log1p(-pi * hit)
+        else:
+            log_missed -= amount * hit
+    return float(-np.expm1(log_missed))
+
+
+def laplace_scale(n, epsilon, lipschitz, kappa, lam):
+    """Appendix D: ``(scale, sensitivity)``, sensitivity ``L^2 kappa^2 / (n lambda) H_{n-1}``.
+
+    The sensitivity uses removal stability (zero-out: the point's loss taken
+    out of every coalition it is in); it holds for every draw of coalitions
+    (:func:`layered_estimate`), so the scale is ``sensitivity / epsilon``,
+    without amplification.
     """
     harmonic = np.sum(1.0 / np.arange(1, n))
     sensitivity = lipschitz**2 * kappa**2 / (n * lam) * harmonic
-    p = inclusion_probability(n, alpha, beta, c)
-    base = np.log(np.expm1(epsilon) / p + 1) if p < 1 else epsilon
-    return sensitivity / base, sensitivity, p, base
+    return sensitivity / epsilon, sensitivity
 
 
 class LayeredShapleyValuator(BaseEstimator):
     """Layered Shapley values, optionally with Laplace output perturbation.
 
     Each training point's Shapley value is estimated layer by layer: for
-    coalition size ``k``, ``m_k`` coalitions of the other points are drawn
-    (each of the ``C(n-1, k)`` with probability ``m_k / C(n-1, k)``; a layer
-    is enumerated when that probability reaches 1), and the marginal gain
-    ``v(C + i) - v(C)`` is averaged, with ``v`` the negative validation log
-    loss of an L2-regularised logistic regression fitted on the coalition.
-    Coalitions whose value is below random guessing (``-ln 2``) are skipped,
-    as in the paper. Unlike the paper's Algorithm 1, the empty coalition's
-    layer (``k = 0``, one coalition) is included, so that exhaustive layers
-    give exactly the Shapley value.
+    coalition size ``k``, about ``m_k`` coalitions of the other points are
+    drawn (a binomial number, each uniform over the ``C(n-1, k)``; a layer is
+    enumerated when ``m_k`` reaches its size), and the marginal gain
+    ``v(C + i) - v(C)`` is averaged over the coalitions drawn, with ``v`` the
+    negative validation log loss of an L2-regularised logistic regression
+    fitted on the coalition. Coalitions whose value is below random guessing
+    (``-ln 2``) are skipped (they count as a gain of 0), as in the paper.
+    Unlike the paper's Algorithm 1, the empty coalition's layer (``k = 0``,
+    one coalition) is included, so that exhaustive layers give exactly the
+    Shapley value.
 
     With ``epsilon``, each value gets Laplace noise of scale
-    ``noise_scale_`` (Theorem 3.5 with Appendix D). That guarantee needs a
-    trusted curator holding all the data, features in [0, 1] (so that
-    ``|x| <= kappa``), the exact regularised minimiser (uniform stability),
-    an ``L``-Lipschitz loss, and, for the amplification by sampling, the
-    inclusion probability ``p < 1`` of Theorem 3.4. It is per released
-    value: releasing all ``n`` values composes to ``n * epsilon``; a point
-    is not protected from its own value; the validation set is not protected.
+    ``noise_scale_`` (Theorem 3.5 with the sensitivity of Appendix D,
+    without the paper's amplification by sampling: see the module notes).
+    That guarantee needs a trusted curator holding all the data, features in
+    [0, 1] (so that ``|x| <= kappa``), the exact regularised minimiser
+    (uniform stability) and an ``L``-Lipschitz loss. What it covers:
+
+    - adjacency: zero-out (Appendix D's removal stability: the point's loss
+      is taken out of every coalition it is in); replacing a point doubles
+      the sensitivity, reported as ``epsilon_replace_one_per_value``;
+    - per released value: a point is covered by ``epsilon`` in each of the
+      other ``n - 1`` values, ``(n - 1) epsilon`` for all of them (basic
+      composition); a point's own value is computed from its own data and
+      is *not* covered;
+    - not the validation set, held out of ``X`` when not given (the report
+      gives the number of held-out samples, which is public).
 
     Parameters
     ----------
@@ -113,12 +183,22 @@ class LayeredShapleyValuator(BaseEstimator):
         Skip coalitions whose value is below random guessing, as the paper
         does (the estimate is then no longer exactly a Shapley value).
     validation_fraction : float in (0, 1), default=0.2
-        Held out (stratified) as the validation set when ``fit`` gets no
-        ``X_val``.
+        Fraction of the points held out as the validation set when ``fit``
+        gets no ``X_val``, drawn at random without reading labels (a split
+        stratified on labels would let one label move other points).
+    classes : array-like of two labels or None, default=None
+        The two class labels. ``None`` takes them from ``y_val`` (public),
+        never from the private ``y``.
     n_jobs : int or None, default=None
         Points valued in parallel (joblib threads).
     random_state : int, RandomState instance or None, default=None
-        Seeds the split, the coalitions of each point and the noise.
+        Seeds the public randomness: the split and the coalitions. It never
+        seeds the noise.
+    noise_seed : int >= 0 or None, default=None
+        With ``epsilon``: ``None`` draws the noise from 128 bits of fresh OS
+        entropy, so that it stays secret; an int makes it reproducible (for
+        tests and papers), and the guarantee then holds only while that seed
+        is secret.
 
     Attributes
     ----------
@@ -132,7 +212,8 @@ class LayeredShapleyValuator(BaseEstimator):
     noise_scale_ : float
         Laplace scale of the noise (only with ``epsilon``).
     privacy_report_ : dict
-        The guarantee, its assumptions and its inputs (only with ``epsilon``).
+        The guarantee, its adjacency, its assumptions and its inputs, what it
+        does not cover (only with ``epsilon``).
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
 
@@ -159,14 +240,16 @@ class LayeredShapleyValuator(BaseEstimator):
         "utility": [StrOptions({"neg_loss"})],
         "skip_below_baseline": ["boolean"],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "classes": ["array-like", None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
+        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
     }
 
     def __init__(self, estimator=None, *, alpha=0.05, beta=0.05, c="auto",
                  epsilon=None, lipschitz=1.0, kappa="auto", utility="neg_loss",
-                 skip_below_baseline=True, validation_fraction=0.2, n_jobs=None,
-                 random_state=None):
+                 skip_below_baseline=True, validation_fraction=0.2, classes=None,
+                 n_jobs=None, random_state=None, noise_seed=None):
         self.estimator = estimator
         self.alpha = alpha
         self.beta = beta
@@ -177,8 +260,10 @@ class LayeredShapleyValuator(BaseEstimator):
         self.utility = utility
         self.skip_below_baseline = skip_below_baseline
         self.validation_fraction = validation_fraction
+        self.classes = classes
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.noise_seed = noise_seed
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -232,33 +317,25 @@ class LayeredShapleyValuator(BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         if self.epsilon is not None:
             self._check_unit_box(X, "X")
-        check_classification_targets(y)
-        self.classes_, y = np.unique(y, return_inverse=True)
-        if len(self.classes_) != 2:
-            raise ValueError("LayeredShapleyValuator values data for binary "
-                             f"classification: y has {len(self.classes_)} classes.")
         rs = check_random_state(self.random_state)
+        split_seed, coalition_seed = rs.randint(MAX_INT, size=2)
         if X_val is None:
-            n_val = int(np.ceil(self.validation_fraction * len(X)))
-            stratify = y if np.bincount(y).min() >= 2 and n_val >= 2 else None
-            train, val = train_test_split(np.arange(len(X)), test_size=n_val,
-                                          stratify=stratify,
-                                          random_state=rs.randint(MAX_INT))
-            X_val, y_val = X[val], y[val]
+            train, val = hold_out_parties(len(X), self.validation_fraction, split_seed)
+            X_val, y_val, n_unprotected = X[val], y[val], len(val)
         else:
             X_val = validate_data(self, X_val, reset=False, dtype=np.float64)
             if self.epsilon is not None:
                 self._check_unit_box(X_val, "X_val")
-            y_val = check_array(y_val, ensure_2d=False, dtype=None)
-            index = np.clip(np.searchsorted(self.classes_, y_val), 0, 1)
-            if y_val.ndim != 1 or len(y_val) != len(X_val) or np.any(
-                    self.classes_[index] != y_val):
-                raise ValueError("y_val must be 1-D, one label per row of X_val, "
-                                 "with labels from y.")
-            y_val, train = index, np.arange(len(X))
+            train, n_unprotected = np.arange(len(X)), 0
+        self.classes_ = public_classes(y_val, self.classes)
+        if len(self.classes_) != 2:
+            raise ValueError("LayeredShapleyValuator values data for binary "
+                             f"classification: the class set "
+                             f"{self.classes_.tolist()!r} (from y_val or classes=) "
+                             f"has {len(self.classes_)} classes.")
+        y_train = encode_training_labels(y[train], self.classes_)
+        y_val = check_validation_targets(y_val, len(X_val), self.classes_)
         n = len(train)
-        if n < 2:
-            raise ValueError("Layered Shapley needs at least 2 training points.")
         # The estimator's own penalty per sample on the n training points,
         # kept fixed for every coalition (the stability bound needs one lambda).
         lam = 1.0 / (2.0 * C * n)
@@ -266,68 +343,73 @@ class LayeredShapleyValuator(BaseEstimator):
         kappa = np.sqrt(X.shape[1] + 1) if self.kappa == "auto" else float(self.kappa)
 
         ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
-        data = dict(X=ones(X[train]), y=np.where(y[train] == 1, 1.0, -1.0),
-                    X_val=ones(X_val), y_val=np.where(y_val == 1, 1.0, -1.0), lam=lam,
+        signs = lambda labels: np.where(labels == 1, 1.0, -1.0)
+        data = dict(X=ones(X[train]), y=signs(y_train), X_val=ones(X_val),
+                    y_val=signs(y_val), lam=lam,
                     baseline=-np.log(2.0) - 1e-12 if self.skip_below_baseline
                     else -np.inf)
         m, w = layer_sizes(n, self.alpha, self.beta, c)
-        seeds = rs.randint(MAX_INT, size=n)
         cache = {}
         results = Parallel(n_jobs=self.n_jobs, prefer="threads")(
             delayed(_value_point)(i, n, m, w, data, cache, seed)
-            for i, seed in enumerate(seeds))
+            for i, seed in enumerate(np.random.SeedSequence(coalition_seed).spawn(n)))
         values = np.array([value for value, _ in results])
         self.n_coalitions_ = np.zeros(len(X), dtype=np.int64)
         self.n_coalitions_[train] = [count for _, count in results]
         if self.epsilon is not None:
-            scale, sensitivity, p, base = laplace_scale(
-                n, self.epsilon, self.lipschitz, kappa, lam, self.alpha,
-                self.beta, c)
+            scale, sensitivity = laplace_scale(n, self.epsilon, self.lipschitz,
+                                               kappa, lam)
             self.noise_scale_ = float(scale)
-            values = values + np.random.default_rng(rs.randint(MAX_INT)).laplace(
-                0.0, scale, size=n)
-            self.privacy_report_ = {
-                "mechanism": "Laplace output perturbation (Watson et al., "
-                             "Algorithm 2, Theorem 3.5, Appendix D)",
-                "epsilon_per_value": float(self.epsilon), "delta": 0.0,
-                "epsilon_all_values_basic_composition": float(n * self.epsilon),
-                "sensitivity": float(sensitivity), "noise_scale": float(scale),
-                "inclusion_probability": float(p),
-                "amplification": (f"by sampling, p = {p:.3g}: the Laplace mechanism "
-                                  f"runs at epsilon_0 = {base:.3g}" if p < 1 else
-                                  f"none: the inclusion probability bound p = {p:.3g} "
-                                  "is not below 1"),
-                "assumptions": "trusted curator; features in [0, 1] so |x| <= "
-                               f"kappa = {kappa:.3g}; exact L2-regularised "
-                               f"minimiser (lambda = {lam:.3g}); loss "
-                               f"{self.lipschitz:.3g}-Lipschitz in the margin",
-                "not_protected": "each point from its own value; the validation set",
-            }
+            noise = laplace_noise(np.random.default_rng(
+                secret_seed_sequence(self.noise_seed)), scale, n)
+            values = values + noise
+            self.privacy_report_ = self._report(
+                n, inclusion_probability(n, m, w), sensitivity, scale, kappa, lam,
+                n_unprotected)
         self.values_ = np.full(len(X), np.nan)
         self.values_[train] = values
         self.rank_ = np.zeros(len(X), dtype=np.int64)
         self.rank_[train] = rankdata(-values, method="ordinal")
         return self
 
+    def _report(self, n, p, sensitivity, scale, kappa, lam, n_unprotected):
+        """The guarantee of each value, of the values of the others, and its limits."""
+        epsilon = float(self.epsilon)
+        return {
+            "mechanism": "Laplace output perturbation (Watson et al., "
+                         "Algorithm 2, Theorem 3.5, Appendix D)",
+            "adjacency": "zero-out one point (Appendix D's removal stability: "
+                         "its loss taken out of every coalition, n public); "
+                         "replacing one point doubles the sensitivity",
+            "epsilon_per_value": epsilon,
+            "epsilon_replace_one_per_value": 2 * epsilon,
+            "epsilon_others_values": float((n - 1) * epsilon),
+            "epsilon_others_values_replace_one": float(2 * (n - 1) * epsilon),
+            "composition": f"(n-1) eps = {(n - 1) * epsilon:.3g} from the others' "
+                           "values (basic composition); a point's own value is "
+                           "not covered",
+            "delta": 0.0,
+            "sensitivity": float(sensitivity), "noise_scale": float(scale),
+            "inclusion_probability": float(p),
+            "amplification": "none: the coalitions are public randomness, and "
+                             "sampling them does not meet the amplification "
+                             f"theorems' conditions (p = {p:.3g} is reported "
+                             "for information)",
+            "noise_source": noise_source(self.noise_seed),
+            "assumptions": "trusted curator; features in [0, 1] so |x| <= "
+                           f"kappa = {kappa:.3g}; exact L2-regularised "
+                           f"minimiser (lambda = {lam:.3g}); loss "
+                           f"{self.lipschitz:.3g}-Lipschitz in the margin",
+            "not_protected": "each point from its own value; the validation set",
+            "validation_set": validation_set_statement(n_unprotected),
+        }
+
 
 def _value_point(i, n, m, w, data, cache, seed):
     """Layered Shapley estimate of point ``i``: ``(value, coalitions evaluated)``."""
-    rng = np.random.default_rng(seed)
-    others = np.delete(np.arange(n), i)
-    # (coalitions, normaliser) per layer: the layer's mean gain is the sum of
-    # its gains over the expected number of coalitions drawn, m_k = p_k w_k.
-    layers = [([()], 1.0)]  # k = 0: the empty coalition
-    for k in range(1, n):
-        m_k, w_k = m[k - 1], w[k - 1]
-        if m_k >= w_k and w_k <= _MAX_ENUMERATED:
-            layers.append((list(combinations(others, k)), w_k))
-            continue
-        expected = min(m_k, w_k)
-        count = (rng.binomial(int(w_k), expected / w_k) if w_k < 2**62
-                 else rng.poisson(expected))
-        layers.append(([tuple(np.sort(rng.choice(others, size=k, replace=False)))
-                        for _ in range(count)], expected))
-    needed = {C for coalitions, _ in layers for C in coalitions}
+    layers = sample_layers(np.delete(np.arange(n), i), m, w,
+                           np.random.default_rng(seed))
+    needed = {C for coalitions in layers for C in coalitions}
     needed |= {tuple(sorted(C + (i,))) for C in needed}
     missing = [C for C in needed if C not in cache]
     if missing:
@@ -339,12 +421,20 @@ def _value_point(i, n, m, w, data, cache, seed):
         values = _kernels.coalition_values(data["X"], data["y"], data["X_val"],
                                            data["y_val"], members, sizes, data["lam"])
         cache.update(zip(missing, values))
-    # Coalitions worse than random guessing (ln 2 log loss) may be skipped,
-    # as in the paper; the empty coalition is exactly at that baseline.
-    baseline = data["baseline"]
-    total = 0.0
-    for coalitions, normaliser in layers:
-        gains = [cache[tuple(sorted(C + (i,)))] - cache[C] for C in coalitions
-                 if cache[C] >= baseline]
-        total += sum(gains) / normaliser
-    return total / n, len(needed)
+    gain = lambda C: (cache[tuple(sorted(C + (i,)))] - cache[C]
+                      if cache[C] >= data["baseline"] else 0.0)
+    return layered_estimate(layers, gain, n), len(needed)
+
+
+def layered_estimate(layers, gain, n):
+    """``(1/n) sum_k`` of the mean gain over the coalitions drawn in layer ``k``.
+
+    The mean over the coalitions actually drawn (an empty layer adds 0)
+    changes by at most the bound of one coalition when one point changes,
+    whatever the draw: the Appendix D sensitivity then holds for every draw.
+    Coalitions worse than random guessing (ln 2 log loss) may be skipped, as
+    in the paper, by a ``gain`` of 0; the empty coalition is exactly at that
+    baseline.
+    """
+    return sum(np.mean([gain(C) for C in coalitions])
+               for coalitions in layers if coalitions) / n

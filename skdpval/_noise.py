@@ -95,6 +95,14 @@ def gaussian_noise(generator, std, out):
     return out
 
 
+def laplace_noise(generator, scale, size):
+    """``size`` draws of Laplace(0, scale) from the secret ``generator``.
+
+    Every Laplace release draws its noise here (the audits halve it here).
+    """
+    return generator.laplace(0.0, scale, size=size)
+
+
 def noise_source(noise_seed, has_noise=True):
     """What ``privacy_report_["noise_source"]`` says about the noise."""
     if not has_noise:

@@ -1,11 +1,12 @@
 """DPFederatedValuator: per-round Shapley values, accounting, compression."""
 
 import itertools
+import warnings
 from math import factorial
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -15,21 +16,12 @@ from skdpval._compression import compress, sensitivity, sign_vote
 from skdpval._federated import federated_schedule
 
 
-def _expected_failures(estimator):
-    if estimator.estimator is None:  # a classifier
-        # Its class set comes from the held-out validation rows (public); in
-        # this check's 10 samples with 3 labels they miss a class, and fit
-        # refuses the training label outside the class set, as it must.
-        return {"check_fit2d_1feature": "classes come from the validation rows"}
-    return {}
-
-
 @parametrize_with_checks([
     DPFederatedValuator(n_rounds=2, n_permutations_per_round=3, validation_fraction=0.5,
                         random_state=0),
     DPFederatedValuator(Ridge(), utility="neg_mse", noise="iid", n_rounds=2,
                         n_permutations_per_round=3, random_state=0),
-], expected_failed_checks=_expected_failures)
+])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -111,28 +103,123 @@ def test_accounting_uses_the_sensitivity_of_the_release(clients):
         assert report["unit"] == "client" and report["private_support"]
 
 
-def test_topk_warns_that_its_support_is_private(clients):
+def record_releases(monkeypatch):
+    """The released matrix of every round, as _round_shapley receives it."""
+    releases = []
+    original = DPFederatedValuator._round_shapley
+
+    def recording(self, theta, released, *args):
+        releases.append(released.copy())
+        return original(self, theta, released, *args)
+
+    monkeypatch.setattr(DPFederatedValuator, "_round_shapley", recording)
+    return releases
+
+
+def test_topk_noises_every_coordinate(clients, monkeypatch):
+    """Top-k picks its support from private data: no coordinate is released bare."""
     X, y, groups, X_val, y_val = clients
-    fed = DPFederatedValuator(n_rounds=2, n_permutations_per_round=2,
+    releases = record_releases(monkeypatch)
+    fed = DPFederatedValuator(n_rounds=3, n_permutations_per_round=2, noise="iid",
                               compression=("topk", 2), random_state=0)
-    with pytest.warns(UserWarning, match="positions are not protected"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing left to warn about
         fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
-    assert fed.privacy_report_["private_support"] is False
+    assert np.all(np.concatenate(releases) != 0)
+    report = fed.privacy_report_
+    assert report["private_support"] and fed.epsilon_ == pytest.approx(1.0)
+    assert report["sensitivity"] == pytest.approx(1.0)  # top-k keeps |g| <= c
+    # Random-k's mask is public: the m coordinates are noised, the rest 0.
+    releases.clear()
+    fed.set_params(compression=("randk", 2)).fit(X, y, groups=groups, X_val=X_val,
+                                                  y_val=y_val)
+    assert np.all(np.sum(np.concatenate(releases) != 0, axis=1) == 2)
+
+
+def test_noise_is_drawn_at_the_calibrated_std(clients, monkeypatch):
+    import skdpval._federated as federated_module
+
+    X, y, groups, X_val, y_val = clients
+    drawn = []
+    original = federated_module.gaussian_noise
+
+    def recording(generator, std, out):
+        drawn.append(original(generator, std, out).copy())
+        return drawn[-1]
+
+    monkeypatch.setattr(federated_module, "gaussian_noise", recording)
+    fed = DPFederatedValuator(n_rounds=40, n_permutations_per_round=2, epsilon=2.0,
+                              random_state=0).fit(X, y, groups=groups, X_val=X_val,
+                                                  y_val=y_val)
+    assert len(drawn) == 40 * 6 and all(len(z) == 4 for z in drawn)
+    assert np.std(drawn) == pytest.approx(fed.privacy_report_["noise_std"], rel=0.1)
+
+
+def test_noise_and_rounding_are_secret_masks_and_permutations_public(clients):
+    X, y, groups, X_val, y_val = clients
+    fit = lambda **params: DPFederatedValuator(
+        n_rounds=3, n_permutations_per_round=4, random_state=0, **params).fit(
+        X, y, groups=groups, X_val=X_val, y_val=y_val).round_values_
+    # A known random_state does not fix the noise: it comes from OS entropy.
+    assert not np.array_equal(fit(), fit())
+    assert_allclose(fit(noise_seed=3), fit(noise_seed=3), rtol=0, atol=0)
+    # The rounding coins are secret too; masks and permutations are not.
+    quantised = dict(noise="none", compression=("quantize", 3))
+    assert not np.array_equal(fit(**quantised), fit(**quantised))
+    masked = dict(noise="none", compression=("randk", 2))
+    assert_allclose(fit(**masked), fit(**masked), rtol=0, atol=0)
+    fed = DPFederatedValuator(n_rounds=2).fit(X, y, groups=groups, X_val=X_val,
+                                               y_val=y_val)
+    assert "entropy" in fed.privacy_report_["noise_source"]
+
+
+def test_without_X_val_whole_clients_are_held_out_without_reading_labels(clients):
+    X, y, groups, _, _ = clients
+    make = lambda labels: DPFederatedValuator(
+        n_rounds=2, n_permutations_per_round=2, validation_fraction=0.3,
+        random_state=0).fit(X, labels, groups=groups)
+    fed = make(y)
+    held_out = np.isnan(fed.values_)
+    assert held_out.sum() == 2 and fed.values_.shape == (6,)
+    assert np.all(np.isnan(fed.round_values_[:, held_out]))
+    # The held-out clients' samples are counted as unprotected, all of them.
+    n_rows = np.isin(groups, fed.groups_[held_out]).sum()
+    assert n_rows == 30
+    assert f"{n_rows} samples held out" in fed.privacy_report_["validation_set"]
+    # Flipping a training label moves no client in or out of the validation set.
+    flipped = y.copy()
+    flipped[np.flatnonzero(~held_out[groups])[0]] ^= 1
+    assert_array_equal(np.isnan(make(flipped).values_), held_out)
+
+
+def test_classes_come_from_y_val_or_the_classes_parameter(clients):
+    X, y, groups, X_val, y_val = clients
+    relabelled = y.copy()
+    relabelled[0] = 2
+    fed = DPFederatedValuator(n_rounds=2, n_permutations_per_round=2, random_state=0)
+    with pytest.raises(ValueError, match="classes=\\[...\\]"):
+        fed.fit(X, relabelled, groups=groups, X_val=X_val, y_val=y_val)
+    fed.set_params(classes=[0, 1, 2]).fit(X, relabelled, groups=groups, X_val=X_val,
+                                         y_val=y_val)
+    assert_array_equal(fed.classes_, [0, 1, 2])
+    # The class set, not the labels, fixes the model: the same with y.
+    assert_array_equal(fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val).classes_,
+                       [0, 1, 2])
 
 
 def test_compression_operators():
     rng = np.random.default_rng(0)
     g = np.array([0.3, -2.0, 0.0, 1.0])
-    top, kept = compress(g, ("topk", 2), 1.0, rng)
-    assert_allclose(top, [0, -2.0, 0, 1.0]) and kept.sum() == 2
-    rand, kept = compress(g, ("randk", 3), 1.0, rng)
+    top, kept = compress(g, ("topk", 2), 1.0, rng, rng)
+    assert_allclose(top, [0, -2.0, 0, 1.0]) and kept.all()  # noise everywhere
+    rand, kept = compress(g, ("randk", 3), 1.0, rng, rng)
     assert kept.sum() == 3 and np.all(rand[~kept] == 0) and np.all(rand[kept] == g[kept])
-    quantised = np.mean([compress(np.array([0.3]), ("quantize", 3), 1.0, rng)[0]
+    quantised = np.mean([compress(np.array([0.3]), ("quantize", 3), 1.0, rng, rng)[0]
                          for _ in range(4000)])
     assert quantised == pytest.approx(0.3, abs=0.03)  # unbiased
     assert set(np.unique(compress(np.array([0.3, -0.7]), ("quantize", 3), 1.0,
-                                  rng)[0])) <= {-1.0, 0.0, 1.0}
-    assert_allclose(compress(g, "sign", 1.0, rng)[0], [1, -1, 0, 1])
+                                  rng, rng)[0])) <= {-1.0, 0.0, 1.0}
+    assert_allclose(compress(g, "sign", 1.0, rng, rng)[0], [1, -1, 0, 1])
     votes = np.array([[1, 1, -1], [1, -1, -1], [1, 1, 1]], dtype=float)
     assert_allclose(sign_vote(votes, 0.5), [1, 0, 0])  # |sum| >= 1.5 only for the first
     assert_allclose(sign_vote(votes, 0.0), [1, 1, -1])
@@ -150,7 +237,7 @@ def test_schedules():
 def test_reproducible_and_shaped(clients):
     X, y, groups, X_val, y_val = clients
     make = lambda: DPFederatedValuator(n_rounds=6, n_permutations_per_round=5,
-                                       q=0.5, epsilon=3.0, random_state=1).fit(
+                                       q=0.5, epsilon=3.0, random_state=1, noise_seed=1).fit(
         X, y, groups=groups, X_val=X_val, y_val=y_val)
     first, second = make(), make()
     assert_allclose(first.round_values_, second.round_values_, rtol=0, atol=0)

@@ -5,16 +5,25 @@ from math import comb
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdpval import LayeredShapleyValuator
-from skdpval._layered import laplace_scale
+from skdpval._layered import (
+    inclusion_probability,
+    laplace_scale,
+    layer_sizes,
+    layered_estimate,
+    sample_layers,
+)
 
 
-@parametrize_with_checks([LayeredShapleyValuator(alpha=0.9, beta=0.5, random_state=0)])
+# validation_fraction=0.5: the class set comes from the held-out labels, and
+# the checks' small data sets need both classes among them.
+@parametrize_with_checks([LayeredShapleyValuator(alpha=0.9, beta=0.5,
+                                                validation_fraction=0.5, random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -54,18 +63,52 @@ def test_exhaustive_layers_give_the_exact_shapley_value():
 
 
 def test_laplace_scale_by_hand():
-    # n = 10, epsilon = 1, L = 1, kappa = 2, lambda = 0.5, alpha = beta = 0.05,
-    # c = 0.01: p = 1e-4 ln(10) / (2 * 0.0025 * 10) * ln(400) = 0.027593;
-    # epsilon_0 = ln((e - 1) / p + 1) = 4.14757; sensitivity =
-    # 1 * 4 / (10 * 0.5) * H_9 = 0.8 * 2.828968 = 2.263175; scale = 0.545662.
-    scale, sensitivity, p, base = laplace_scale(10, 1.0, 1.0, 2.0, 0.5, 0.05, 0.05, 0.01)
-    assert p == pytest.approx(0.027593, rel=1e-4)
-    assert base == pytest.approx(4.14757, rel=1e-4)
+    # n = 10, epsilon = 0.5, L = 1, kappa = 2, lambda = 0.5: sensitivity =
+    # 1 * 4 / (10 * 0.5) * H_9 = 0.8 * 2.828968 = 2.263175; scale = 4.526349.
+    scale, sensitivity = laplace_scale(10, 0.5, 1.0, 2.0, 0.5)
     assert sensitivity == pytest.approx(2.263175, rel=1e-6)
-    assert scale == pytest.approx(0.545662, rel=1e-4)
-    # No amplification when the inclusion bound is not below 1.
-    scale, sensitivity, p, base = laplace_scale(10, 1.0, 1.0, 2.0, 0.5, 0.05, 0.05, 1.0)
-    assert p > 1 and base == 1.0 and scale == pytest.approx(sensitivity)
+    assert scale == pytest.approx(4.526349, rel=1e-6)
+
+
+def test_inclusion_probability_is_the_samplers_own():
+    """Theorem 3.4's ln(n)/n bound understates how often the sampler uses a point."""
+    n, alpha, beta, c = 20, 0.5, 0.05, 0.3
+    m, w = layer_sizes(n, alpha, beta, c)
+    rng = np.random.default_rng(0)
+    others = np.arange(1, n)
+    draws = 4000
+    hits = sum(any(1 in C for layer in sample_layers(others, m, w, rng) for C in layer)
+               for _ in range(draws))
+    p = inclusion_probability(n, m, w)
+    assert abs(hits / draws - p) < 3 * np.sqrt(p * (1 - p) / draws)
+    theorem_3_4 = c**2 * np.log(n) / (2 * alpha**2 * n) * np.log(2 * n / beta)
+    assert theorem_3_4 < 0.92 * p
+    # Exhaustive layers use every point.
+    assert inclusion_probability(6, *layer_sizes(6, 0.05, 0.05, 1.0)) == 1.0
+
+
+def test_appendix_d_bound_holds_for_every_draw():
+    """Each layer is a mean over the coalitions drawn (item 8b).
+
+    With every gain at its stability bound ``g_k`` (the most a changed point
+    can move a coalition's gain), the estimate is at most ``sum_k g_k / n``
+    for every draw. Dividing by the *expected* number of coalitions, as the
+    paper does, exceeds it whenever more coalitions are drawn than expected.
+    """
+    n, alpha = 300, 0.05
+    m, w = layer_sizes(n, alpha, 0.05, 1.0)
+    bound = lambda C: 1.0 / max(len(C), 1)
+    limit = sum(bound(range(k)) for k in range(n)) / n
+    rng = np.random.default_rng(0)
+    estimates, expected_normalised = [], []
+    for _ in range(30):
+        layers = sample_layers(np.arange(1, n), m, w, rng)
+        estimates.append(layered_estimate(layers, bound, n))
+        expected = np.r_[1.0, np.minimum(m, w)]
+        expected_normalised.append(sum(len(layer) * bound(range(k)) / expected[k]
+                                       for k, layer in enumerate(layers)) / n)
+    assert max(estimates) <= limit * (1 + 1e-12)
+    assert max(expected_normalised) > limit
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +121,70 @@ def unit_data():
 
 def test_private_values_reproducible_and_parallel_invariant(unit_data):
     X, y = unit_data
-    make = lambda n_jobs: LayeredShapleyValuator(alpha=0.3, epsilon=1.0,
-                                                 n_jobs=n_jobs, random_state=0).fit(X, y)
+    make = lambda n_jobs: LayeredShapleyValuator(alpha=0.3, epsilon=1.0, n_jobs=n_jobs,
+                                                 random_state=0, noise_seed=0).fit(X, y)
     one, two = make(1), make(2)
     assert_allclose(one.values_, two.values_, rtol=0, atol=0)
     assert one.noise_scale_ == pytest.approx(one.privacy_report_["noise_scale"])
-    assert one.privacy_report_["epsilon_all_values_basic_composition"] == pytest.approx(32)
-    assert np.isnan(one.values_).sum() == 8 and np.all(one.n_coalitions_[~np.isnan(one.values_)] > 0)
+    assert np.isnan(one.values_).sum() == 8
+    assert np.all(one.n_coalitions_[~np.isnan(one.values_)] > 0)
+
+
+def test_report_covers_the_others_values_zero_out_and_replace_one(unit_data):
+    """(n-1) eps from the others' values; replace-one doubles the sensitivity."""
+    X, y = unit_data
+    valuator = LayeredShapleyValuator(alpha=0.3, epsilon=0.5, random_state=0).fit(X, y)
+    report = valuator.privacy_report_
+    assert report["epsilon_others_values"] == pytest.approx(31 * 0.5)
+    assert report["epsilon_others_values_replace_one"] == pytest.approx(31 * 1.0)
+    assert report["epsilon_replace_one_per_value"] == pytest.approx(1.0)
+    assert "(n-1) eps" in report["composition"]
+    assert "own value is not covered" in report["composition"]
+    assert "zero-out" in report["adjacency"]
+    assert "8 samples held out" in report["validation_set"]
+    assert report["amplification"].startswith("none")
+    assert valuator.noise_scale_ == pytest.approx(report["sensitivity"] / 0.5)
+
+
+def test_laplace_noise_is_secret_and_drawn_at_the_reported_scale(unit_data, monkeypatch):
+    import skdpval._layered as layered_module
+
+    X, y = unit_data
+    fit = lambda **params: LayeredShapleyValuator(
+        alpha=0.3, epsilon=1.0, random_state=0, **params).fit(X, y).values_
+    # A known random_state does not fix the noise: it comes from OS entropy.
+    assert not np.array_equal(fit(), fit())
+    assert_array_equal(fit(noise_seed=4), fit(noise_seed=4))
+    drawn = []
+    original = layered_module.laplace_noise
+    monkeypatch.setattr(layered_module, "laplace_noise", lambda generator, scale, size:
+                        drawn.append(original(generator, scale, size)) or drawn[-1])
+    valuator = LayeredShapleyValuator(alpha=0.3, epsilon=1.0, random_state=0).fit(X, y)
+    assert len(drawn) == 1 and drawn[0].shape == (32,)
+    assert "entropy" in valuator.privacy_report_["noise_source"]
+    assert_allclose(valuator.values_[~np.isnan(valuator.values_)]
+                    - LayeredShapleyValuator(alpha=0.3, random_state=0).fit(X, y).values_[
+                        ~np.isnan(valuator.values_)], drawn[0], atol=1e-12)
+
+
+def test_classes_and_split_never_read_the_training_labels(unit_data):
+    X, y = unit_data
+    make = lambda labels, **params: LayeredShapleyValuator(
+        alpha=0.3, random_state=0, **params).fit(X, labels)
+    base = make(y)
+    held_out = np.isnan(base.values_)
+    # Flipping a training label moves no point in or out of the validation set.
+    flipped = y.copy()
+    flipped[np.flatnonzero(~held_out)[0]] ^= 1
+    assert_array_equal(np.isnan(make(flipped).values_), held_out)
+    # A training label outside the public class set is an error, not a class.
+    relabelled = y.copy()
+    relabelled[np.flatnonzero(~held_out)[0]] = 7
+    with pytest.raises(ValueError, match="classes=\\[...\\]"):
+        make(relabelled)
+    assert_array_equal(base.classes_, [0, 1])
+    assert_array_equal(make(np.where(y == 1, "b", "a"), classes=["a", "b"]).classes_,
+                       ["a", "b"])
 
 
 @pytest.mark.parametrize("make, fit_args, match", [
@@ -92,14 +192,12 @@ def test_private_values_reproducible_and_parallel_invariant(unit_data):
     (lambda: LayeredShapleyValuator(Ridge()), {}, "LogisticRegression only"),
     (lambda: LayeredShapleyValuator(LogisticRegression(l1_ratio=1.0)), {}, "L2 penalty"),
     (lambda: LayeredShapleyValuator(alpha=0.0), {}, "'alpha'"),
-    (lambda: LayeredShapleyValuator(), dict(classes=3), "binary"),
+    (lambda: LayeredShapleyValuator(classes=[0, 1, 2]), {}, "binary"),
     (lambda: LayeredShapleyValuator(), dict(X_val_only=True), "together"),
 ])
 def test_bad_input(unit_data, make, fit_args, match):
     X, y = unit_data
     X = X + fit_args.get("shift", 0.0)
-    if fit_args.get("classes") == 3:
-        y = np.arange(len(y)) % 3
     extra = {"X_val": X[:5]} if fit_args.get("X_val_only") else {}
     with pytest.raises((ValueError, TypeError), match=match):
         make().fit(X, y, **extra)
