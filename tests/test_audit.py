@@ -32,9 +32,15 @@ from scipy.stats import beta as beta_distribution
 from sklearn.linear_model import LogisticRegression
 
 import skdpval._federated as federated_module
+import skdpval._label_quality as label_quality_module
 import skdpval._layered as layered_module
 import skdpval._walk as walk_module
-from skdpval import DPDataValuator, DPFederatedValuator, LayeredShapleyValuator
+from skdpval import (
+    DPDataValuator,
+    DPFederatedValuator,
+    DPLabelQuality,
+    LayeredShapleyValuator,
+)
 from skdpval._accounting import gdp_epsilon
 
 DELTA = 5e-5
@@ -110,15 +116,37 @@ def canary_rows(canary, rows=1):
     return X, y
 
 
-def data_valuator_statistic(canary, noise_seed, rows=1):
-    """Canary's value from DPDataValuator's full-space walk (i.i.d. releases)."""
+def data_valuator_statistic(canary, noise_seed, rows=1, subspace=None):
+    """Canary's value from DPDataValuator's walk (i.i.d. releases).
+
+    ``subspace=None`` is the full-space walk (clip norm 1); ``"public"`` the
+    default walk in the direction fitted on the validation set (here the one
+    feature), with ``clip_norm="auto"``: 0.5, the validation gradients'
+    norm at zero. Either way the canary's clipped (projected) gradient is
+    ``-C`` and its neighbour's ``+C``. Raw features: the canary is built on
+    them.
+    """
     X, y = canary_rows(canary, rows)
     groups = None if rows == 1 else np.r_[np.zeros(rows), 1]
     valuator = DPDataValuator(
         LogisticRegression(fit_intercept=False), noise="iid", q=0.0, epsilon=EPSILON,
-        n_permutations=4, learning_rate=0.01, classes=[0, 1], random_state=0,
-        noise_seed=noise_seed)
+        n_permutations=4, learning_rate=0.01, subspace=subspace,
+        clip_norm=1.0 if subspace is None else "auto", standardize=False,
+        classes=[0, 1], random_state=0, noise_seed=noise_seed)
     return valuator.fit(X, y, X_val=X_VAL, y_val=Y_VAL, groups=groups).values_[0]
+
+
+def label_quality_statistic(canary, noise_seed):
+    """Canary's score from DPLabelQuality: +clip, or -clip with its label flipped.
+
+    The model fitted on the validation rows (x = +-1, labels 1 / 0) has a
+    positive slope: the canary ``x = 3`` scores beyond the clip either way.
+    """
+    X, y = canary_rows(canary)
+    scorer = DPLabelQuality(LogisticRegression(fit_intercept=False), epsilon=EPSILON,
+                            standardize=False, random_state=0, noise_seed=noise_seed)
+    X_val = np.array([[1.0], [1.0], [-1.0], [-1.0]])
+    return scorer.fit(X, y, X_val=X_val, y_val=np.array([1, 1, 0, 0])).values_[0]
 
 
 def federated_statistic(canary, noise_seed, compression=None):
@@ -155,10 +183,12 @@ GAUSSIAN_AUDITS = {
     # the others as exact zeros: the neighbour's value was exactly 0.
     "DPFederatedValuator top-k": GaussianAudit(
         lambda canary, seed: federated_statistic(canary, seed, ("topk", 1)), None),
-    # The lead adds here, one entry each (same tiny problem, same claim):
-    # "DPDataValuator subspace='public'" (draw site: skdpval._walk's
-    # gaussian_noise, through run_walks) and "DPLabelQuality" (the canary's
-    # label score; draw site: skdpval._label_quality's gaussian_noise).
+    "DPDataValuator subspace='public'": GaussianAudit(
+        lambda canary, seed: data_valuator_statistic(canary, seed,
+                                                     subspace="public"),
+        (walk_module, "gaussian_noise")),
+    "DPLabelQuality": GaussianAudit(
+        label_quality_statistic, (label_quality_module, "gaussian_noise")),
 }
 
 
@@ -166,7 +196,8 @@ GAUSSIAN_AUDITS = {
 @functools.cache
 def claimed_mu():
     """The replace-one mu that DPDataValuator's report claims at ``EPSILON``."""
-    valuator = DPDataValuator(epsilon=EPSILON, n_permutations=4, classes=[0, 1])
+    valuator = DPDataValuator(epsilon=EPSILON, n_permutations=4, subspace=None,
+                              classes=[0, 1])
     report = valuator.fit(*canary_rows(True), X_val=X_VAL, y_val=Y_VAL).privacy_report_
     return 2 * report["mu"]
 
