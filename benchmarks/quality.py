@@ -25,7 +25,10 @@ and new flips. Methods:
 - ``label quality no DP``: DPLabelQuality(epsilon=None).
 
 One JSON object per (data set, method, epsilon) on stdout, then one
-``summary`` object per (method, epsilon) with the mean over the data sets:
+``summary`` object per (method, epsilon) with the mean over the data sets,
+then ``unscaled``: raw breast_cancer features (up to ~4000), no noise,
+defaults (the valuator standardises with validation statistics) against
+``standardize=False``:
 
     python benchmarks/quality.py > benchmarks/results/quality.jsonl
 
@@ -150,6 +153,23 @@ def run_swing(datasets, seeds):
              alignment=round(float(np.mean(alignment)), 4))
 
 
+def run_unscaled(seeds):
+    for standardize in (True, False):
+        aucs = []
+        for seed in range(seeds):
+            d = load_noisy_classification("breast_cancer", flip_fraction=0.3,
+                                          independent_flips=True,
+                                          validation_size=0.25, test_size=0.0,
+                                          scale=False, random_state=seed)
+            valuator = DPDataValuator(noise="none", standardize=standardize,
+                                      random_state=seed)
+            valuator.fit(d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
+            aucs.append(noisy_label_auc(valuator.values_, d.is_noisy))
+        emit(case="unscaled", dataset="breast_cancer", method="no DP",
+             standardize=standardize, auc_mean=round(float(np.mean(aucs)), 4),
+             auc_std=round(float(np.std(aucs)), 4), seeds=seeds)
+
+
 # --- the seed paper's Table 2 protocol ------------------------------------------
 
 TABLE2_SIZES = {"breast_cancer": 569, "diabetes": 442}
@@ -247,6 +267,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.suite == "limit":
         run_limit(args.datasets, args.methods, args.epsilons, args.seeds, args.n_jobs)
+        run_unscaled(args.seeds)
     elif args.suite == "swing":
         run_swing(args.datasets, args.seeds)
     else:

@@ -92,7 +92,7 @@ def flip_labels(y, fraction, random_state=None, *, independent=False):
 def load_noisy_classification(name="breast_cancer", *, n_train=None,
                               flip_fraction=0.3, independent_flips=False,
                               validation_size=0.2, test_size=0.2,
-                              random_state=None):
+                              scale=True, random_state=None):
     """A bundled classification data set, split, scaled, with flipped labels.
 
     The samples are split (stratified) into train / validation / test; the
@@ -122,6 +122,9 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
     test_size : float in [0, 1), default=0.2
         Fraction of all samples for the test split; 0 for none (the returned
         ``X_test`` and ``y_test`` are then empty).
+    scale : bool, default=True
+        Standardise the features with the validation split's statistics;
+        False keeps them raw.
     random_state : int, RandomState instance or None, default=None
         Seeds the split and the flips.
 
@@ -156,7 +159,7 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
         stratify=y_rest, random_state=rs.randint(2**31 - 1))
     if n_train is not None and n_train < len(X_train):
         X_train, y_train = X_train[:n_train], y_train[:n_train]
-    scaler = StandardScaler().fit(X_val)
+    scaler = StandardScaler(with_mean=scale, with_std=scale).fit(X_val)
     y_noisy, is_noisy = flip_labels(y_train, flip_fraction, random_state=rs,
                                     independent=independent_flips)
     return Bunch(X_train=scaler.transform(X_train), y_train=y_noisy,
