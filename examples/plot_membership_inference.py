@@ -44,4 +44,4 @@ ax.bar(list(results), [np.mean(a) for a in results.values()],
 ax.axhline(0.5, color="grey", linestyle=":")
 ax.set_ylabel("membership attack AUC")
 fig.tight_layout()
-fig.savefig("membership_inference.png", dpi=100)
+plt.show()

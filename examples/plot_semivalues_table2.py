@@ -52,4 +52,4 @@ for ax, (policy, table) in zip(axes, tables.items()):
     for (i, j), value in np.ndenumerate(table):
         ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="white")
 fig.colorbar(image, ax=axes)
-fig.savefig("semivalues_table2.png", dpi=100)
+plt.show()
