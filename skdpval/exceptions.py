@@ -5,6 +5,11 @@ filtered on its own (``warnings.filterwarnings("ignore",
 category=UnscaledFeaturesWarning)``). The checks read only public inputs:
 the validation set, the class set, the parameters. A warning that read the
 private training data would itself be a release that is not private.
+
+Each check takes ``stacklevel``: which frame its warning points at, counted
+from the code that calls the check (1). The default, 2, suits a call from
+inside ``fit``: it points at the user's ``fit`` call (3 under
+``@_fit_context``, which adds a frame).
 """
 
 import inspect
@@ -93,9 +98,7 @@ def warn_validation_from_training(n_unprotected, n_samples, *,
     unit : str, default="sample"
         The privacy unit.
     stacklevel : int, default=2
-        Which frame the warning points at, counted from the code that calls
-        this check (1). The default, 2, suits a call from inside ``fit``: it
-        points at the user's ``fit`` call (3 under ``@_fit_context``).
+        Which frame the warning points at (see the module docstring).
 
     Examples
     --------
@@ -133,9 +136,7 @@ def warn_if_unscaled(X_val, *, standardize=False, stacklevel=2):
         Whether the estimator standardises the features itself; then
         nothing is checked.
     stacklevel : int, default=2
-        Which frame the warning points at, counted from the code that calls
-        this check (1). The default, 2, suits a call from inside ``fit``: it
-        points at the user's ``fit`` call (3 under ``@_fit_context``).
+        Which frame the warning points at (see the module docstring).
 
     Returns
     -------
@@ -193,9 +194,7 @@ def warn_if_many_classes(y_val, classes, *, max_classes=MAX_CLASSES,
     max_classes : int, default=MAX_CLASSES
         More classes than this fire the warning.
     stacklevel : int, default=2
-        Which frame the warning points at, counted from the code that calls
-        this check (1). The default, 2, suits a call from inside ``fit``: it
-        points at the user's ``fit`` call (3 under ``@_fit_context``).
+        Which frame the warning points at (see the module docstring).
 
     Returns
     -------
@@ -239,9 +238,7 @@ def warn_if_default_epsilon(estimator, *, stacklevel=2):
     estimator : estimator object
         Has an ``epsilon`` parameter with a default, and ``delta``.
     stacklevel : int, default=2
-        Which frame the warning points at, counted from the code that calls
-        this check (1). The default, 2, suits a call from inside ``fit``: it
-        points at the user's ``fit`` call (3 under ``@_fit_context``).
+        Which frame the warning points at (see the module docstring).
 
     Returns
     -------
