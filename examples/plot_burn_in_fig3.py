@@ -32,5 +32,4 @@ for k in (200, 500, 1000):
 # %%
 ax = plot_auc_vs_budget(burn_ins, aucs, xlabel="burn-in q")
 ax.figure.tight_layout()
-ax.figure.savefig("burn_in_fig3.png", dpi=100)
-plt.close(ax.figure)
+plt.show()

@@ -1,6 +1,6 @@
 """
 Valuing data sets: 100 parties of 10 digits (seed paper, Table 3 top)
-====================================================================
+=====================================================================
 
 ``digits`` split into 100 parties of 10 samples; 30 parties have all their
 labels changed. Each party is valued as a whole (``fit(..., groups=...)``):
@@ -47,4 +47,4 @@ ax.bar(list(aucs), list(aucs.values()))
 ax.axhline(0.5, color="grey", linestyle=":")
 ax.set_ylabel("AUC of finding bad parties")
 fig.tight_layout()
-fig.savefig("dataset_valuation.png", dpi=100)
+plt.show()

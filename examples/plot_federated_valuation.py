@@ -52,4 +52,4 @@ for client in range(20):
 axes[1].set_xlabel("round")
 axes[1].set_ylabel("per-round value (red: bad clients)")
 fig.tight_layout()
-fig.savefig("federated_valuation.png", dpi=100)
+plt.show()

@@ -6,8 +6,12 @@ Layered Shapley values, private and not (Watson et al.)
 [0, 1] (the paper's App. E): test accuracy after removing the highest-valued
 points, by non-private and private (epsilon = 1) Layered Shapley values and
 at random, and the Spearman correlation between private and non-private
-values over 5 runs. The private values carry Laplace noise at the scale of
-the paper's Appendix D sensitivity.
+values over 3 runs. The private values carry Laplace noise at the scale of
+the paper's Appendix D sensitivity. To run in well under a minute, the
+(alpha, beta) approximation is (0.15, 0.15) rather than the default
+(0.05, 0.05): 402 coalitions per point instead of 2,271, and the same noise,
+since the Theorem 3.4 inclusion bound exceeds 1 either way (7.4 here, 76 at
+the default), so no amplification applies.
 """
 
 # %%
@@ -31,16 +35,18 @@ train, val, test = order[:100], order[100:300], order[300:]
 fit_on = dict(X_val=X[val], y_val=y[val])
 
 started = time.perf_counter()
-public = LayeredShapleyValuator(n_jobs=2, random_state=0).fit(X[train], y[train], **fit_on)
+approximation = dict(alpha=0.15, beta=0.15, n_jobs=2)
+public = LayeredShapleyValuator(random_state=0, **approximation).fit(
+    X[train], y[train], **fit_on)
 print(f"non-private fit: {time.perf_counter() - started:.1f} s, "
       f"{public.n_coalitions_.mean():.0f} coalitions per point")
-private = [LayeredShapleyValuator(epsilon=1.0, n_jobs=2, random_state=seed).fit(
-    X[train], y[train], **fit_on) for seed in range(5)]
+private = [LayeredShapleyValuator(epsilon=1.0, random_state=seed, **approximation).fit(
+    X[train], y[train], **fit_on) for seed in range(3)]
 print("Laplace scale", round(private[0].noise_scale_, 3), "| non-private values in",
       np.round(np.percentile(public.values_, [5, 95]), 4))
 print(private[0].privacy_report_["amplification"])
 rho = [spearmanr(p.values_, public.values_)[0] for p in private]
-print(f"Spearman(private, non-private) over 5 runs: {np.mean(rho):.3f}")
+print(f"Spearman(private, non-private) over 3 runs: {np.mean(rho):.3f}")
 
 # %%
 fractions = np.linspace(0, 0.5, 6)
@@ -55,5 +61,4 @@ curves = {
 ax = plot_removal_curves(fractions, curves)
 ax.set_title("removing the highest-valued points")
 ax.figure.tight_layout()
-ax.figure.savefig("layered_shapley.png", dpi=100)
-plt.close(ax.figure)
+plt.show()

@@ -1,6 +1,6 @@
 """
 More budget, worse private values: the paradox (seed paper, Fig. 2)
-==================================================================
+===================================================================
 
 Diabetes (binarised at its median), logistic regression, epsilon = 1, a
 fixed learning rate. As the number of permutations ``k`` grows at a fixed
@@ -63,4 +63,4 @@ plot_auc_vs_budget(budgets, mean_value, ax=axes[1], ylabel="mean value",
                    chance_level=None)
 plot_removal_curves(fractions, curves, ax=axes[2])
 fig.tight_layout()
-fig.savefig("paradox_fig2.png", dpi=100)
+plt.show()

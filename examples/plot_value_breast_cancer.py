@@ -4,7 +4,9 @@ Private data values on breast cancer with flipped labels
 
 Values the training samples of ``breast_cancer`` (30% of labels flipped)
 without noise, with i.i.d. noise and with correlated noise at the same exact
-privacy budget, and plots the values of clean and flipped samples.
+privacy budget, and plots the values of clean and flipped samples, then the
+private values sorted, with their error bars
+(:func:`skdpval.plotting.plot_values`).
 """
 
 # %%
@@ -14,6 +16,7 @@ import numpy as np
 from skdpval import DPDataValuator
 from skdpval.datasets import load_noisy_classification
 from skdpval.metrics import noisy_label_auc
+from skdpval.plotting import plot_values
 
 data = load_noisy_classification("breast_cancer", random_state=0)
 
@@ -33,4 +36,13 @@ for ax, noise in zip(axes, ["none", "iid", "correlated"]):
     ax.set_xlabel("value")
 axes[0].legend()
 fig.tight_layout()
-fig.savefig("value_breast_cancer.png", dpi=100)
+plt.show()
+
+# %%
+# The correlated-noise values, sorted, with error bars of two standard errors
+# when the valuator reports them (``values_stderr_``); flipped samples in red.
+ax = plot_values(valuator, mark=data.is_noisy, mark_label="flipped")
+ax.set_title(f"epsilon = {valuator.epsilon_:g}, max. AUC "
+             f"{valuator.privacy_report_['max_noisy_label_auc']:.3f}")
+ax.figure.tight_layout()
+plt.show()

@@ -1,5 +1,6 @@
 """skdpval: differentially private data valuation for scikit-learn."""
 
+from . import exceptions
 from ._federated import DPFederatedValuator
 from ._label_quality import DPLabelQuality
 from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter

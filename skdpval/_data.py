@@ -4,7 +4,7 @@ from collections import namedtuple
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import _check_feature_names, check_array, validate_data
 
 from . import _kernels
 from ._models import classifier_targets
@@ -83,6 +83,30 @@ def encode_training_labels(y, classes):
             "the model. Pass classes=[...] listing every class, or remove "
             "those samples.")
     return index
+
+
+def check_validation_features(estimator, X_val, **check_params):
+    """``X_val`` checked against the ``X`` that ``estimator`` was just fitted on.
+
+    Every error names ``X_val`` (``validate_data`` would say ``X``): its
+    column count against ``n_features_in_``, NaN or infinity, sparse input.
+    Column names are checked as ``validate_data(..., reset=False)`` does.
+    ``check_params`` go to :func:`~sklearn.utils.check_array` (e.g.
+    ``dtype=np.float64, order="C"``).
+    """
+    _check_feature_names(estimator, X_val, reset=False)
+    try:
+        X_val = check_array(X_val, input_name="X_val", **check_params)
+    except ValueError as error:  # some of check_array's messages name no input
+        if "X_val" in str(error):
+            raise
+        raise ValueError(f"X_val: {error}") from error
+    if X_val.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X_val has {X_val.shape[1]} features, but X has "
+            f"{estimator.n_features_in_}: the validation set needs the same "
+            f"columns as the training data.")
+    return X_val
 
 
 def check_validation_targets(y_val, n_val, classes):

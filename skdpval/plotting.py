@@ -75,3 +75,77 @@ def plot_auc_vs_budget(budgets, aucs, *, ax=None, xlabel="permutations k",
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return ax
+
+
+def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=None):
+    """A fitted valuator's values, sorted, with error bars; held-out parties marked.
+
+    The error bar of a value is ``interval`` times its standard error,
+    ``valuator.values_stderr_`` (the spread of the Monte Carlo estimate and
+    of the noise, not its bias); without that attribute the values are drawn
+    without bars. Parties held out as the validation set (value NaN) are
+    drawn after the valued ones, as grey crosses on the zero line.
+
+    Parameters
+    ----------
+    valuator : fitted valuator
+        Any estimator with ``values_`` (e.g. :class:`~skdpval.DPDataValuator`).
+    mark : array-like of bool of shape (n_parties,), default=None
+        Parties to draw in another colour, e.g. those known to have flipped
+        labels.
+    mark_label : str, default="marked"
+        Legend entry of the ``mark`` parties.
+    interval : float, default=2.0
+        Half-width of the error bars in standard errors (2: about 95%).
+    ax : matplotlib Axes, default=None
+        Where to draw; a new figure when None.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skdpval import DPDataValuator
+    >>> from skdpval.plotting import plot_values
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)[:120]
+    >>> valuator = DPDataValuator(noise="none", q=0.0, n_permutations=20,
+    ...                           random_state=0).fit(X, y[:120])
+    >>> ax = plot_values(valuator)
+    >>> ax.get_xlabel()
+    'parties, by increasing value'
+    """
+    values = np.asarray(valuator.values_, dtype=np.float64)
+    stderr = getattr(valuator, "values_stderr_", None)
+    stderr = (np.zeros_like(values) if stderr is None
+              else np.asarray(stderr, dtype=np.float64))
+    mark = np.zeros(len(values), bool) if mark is None else np.asarray(mark, bool)
+    if mark.shape != values.shape:
+        raise ValueError(f"mark must have one entry per value ({len(values)}), "
+                         f"got shape {mark.shape}.")
+    ax = _axes(ax)
+    valued = np.flatnonzero(~np.isnan(values))
+    order = valued[np.argsort(values[valued], kind="stable")]
+    position = np.arange(len(order))
+    for selected, label, color in [(~mark[order], "value", "tab:blue"),
+                                   (mark[order], mark_label, "tab:red")]:
+        if selected.any():
+            rows = order[selected]
+            ax.errorbar(position[selected], values[rows], yerr=interval * stderr[rows],
+                        fmt="o", markersize=3, elinewidth=0.8, color=color, label=label)
+    held_out = np.flatnonzero(np.isnan(values))
+    if len(held_out):
+        ax.plot(len(order) + np.arange(len(held_out)), np.zeros(len(held_out)),
+                "x", color="grey", markersize=3,
+                label="held out (validation: not valued, not protected)")
+    ax.axhline(0.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("parties, by increasing value")
+    ax.set_ylabel(f"value +- {interval:g} std. error"
+                  if getattr(valuator, "values_stderr_", None) is not None else "value")
+    ax.legend()
+    return ax

@@ -2,8 +2,9 @@
 
 import matplotlib
 import numpy as np
+import pytest
 
-from skdpval.plotting import plot_auc_vs_budget, plot_removal_curves
+from skdpval.plotting import plot_auc_vs_budget, plot_removal_curves, plot_values
 
 matplotlib.use("Agg")
 
@@ -16,3 +17,41 @@ def test_curves_are_drawn_with_their_means():
     np.testing.assert_allclose(lines["b"], [0.8, 0.7])
     ax = plot_auc_vs_budget([1, 2, 3], {"x": [0.5, 0.6, 0.7]}, chance_level=None)
     assert [line.get_label() for line in ax.get_lines()] == ["x"]
+
+
+class _Values:
+    """A fitted valuator as plot_values reads it."""
+
+    def __init__(self, values, stderr=None):
+        self.values_ = np.asarray(values, dtype=float)
+        if stderr is not None:
+            self.values_stderr_ = np.asarray(stderr, dtype=float)
+
+
+def test_plot_values_sorts_draws_error_bars_and_marks_held_out_rows():
+    valuator = _Values([0.3, np.nan, -0.1, 0.2, np.nan], stderr=[0.01, np.nan, 0.02, 0.03, np.nan])
+    mark = np.array([False, False, True, False, False])
+    ax = plot_values(valuator, mark=mark, mark_label="flipped", interval=2.0)
+    series = {container.get_label(): container for container in ax.containers}
+    clean, flipped = series["value"], series["flipped"]
+    np.testing.assert_allclose(clean.lines[0].get_ydata(), [0.2, 0.3])
+    np.testing.assert_allclose(clean.lines[0].get_xdata(), [1, 2])
+    np.testing.assert_allclose(flipped.lines[0].get_ydata(), [-0.1])
+    # error bars span value +- 2 stderr
+    segments = clean.lines[2][0].get_segments()
+    np.testing.assert_allclose([s[:, 1] for s in segments], [[0.14, 0.26], [0.28, 0.32]])
+    held_out = [line for line in ax.get_lines() if line.get_label().startswith("held out")]
+    np.testing.assert_allclose(held_out[0].get_xdata(), [3, 4])
+    assert "2 std. error" in ax.get_ylabel()
+
+
+def test_plot_values_without_stderr_draws_points_only():
+    ax = plot_values(_Values([0.5, -0.5, 0.0]))
+    (series,) = ax.containers
+    np.testing.assert_allclose(series.lines[0].get_ydata(), [-0.5, 0.0, 0.5])
+    assert ax.get_ylabel() == "value"
+
+
+def test_plot_values_checks_the_mark():
+    with pytest.raises(ValueError, match="mark must have one entry per value"):
+        plot_values(_Values([0.5, -0.5]), mark=[True])

@@ -1,0 +1,267 @@
+"""Warnings that name their remedy, and the checks that raise them.
+
+Every warning is a :class:`UserWarning` subclass, so that it can be
+filtered on its own (``warnings.filterwarnings("ignore",
+category=UnscaledFeaturesWarning)``). The checks read only public inputs:
+the validation set, the class set, the parameters. A warning that read the
+private training data would itself be a release that is not private.
+
+Each check takes ``stacklevel``: which frame its warning points at, counted
+from the code that calls the check (1). The default, 2, suits a call from
+inside ``fit``: it points at the user's ``fit`` call (3 under
+``@_fit_context``, which adds a frame).
+"""
+
+import inspect
+import warnings
+
+import numpy as np
+
+from ._accounting import gdp_mu, noisy_label_auc_limit
+
+__all__ = [
+    "DefaultEpsilonWarning",
+    "ManyClassesWarning",
+    "SkdpvalWarning",
+    "UnprotectedValidationWarning",
+    "UnscaledFeaturesWarning",
+    "warn_if_default_epsilon",
+    "warn_if_many_classes",
+    "warn_if_unscaled",
+    "warn_validation_from_training",
+]
+
+# A validation column is "unscaled" when its std leaves [1/10, 10] or its
+# mean lies more than 10 from 0: the walk starts at theta = 0 with one
+# learning rate and one clip norm for every feature, so such a column either
+# dominates every clipped gradient or is never learnt.
+SCALE_TOLERANCE = 10.0
+# Above this many classes a multinomial walk costs n_classes times a binary
+# one, and the target is more often a regression target than class labels.
+MAX_CLASSES = 50
+
+
+class SkdpvalWarning(UserWarning):
+    """Base class of the warnings of skdpval."""
+
+
+class UnprotectedValidationWarning(SkdpvalWarning):
+    """The validation set was taken from the training data ``X``.
+
+    Those samples are used without noise: they are not protected and get no
+    value. Pass a public ``X_val`` and ``y_val`` to ``fit`` instead.
+    """
+
+
+class UnscaledFeaturesWarning(SkdpvalWarning):
+    """The validation features look unscaled (column std far from 1).
+
+    The walk uses one learning rate and one clip norm for all features.
+    Standardise with the validation set's statistics (the valuator's
+    ``standardize=True``) or with statistics of other public data.
+    """
+
+
+class ManyClassesWarning(SkdpvalWarning):
+    """A classifier's target looks like a regression target.
+
+    More than ``MAX_CLASSES`` classes, or float labels with more than two
+    values. Use a regressor, or integer class labels.
+    """
+
+
+class DefaultEpsilonWarning(SkdpvalWarning):
+    """The default ``epsilon`` is in use, and it caps what values can reveal.
+
+    At the default budget no method can find flipped labels with a ROC AUC
+    above ``Phi(sqrt(2) mu)`` (about 0.66 at epsilon = 1, delta = 5e-5).
+    Raised once per process.
+    """
+
+
+def warn_validation_from_training(n_unprotected, n_samples, *,
+                                  validation_fraction=None, unit="sample",
+                                  stacklevel=2):
+    """Warn that ``n_unprotected`` of ``n_samples`` rows of X became the validation set.
+
+    Call it when ``fit`` got no ``X_val``. ``unit`` is the privacy unit
+    (``"sample"`` or ``"group"``), for the message.
+
+    Parameters
+    ----------
+    n_unprotected : int
+        Number of rows of ``X`` held out as the validation set.
+    n_samples : int
+        Number of rows of ``X``.
+    validation_fraction : float or None, default=None
+        The fraction that was held out, quoted in the message.
+    unit : str, default="sample"
+        The privacy unit.
+    stacklevel : int, default=2
+        Which frame the warning points at (see the module docstring).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skdpval.exceptions import warn_validation_from_training
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_validation_from_training(114, 569, validation_fraction=0.2)
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    fit got no X_val: 114 of the 569 samples of X (validation_fraction=0.2) ...
+    """
+    fraction = ("" if validation_fraction is None
+                else f" (validation_fraction={validation_fraction:g})")
+    warnings.warn(
+        f"fit got no X_val: {n_unprotected} of the {n_samples} samples of X"
+        f"{fraction} were held out as the validation set. They are used "
+        f"without noise, are NOT protected by the privacy guarantee, and get "
+        f"no value (NaN). Pass public validation data with fit(X, y, "
+        f"X_val=..., y_val=...) to protect every {unit}.",
+        UnprotectedValidationWarning, stacklevel=stacklevel + 1)
+
+
+def warn_if_unscaled(X_val, *, standardize=False, stacklevel=2):
+    """Warn when validation columns look unscaled and nothing will scale them.
+
+    A column (constant ones excepted) is off-scale when its std lies outside
+    ``[1/SCALE_TOLERANCE, SCALE_TOLERANCE]`` or its mean is more than
+    ``SCALE_TOLERANCE`` away from 0. Only ``X_val`` is read: it is public.
+
+    Parameters
+    ----------
+    X_val : ndarray of shape (n_val, n_features)
+        The validation features, as the walk would see them.
+    standardize : bool, default=False
+        Whether the estimator standardises the features itself; then
+        nothing is checked.
+    stacklevel : int, default=2
+        Which frame the warning points at (see the module docstring).
+
+    Returns
+    -------
+    off_scale : ndarray of shape (n_features,) of bool
+        The columns found off-scale (all False when ``standardize``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpval.exceptions import warn_if_unscaled
+    >>> rng = np.random.default_rng(0)
+    >>> warn_if_unscaled(rng.normal(size=(50, 3))).any()
+    np.False_
+    """
+    X_val = np.asarray(X_val, dtype=np.float64)
+    off_scale = np.zeros(X_val.shape[1], dtype=bool)
+    if standardize or len(X_val) < 2:
+        return off_scale
+    mean, std = X_val.mean(axis=0), X_val.std(axis=0)
+    varies = std > 0
+    off_scale = varies & ((std > SCALE_TOLERANCE) | (std < 1 / SCALE_TOLERANCE)
+                          | (np.abs(mean) > SCALE_TOLERANCE))
+    if off_scale.any():
+        worst = np.flatnonzero(off_scale)[np.argmax(np.abs(np.log(std[off_scale]))
+                                                    + np.abs(mean[off_scale]))]
+        warnings.warn(
+            f"The features look unscaled: {off_scale.sum()} of {X_val.shape[1]} "
+            f"validation columns have a std outside [{1 / SCALE_TOLERANCE:g}, "
+            f"{SCALE_TOLERANCE:g}] or a mean beyond +-{SCALE_TOLERANCE:g} (e.g. "
+            f"column {worst}: mean {mean[worst]:.3g}, std {std[worst]:.3g}). "
+            "The walk uses one learning rate and one clip norm for every "
+            "feature, so its values can be worse than chance. Let the "
+            "valuator standardise with the validation set's statistics "
+            "(standardize=True), or scale X and X_val with statistics of "
+            "public data: a StandardScaler fitted on the private X is itself "
+            "a release that is not private.",
+            UnscaledFeaturesWarning, stacklevel=stacklevel + 1)
+    return off_scale
+
+
+def warn_if_many_classes(y_val, classes, *, max_classes=MAX_CLASSES,
+                         stacklevel=2):
+    """Warn when a classifier's target looks like a regression target.
+
+    It fires for more than ``max_classes`` classes, or for float labels with
+    more than two classes. Only public inputs are read: ``classes`` (the
+    class set, from ``y_val`` or the ``classes`` parameter) and ``y_val``.
+
+    Parameters
+    ----------
+    y_val : array-like of shape (n_val,)
+        The validation targets as given to ``fit``.
+    classes : array-like of shape (n_classes,)
+        The class set the classifier will use.
+    max_classes : int, default=MAX_CLASSES
+        More classes than this fire the warning.
+    stacklevel : int, default=2
+        Which frame the warning points at (see the module docstring).
+
+    Returns
+    -------
+    fired : bool
+
+    Examples
+    --------
+    >>> from skdpval.exceptions import warn_if_many_classes
+    >>> warn_if_many_classes([0, 1, 1, 0], classes=[0, 1])
+    False
+    """
+    n_classes = len(classes)
+    float_labels = np.asarray(y_val).dtype.kind == "f" and n_classes > 2
+    if n_classes <= max_classes and not float_labels:
+        return False
+    why = (f"{n_classes} classes (more than {max_classes})"
+           if n_classes > max_classes else
+           f"float labels with {n_classes} distinct values")
+    warnings.warn(
+        f"The classifier's target has {why}: it looks like a regression "
+        f"target. A classifier's walk costs about n_classes times a binary "
+        "one. For a numeric target use a regressor (e.g. "
+        "DPDataValuator(Ridge()) or SGDRegressor()); if these are class "
+        "labels, pass them as integers or strings, or merge rare classes.",
+        ManyClassesWarning, stacklevel=stacklevel + 1)
+    return True
+
+
+_default_epsilon_warned = False
+
+
+def warn_if_default_epsilon(estimator, *, stacklevel=2):
+    """Warn, once per process, that ``estimator`` runs at its default epsilon.
+
+    Quiet when the estimator adds no noise (``noise="none"``), is given a
+    ``noise_multiplier`` instead of a budget, or has an ``epsilon`` other
+    than its class's default.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Has an ``epsilon`` parameter with a default, and ``delta``.
+    stacklevel : int, default=2
+        Which frame the warning points at (see the module docstring).
+
+    Returns
+    -------
+    fired : bool
+    """
+    global _default_epsilon_warned
+    params = estimator.get_params(deep=False)
+    default = inspect.signature(type(estimator)).parameters["epsilon"].default
+    if (_default_epsilon_warned or params.get("noise") == "none"
+            or params.get("noise_multiplier") is not None
+            or params["epsilon"] != default):
+        return False
+    _default_epsilon_warned = True
+    epsilon, delta = params["epsilon"], params["delta"]
+    ceilings = ", ".join(
+        f"epsilon={e:g} allows {noisy_label_auc_limit(gdp_mu(e, delta)):.3f}"
+        for e in (3.0, 10.0))
+    warnings.warn(
+        f"{type(estimator).__name__} runs at the default epsilon={epsilon:g} "
+        f"(delta={delta:g}): at this budget no method can find flipped labels "
+        f"with a ROC AUC above "
+        f"{noisy_label_auc_limit(gdp_mu(epsilon, delta)):.3f}. Set epsilon "
+        f"explicitly ({ceilings}); privacy_report_['max_noisy_label_auc'] "
+        "gives the ceiling of any budget. (Shown once per process.)",
+        DefaultEpsilonWarning, stacklevel=stacklevel + 1)
+    return True

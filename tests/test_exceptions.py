@@ -1,0 +1,122 @@
+"""Each warning fires when it should, names its remedy, and stays quiet otherwise."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+import skdpval
+from skdpval import DPDataValuator, DPFederatedValuator, exceptions
+from skdpval._accounting import gdp_mu, noisy_label_auc_limit
+from skdpval.exceptions import (
+    DefaultEpsilonWarning,
+    ManyClassesWarning,
+    SkdpvalWarning,
+    UnprotectedValidationWarning,
+    UnscaledFeaturesWarning,
+    warn_if_default_epsilon,
+    warn_if_many_classes,
+    warn_if_unscaled,
+    warn_validation_from_training,
+)
+
+
+def quietly(check, *args, **kwargs):
+    """Run ``check`` with every warning an error: the quiet path."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return check(*args, **kwargs)
+
+
+def test_every_warning_is_a_user_warning_exported_by_the_package():
+    for category in (UnprotectedValidationWarning, UnscaledFeaturesWarning,
+                     ManyClassesWarning, DefaultEpsilonWarning):
+        assert issubclass(category, SkdpvalWarning)
+        assert issubclass(category, UserWarning)
+    assert skdpval.exceptions is exceptions
+
+
+def test_validation_from_training_says_how_many_and_how_to_pass_x_val():
+    def fit():  # the check is called inside an estimator's fit
+        warn_validation_from_training(114, 569, validation_fraction=0.2)
+
+    with pytest.warns(UnprotectedValidationWarning) as caught:
+        fit()
+    message = str(caught[0].message)
+    assert "114 of the 569 samples" in message
+    assert "NOT protected" in message and "X_val=" in message
+    assert caught[0].filename == __file__  # points at the call of fit
+
+
+def test_unscaled_fires_on_raw_breast_cancer_and_names_the_remedy():
+    X, _ = load_breast_cancer(return_X_y=True)
+    with pytest.warns(UnscaledFeaturesWarning, match="standardize=True") as caught:
+        off_scale = warn_if_unscaled(X[:100])
+    assert off_scale.sum() >= 10
+    assert "StandardScaler fitted on the private X" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("column, fires", [
+    (np.linspace(-1, 1, 50), False),
+    (np.linspace(-1, 1, 50) * 30, True),     # std too large
+    (np.linspace(-1, 1, 50) * 0.01, True),   # std too small
+    (np.linspace(-1, 1, 50) + 100, True),    # mean far from 0
+    (np.full(50, 5.0), False),               # a constant column is an intercept
+])
+def test_unscaled_judges_each_column(column, fires):
+    X_val = np.column_stack([np.random.default_rng(0).normal(size=50), column])
+    if fires:
+        with pytest.warns(UnscaledFeaturesWarning, match="1 of 2"):
+            off_scale = warn_if_unscaled(X_val)
+        assert off_scale.tolist() == [False, True]
+    else:
+        assert not quietly(warn_if_unscaled, X_val).any()
+
+
+def test_unscaled_is_quiet_when_the_estimator_standardises():
+    X, _ = load_breast_cancer(return_X_y=True)
+    assert not quietly(warn_if_unscaled, X, standardize=True).any()
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    assert not quietly(warn_if_unscaled, X).any()
+
+
+def test_many_classes_fires_for_a_regression_target():
+    y_val = np.arange(60) % 55 + 25            # like diabetes' integer target
+    with pytest.warns(ManyClassesWarning, match="55 classes") as caught:
+        assert warn_if_many_classes(y_val, np.unique(y_val))
+    assert "Ridge()" in str(caught[0].message)
+    y_val = np.array([0.5, 1.0, 1.5, 2.0])
+    with pytest.warns(ManyClassesWarning, match="float labels with 4"):
+        assert warn_if_many_classes(y_val, np.unique(y_val))
+
+
+@pytest.mark.parametrize("y_val", [np.array([0, 1, 2] * 20),
+                                   np.array([0.0, 1.0] * 20),
+                                   np.array(["cat", "dog"] * 20),
+                                   np.arange(50)])
+def test_many_classes_is_quiet_for_class_labels(y_val):
+    assert not quietly(warn_if_many_classes, y_val, np.unique(y_val))
+
+
+@pytest.fixture
+def fresh_process(monkeypatch):
+    monkeypatch.setattr(exceptions, "_default_epsilon_warned", False)
+
+
+def test_default_epsilon_fires_once_with_the_auc_ceiling(fresh_process):
+    limit = noisy_label_auc_limit(gdp_mu(1.0, 5e-5))
+    assert round(limit, 3) == 0.663
+    with pytest.warns(DefaultEpsilonWarning, match=f"above {limit:.3f}") as caught:
+        assert warn_if_default_epsilon(DPDataValuator())
+    assert "epsilon=3 allows 0.866" in str(caught[0].message)
+    assert not quietly(warn_if_default_epsilon, DPDataValuator())  # once
+    assert not quietly(warn_if_default_epsilon, DPFederatedValuator())
+
+
+@pytest.mark.parametrize("params", [dict(epsilon=3.0), dict(noise="none"),
+                                    dict(epsilon=None, noise_multiplier=2.0)])
+def test_default_epsilon_is_quiet_when_the_budget_is_chosen(fresh_process, params):
+    assert not quietly(warn_if_default_epsilon, DPDataValuator(**params))
+    with pytest.warns(DefaultEpsilonWarning):  # still armed
+        warn_if_default_epsilon(DPDataValuator())

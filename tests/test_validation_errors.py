@@ -1,0 +1,107 @@
+"""Errors about the validation set name X_val, y_val or groups, not X."""
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.linear_model import Ridge
+
+from skdpval import (
+    DPDataValuator,
+    DPFederatedValuator,
+    DPFilteredClassifier,
+    DPFilteredRegressor,
+    DPValueFilter,
+    LayeredShapleyValuator,
+)
+from skdpval._data import check_validation_features
+
+rng = np.random.default_rng(0)
+X = rng.uniform(size=(24, 4))
+y = np.array([0, 1] * 12)
+FAST = dict(n_permutations=2, random_state=0)
+
+# Each public estimator, its fit call, and whether it already routes X_val
+# through _data.check_validation_features (then its errors say "X_val").
+NOT_WIRED = pytest.mark.xfail(
+    strict=True, reason="fit still checks X_val with validate_data, whose "
+    "message says 'X': swap in _data.check_validation_features (the lead's "
+    "_valuator.py; the trust helper's _federated.py and _layered.py)")
+ESTIMATORS = {
+    "DPDataValuator": (lambda: DPDataValuator(**FAST), "fit", NOT_WIRED),
+    "DPFederatedValuator": (lambda: DPFederatedValuator(
+        n_rounds=2, n_permutations_per_round=2, random_state=0), "fit", NOT_WIRED),
+    "LayeredShapleyValuator": (lambda: LayeredShapleyValuator(random_state=0),
+                               "fit", NOT_WIRED),
+    "DPValueFilter": (lambda: DPValueFilter(DPDataValuator(**FAST)),
+                      "fit_resample", NOT_WIRED),
+    "DPFilteredClassifier": (lambda: DPFilteredClassifier(DPDataValuator(**FAST)),
+                             "fit", NOT_WIRED),
+    "DPFilteredRegressor": (lambda: DPFilteredRegressor(DPDataValuator(Ridge(), **FAST)),
+                            "fit", NOT_WIRED),
+}
+
+
+@pytest.mark.parametrize("make, method", [
+    pytest.param(make, method, id=name, marks=mark)
+    for name, (make, method, mark) in ESTIMATORS.items()])
+def test_x_val_with_wrong_column_count_names_x_val(make, method):
+    estimator = make()
+    with pytest.raises(ValueError, match="X_val"):
+        getattr(estimator, method)(X, y, X_val=X[:6, :3], y_val=y[:6])
+
+
+@pytest.mark.parametrize("make, method", [
+    pytest.param(make, method, id=name)
+    for name, (make, method, _) in ESTIMATORS.items()])
+def test_y_val_with_wrong_length_names_y_val(make, method):
+    with pytest.raises(ValueError, match="y_val"):
+        getattr(make(), method)(X, y, X_val=X[:6], y_val=y[:5])
+
+
+@pytest.mark.parametrize("make", [lambda: DPDataValuator(**FAST),
+                                  lambda: DPFederatedValuator(
+                                      n_rounds=2, n_permutations_per_round=2)],
+                         ids=["DPDataValuator", "DPFederatedValuator"])
+def test_groups_with_wrong_length_names_groups(make):
+    with pytest.raises(ValueError, match="groups"):
+        make().fit(X, y, X_val=X[:6], y_val=y[:6], groups=np.arange(23))
+
+
+class _Fitted(BaseEstimator):
+    """Stands for an estimator whose fit has just validated X."""
+
+    def __init__(self, n_features=4):
+        self.n_features = n_features
+        self.n_features_in_ = n_features
+
+
+@pytest.mark.parametrize("X_val, error, message", [
+    (np.ones((5, 3)), ValueError, "X_val has 3 features, but X has 4"),
+    (np.ones(4), ValueError, "X_val: Expected 2D array"),
+    (np.full((5, 4), np.nan), ValueError, "Input X_val contains NaN"),
+    (np.empty((0, 4)), ValueError, "X_val: Found array with 0 sample"),
+])
+def test_check_validation_features_names_x_val(X_val, error, message):
+    with pytest.raises(error, match=message):
+        check_validation_features(_Fitted(), X_val, dtype=np.float64)
+
+
+def test_check_validation_features_refuses_sparse_by_name():
+    sparse = pytest.importorskip("scipy.sparse")
+    with pytest.raises(TypeError, match="X_val"):
+        check_validation_features(_Fitted(), sparse.csr_matrix(np.ones((5, 4))))
+
+
+def test_check_validation_features_passes_good_data_through():
+    X_val = check_validation_features(_Fitted(), [[1, 2, 3, 4]] * 3,
+                                      dtype=np.float64, order="C")
+    assert X_val.dtype == np.float64 and X_val.flags.c_contiguous
+    np.testing.assert_array_equal(X_val, [[1.0, 2.0, 3.0, 4.0]] * 3)
+
+
+def test_check_validation_features_checks_column_names():
+    pd = pytest.importorskip("pandas")
+    fitted = _Fitted(2)
+    fitted.feature_names_in_ = np.array(["a", "b"], dtype=object)
+    with pytest.raises(ValueError, match="feature names"):
+        check_validation_features(fitted, pd.DataFrame({"b": [1.0], "a": [2.0]}))
