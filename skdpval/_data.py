@@ -8,6 +8,11 @@ from sklearn.utils.validation import _check_feature_names, check_array, validate
 
 from . import _kernels
 from ._models import classifier_targets
+from .exceptions import (
+    warn_if_many_classes,
+    warn_if_unscaled,
+    warn_validation_from_training,
+)
 
 UTILITY_CODES = {
     "neg_loss": _kernels.NEG_LOSS,
@@ -207,14 +212,18 @@ def validation_scale(X_val):
 
 
 def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
-                    classes, validation_fraction, split_seed, standardize):
+                    classes, validation_fraction, split_seed, standardize,
+                    stacklevel=2):
     """Validate the inputs and lay out the parties and the validation set.
 
     Public choices come from public data only: the class set from ``y_val``
     (or ``classes``), the held-out parties (without ``X_val``) from the
     seed alone, and the standardisation from the validation set's own
     statistics. Sets ``n_features_in_`` (and ``feature_names_in_``) on
-    ``estimator``.
+    ``estimator``. Warns (:mod:`skdpval.exceptions`) when the validation
+    set comes from ``X``, looks unscaled and will not be scaled, or has
+    labels that look like a regression target; ``stacklevel`` counts from
+    the caller of this function, as the checks do.
     """
     if (X_val is None) != (y_val is None):
         raise ValueError("X_val and y_val must be given together.")
@@ -231,13 +240,18 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         val_rows = np.flatnonzero(np.isin(party_of_sample, val_parties))
         X_val, y_val = X[val_rows], y[val_rows]
         n_unprotected = len(val_rows)
+        warn_validation_from_training(
+            n_unprotected, len(X), validation_fraction=validation_fraction,
+            unit="sample" if groups is None else "group", stacklevel=stacklevel + 1)
     else:
-        X_val = validate_data(estimator, X_val, reset=False, dtype=np.float64,
-                              order="C")
+        X_val = check_validation_features(estimator, X_val, dtype=np.float64,
+                                          order="C")
         train_parties = np.arange(n_all_parties)
         n_unprotected = 0
+    warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)
     if is_classifier:
         classes = public_classes(y_val, classes)
+        warn_if_many_classes(y_val, classes, stacklevel=stacklevel + 1)
         y = encode_training_labels(y, classes)
     else:
         classes = None

@@ -18,16 +18,24 @@ from ._data import (
     check_budget,
     check_groups,
     check_utility,
+    check_validation_features,
     check_validation_targets,
     encode_training_labels,
     hold_out_parties,
     kernel_targets,
     public_classes,
+    validation_scale,
     with_intercept,
 )
 from ._models import model_spec
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT
+from .exceptions import (
+    warn_if_default_epsilon,
+    warn_if_many_classes,
+    warn_if_unscaled,
+    warn_validation_from_training,
+)
 
 # All permutations are enumerated up to this many clients (8! = 40320).
 _MAX_CLIENTS_ALL_PERMUTATIONS = 8
@@ -118,6 +126,10 @@ class DPFederatedValuator(BaseEstimator):
         Fraction of the clients held out, whole, as the validation set when
         ``fit`` gets no ``X_val``; drawn at random without reading labels.
         Held-out clients are not valued and not protected.
+    standardize : bool, default=True
+        Scale the features with the validation set's mean and std (public
+        statistics) before the rounds. A scaler fitted on the clients' data
+        would itself be a release that is not private.
     classes : array-like or None, default=None
         The class labels of a classifier. ``None`` takes them from ``y_val``
         (public), never from the clients' labels: a training label outside
@@ -190,6 +202,7 @@ class DPFederatedValuator(BaseEstimator):
         "q": [Interval(Real, 0.0, 1.0, closed="left")],
         "utility": [StrOptions(set(UTILITY_CODES))],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "standardize": ["boolean"],
         "classes": ["array-like", None],
         "random_state": ["random_state"],
         "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
@@ -199,8 +212,8 @@ class DPFederatedValuator(BaseEstimator):
                  learning_rate=0.1, clip_norm=1.0, clipping="l2", compression=None,
                  sign_threshold=0.0, epsilon=1.0, delta=5e-5, noise_multiplier=None,
                  noise="correlated", q=0.2, utility="accuracy",
-                 validation_fraction=0.2, classes=None, random_state=None,
-                 noise_seed=None):
+                 validation_fraction=0.2, standardize=True, classes=None,
+                 random_state=None, noise_seed=None):
         self.estimator = estimator
         self.n_rounds = n_rounds
         self.n_permutations_per_round = n_permutations_per_round
@@ -216,6 +229,7 @@ class DPFederatedValuator(BaseEstimator):
         self.q = q
         self.utility = utility
         self.validation_fraction = validation_fraction
+        self.standardize = standardize
         self.classes = classes
         self.random_state = random_state
         self.noise_seed = noise_seed
@@ -243,6 +257,7 @@ class DPFederatedValuator(BaseEstimator):
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
         check_utility(self.utility, spec.is_classifier)
+        warn_if_default_epsilon(self, stacklevel=3)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C",
                              y_numeric=not spec.is_classifier, ensure_min_samples=2)
         if (X_val is None) != (y_val is None):
@@ -257,12 +272,21 @@ class DPFederatedValuator(BaseEstimator):
             val_rows = np.isin(client_of_sample, val_clients)
             X_val, y_val = X[val_rows], y[val_rows]
             n_unprotected = int(val_rows.sum())
+            warn_validation_from_training(
+                n_unprotected, len(X), validation_fraction=self.validation_fraction,
+                unit="client", stacklevel=3)
         else:
-            X_val = validate_data(self, X_val, reset=False, dtype=np.float64, order="C")
+            X_val = check_validation_features(self, X_val, dtype=np.float64,
+                                              order="C")
             clients, n_unprotected = np.arange(len(self.groups_)), 0
+        warn_if_unscaled(X_val, standardize=self.standardize, stacklevel=3)
+        if self.standardize:
+            mean, std = validation_scale(X_val)
+            X, X_val = (X - mean) / std, (X_val - mean) / std
         classes = None
         if spec.is_classifier:
             classes = public_classes(y_val, self.classes)
+            warn_if_many_classes(y_val, classes, stacklevel=3)
             self.classes_ = classes
         y_val = check_validation_targets(y_val, len(X_val), classes)
         # The valued clients' rows, client by client.

@@ -13,6 +13,7 @@ from ._accounting import noise_std_for_budget, privacy_report
 from ._data import prepare_parties
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
+from .exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
 
@@ -192,6 +193,7 @@ class DPLabelQuality(BaseEstimator):
         self : object
         """
         estimator = LogisticRegression() if self.estimator is None else self.estimator
+        warn_if_default_epsilon(self, stacklevel=3)
         split_seed, model_seed = check_random_state(self.random_state).randint(
             MAX_INT, size=2)
         if groups is None:
@@ -201,7 +203,8 @@ class DPLabelQuality(BaseEstimator):
         parties = prepare_parties(
             self, X, y, X_val, y_val, groups, is_classifier=is_classifier(estimator),
             classes=self.classes, validation_fraction=self.validation_fraction,
-            split_seed=split_seed, standardize=self.standardize)
+            split_seed=split_seed, standardize=self.standardize,
+            stacklevel=3)  # fit, _fit_context, the user
         if parties.classes is not None:
             self.classes_ = parties.classes
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,

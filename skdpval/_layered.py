@@ -40,6 +40,7 @@ from sklearn.utils.validation import validate_data
 from . import _kernels
 from ._accounting import validation_set_statement
 from ._data import (
+    check_validation_features,
     check_validation_targets,
     encode_training_labels,
     hold_out_parties,
@@ -47,6 +48,7 @@ from ._data import (
 )
 from ._noise import laplace_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT
+from .exceptions import warn_validation_from_training
 
 # Layers up to this many coalitions are enumerated when sampling would
 # draw them all anyway.
@@ -322,8 +324,11 @@ class LayeredShapleyValuator(BaseEstimator):
         if X_val is None:
             train, val = hold_out_parties(len(X), self.validation_fraction, split_seed)
             X_val, y_val, n_unprotected = X[val], y[val], len(val)
+            warn_validation_from_training(
+                n_unprotected, len(X), validation_fraction=self.validation_fraction,
+                stacklevel=3)
         else:
-            X_val = validate_data(self, X_val, reset=False, dtype=np.float64)
+            X_val = check_validation_features(self, X_val, dtype=np.float64)
             if self.epsilon is not None:
                 self._check_unit_box(X_val, "X_val")
             train, n_unprotected = np.arange(len(X)), 0

@@ -33,6 +33,7 @@ from ._noise import (
 )
 from ._semivalues import check_semivalue, semivalue_weights
 from ._walk import SeededDraws, make_problem, run_walks
+from .exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
@@ -440,6 +441,7 @@ class DPDataValuator(BaseEstimator):
         estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
+        warn_if_default_epsilon(self, stacklevel=3)
         split_seed, search_seed, walk_seed = check_random_state(
             self.random_state).randint(MAX_INT, size=3)
 
@@ -478,7 +480,8 @@ class DPDataValuator(BaseEstimator):
         parties = prepare_parties(
             self, X, y, X_val, y_val, groups, is_classifier=spec.is_classifier,
             classes=self.classes, validation_fraction=self.validation_fraction,
-            split_seed=split_seed, standardize=self.standardize)
+            split_seed=split_seed, standardize=self.standardize,
+            stacklevel=4)  # _prepare_parties, fit, _fit_context, the user
         if spec.is_classifier:
             self.classes_ = parties.classes
         return parties

@@ -162,7 +162,7 @@ def federated_statistic(canary, noise_seed, compression=None):
         LogisticRegression(fit_intercept=False), n_rounds=2,
         n_permutations_per_round="all", noise="iid", q=0.0, epsilon=EPSILON,
         learning_rate=0.01, utility="neg_loss", compression=compression,
-        classes=[0, 1], random_state=0, noise_seed=noise_seed)
+        standardize=False, classes=[0, 1], random_state=0, noise_seed=noise_seed)
     return valuator.fit(X, y, groups=[0, 1], X_val=X_val, y_val=Y_VAL).values_[0]
 
 

@@ -45,7 +45,8 @@ def test_one_noiseless_round_with_all_permutations_is_exact_shapley(clients,
     fed = DPFederatedValuator(LogisticRegression(C=2.0), n_rounds=1,
                               n_permutations_per_round="all", noise="none",
                               learning_rate=lr, clip_norm=C, utility="neg_loss",
-                              compression=compression, sign_threshold=beta)
+                              compression=compression, sign_threshold=beta,
+                              standardize=False)
     fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
 
     # The game, written out: v(S) = V(0 - lr * mean of S's clipped gradients).

@@ -65,4 +65,6 @@ def test_a_sane_walk_does_not_warn():
     y = (X[:, 0] > 0).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        DPDataValuator(n_permutations=5, random_state=0).fit(X, y)
+        # The quiet path: a public validation set and an explicit budget.
+        DPDataValuator(n_permutations=5, epsilon=2.0, random_state=0).fit(
+            X[:30], y[:30], X_val=X[30:], y_val=y[30:])

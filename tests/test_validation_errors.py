@@ -10,6 +10,7 @@ from skdpval import (
     DPFederatedValuator,
     DPFilteredClassifier,
     DPFilteredRegressor,
+    DPLabelQuality,
     DPValueFilter,
     LayeredShapleyValuator,
 )
@@ -20,24 +21,20 @@ X = rng.uniform(size=(24, 4))
 y = np.array([0, 1] * 12)
 FAST = dict(n_permutations=2, random_state=0)
 
-# Each public estimator, its fit call, and whether it already routes X_val
-# through _data.check_validation_features (then its errors say "X_val").
-NOT_WIRED = pytest.mark.xfail(
-    strict=True, reason="fit still checks X_val with validate_data, whose "
-    "message says 'X': swap in _data.check_validation_features (the lead's "
-    "_valuator.py; the trust helper's _federated.py and _layered.py)")
+# Each public estimator and its fit call.
 ESTIMATORS = {
-    "DPDataValuator": (lambda: DPDataValuator(**FAST), "fit", NOT_WIRED),
+    "DPDataValuator": (lambda: DPDataValuator(**FAST), "fit", ()),
+    "DPLabelQuality": (lambda: DPLabelQuality(random_state=0), "fit", ()),
     "DPFederatedValuator": (lambda: DPFederatedValuator(
-        n_rounds=2, n_permutations_per_round=2, random_state=0), "fit", NOT_WIRED),
+        n_rounds=2, n_permutations_per_round=2, random_state=0), "fit", ()),
     "LayeredShapleyValuator": (lambda: LayeredShapleyValuator(random_state=0),
-                               "fit", NOT_WIRED),
+                               "fit", ()),
     "DPValueFilter": (lambda: DPValueFilter(DPDataValuator(**FAST)),
-                      "fit_resample", NOT_WIRED),
+                      "fit_resample", ()),
     "DPFilteredClassifier": (lambda: DPFilteredClassifier(DPDataValuator(**FAST)),
-                             "fit", NOT_WIRED),
+                             "fit", ()),
     "DPFilteredRegressor": (lambda: DPFilteredRegressor(DPDataValuator(Ridge(), **FAST)),
-                            "fit", NOT_WIRED),
+                            "fit", ()),
 }
 
 
