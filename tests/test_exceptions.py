@@ -120,3 +120,46 @@ def test_default_epsilon_is_quiet_when_the_budget_is_chosen(fresh_process, param
     assert not quietly(warn_if_default_epsilon, DPDataValuator(**params))
     with pytest.warns(DefaultEpsilonWarning):  # still armed
         warn_if_default_epsilon(DPDataValuator())
+
+
+# --- wired into the estimators' fit ----------------------------------------------
+
+def _raw_breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return X[:100], y[:100], X[100:160], y[100:160]
+
+
+ESTIMATORS = [
+    lambda **p: DPDataValuator(n_permutations=2, random_state=0, **p),
+    lambda **p: skdpval.DPLabelQuality(random_state=0, **p),
+    lambda **p: DPFederatedValuator(n_rounds=2, n_permutations_per_round=2,
+                                    random_state=0, **p),
+]
+
+
+def _fit(make, X, y, X_val=None, y_val=None, **params):
+    estimator = make(**params)
+    groups = ({"groups": np.arange(len(X)) % 10}
+              if isinstance(estimator, DPFederatedValuator) else {})
+    return estimator.fit(X, y, X_val=X_val, y_val=y_val, **groups)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_fit_warns_where_it_should(make, fresh_process):
+    X, y, X_val, y_val = _raw_breast_cancer()
+    with pytest.warns(UnprotectedValidationWarning, match="X_val="):
+        _fit(make, X, y, epsilon=2.0)
+    with pytest.warns(UnscaledFeaturesWarning, match="standardize=True"):
+        _fit(make, X, y, X_val, y_val, epsilon=2.0, standardize=False)
+    with pytest.warns(DefaultEpsilonWarning, match="0.66"):
+        _fit(make, X, y, X_val, y_val)
+    y_codes = (np.arange(160) % 60).astype(float)  # 60 classes, float labels
+    with pytest.warns(ManyClassesWarning, match="regression"):
+        _fit(make, X, y_codes[:100], X_val, y_codes[100:], epsilon=2.0)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_fit_is_quiet_on_the_quiet_path(make, fresh_process):
+    """X_val given, features standardised by the estimator, epsilon chosen."""
+    X, y, X_val, y_val = _raw_breast_cancer()
+    quietly(_fit, make, X, y, X_val, y_val, epsilon=2.0)
