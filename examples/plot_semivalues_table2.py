@@ -7,7 +7,10 @@ finding the flipped labels for the Shapley, Banzhaf, Beta(4, 1) and
 Beta(16, 1) semivalues, without privacy, with i.i.d. noise, X*
 (correlated, q = 0) and Y* (q = 0.5, 0.9), once with the paper's recipe (one
 fixed learning rate, 0.03, for every method) and once with the library's
-``learning_rate="auto"``, which scales the step to the noise.
+``learning_rate="auto"``, which scales the step to the noise. All with the
+seed paper's mechanism (the full gradient clipped to C = 1:
+``subspace=None, clip_norm=1.0``); the README compares it with the library's
+default walk in a public direction.
 """
 
 # %%
@@ -31,6 +34,7 @@ for policy in (0.03, "auto"):
     for i, semivalue in enumerate(semivalues.values()):
         for j, params in enumerate(methods.values()):
             valuator = DPDataValuator(semivalue=semivalue, epsilon=3.0,
+                                      subspace=None, clip_norm=1.0,
                                       n_permutations=300, learning_rate=policy,
                                       n_jobs=2, random_state=0, **params)
             valuator.fit(data.X_train, data.y_train, X_val=data.X_val,
