@@ -2,8 +2,9 @@
 
 Everything here takes contiguous float64 / int64 arrays and plain scalars; the
 Python side turns strings into the integer codes below once, before any kernel
-runs. The thin wrappers at the bottom of the module are the only entry points
-used by the rest of the package.
+runs, and allocates every buffer (kernels allocate nothing). The thin wrappers
+at the bottom of the module are the only entry points used by the rest of the
+package.
 
 Layout:
 
@@ -13,13 +14,20 @@ Layout:
   (``n_penalized = n_columns - 1``);
 - a party is a block of rows ``X[offsets[j]:offsets[j + 1]]`` (one row per
   party for sample valuation); its gradient is that of its mean loss;
-- the validation set is stored transposed, ``X_val_t`` ``(n_columns, n_val)``
-  and ``T_val_t`` ``(n_outputs, n_val)``, and its margins ``(n_outputs,
-  n_val)`` are updated in place (exactly, as they are linear in theta), so that
-  the inner loops run over contiguous validation rows and vectorise.
+- the validation set is stored transposed, ``X_val_t`` ``(n_columns, n_pad)``
+  and ``T_val_t`` ``(n_outputs, n_pad)``, zero-padded from ``n_val`` to
+  ``n_pad = padded_length(n_val)`` rows (whole SIMD vectors: a scalar
+  remainder loop costs as much as the vectorised body at n_val ~ 150); its
+  margins ``(n_outputs, n_pad)`` are updated in place (exactly, as they are
+  linear in theta), so that the inner loops run over contiguous validation
+  rows and vectorise. ``labels_val`` keeps the true length ``n_val``.
 
-All kernels use ``error_model="numpy"``: Python's zero-division checks would
-put a branch in every loop and stop LLVM from vectorising them (7x slower).
+Kernels use ``error_model="numpy"`` (Python's zero-division checks would
+put a branch in every loop and stop LLVM from vectorising them: 7x slower),
+and avoid what makes numba's first compilation slow: array-to-array slice
+copies (they compile numba's error-message formatting: 2.5 s), allocation
+inside kernels, and IR-level inlining (``inline="always"`` re-types the
+inlined body at every call site; LLVM inlines the small helpers anyway).
 """
 
 import numpy as np
@@ -44,8 +52,10 @@ ACCURACY = 1
 NEG_MSE = 2
 R2 = 3
 
+# Doubles per SIMD vector (AVX-512); validation rows are padded to a multiple.
+LANES = 8
+
 _jit = dict(cache=True, nogil=True, error_model="numpy")
-_inline = dict(inline="always", error_model="numpy")
 
 # --- softplus, branch-free so that loops over validation rows vectorise -----
 
@@ -54,6 +64,8 @@ _LN2_HI = 6.93147180369123816490e-01  # trailing zeros: k * _LN2_HI is exact
 _LN2_LO = 1.90821492927058770002e-10
 _LOG2E = 1.4426950408889634
 _SQRT2 = 1.4142135623730951
+_MANTISSA = (1 << 52) - 1
+_EXPONENT_ONE = 1023 << 52
 
 
 @intrinsic
@@ -64,7 +76,15 @@ def _bits_to_float(typingctx, bits):
     return types.float64(types.int64), codegen
 
 
-@njit(**_inline)
+@intrinsic
+def _float_to_bits(typingctx, value):
+    """Reinterpret the bits of a float64 as an int64 (no conversion)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(types.float64), codegen
+
+
+@njit(**_jit)
 def _exp_neg(a):
     """exp(-a) for a >= 0, to 1 ulp: exp(-a) = 2^-k exp(r), |r| <= ln2 / 2."""
     a = min(a, 746.0)  # exp(-746) is below the smallest subnormal
@@ -91,7 +111,7 @@ def _exp_neg(a):
             * _bits_to_float((1023 - (ki - half)) << 52))
 
 
-@njit(**_inline)
+@njit(**_jit)
 def _log1p_unit(e):
     """log(1 + e) for 0 <= e <= 1, as 2 atanh(s) with |s| <= 0.1716."""
     y = 1.0 + e
@@ -114,7 +134,16 @@ def _log1p_unit(e):
     return 2.0 * s * q + big * _LN2
 
 
-@njit(**_inline)
+@njit(**_jit)
+def _log_at_least_1(x):
+    """log(x) for finite x >= 1, branch-free: e ln2 + log(1 + f), x = 2^e (1 + f)."""
+    bits = _float_to_bits(x)
+    e = np.float64((bits >> 52) - 1023)
+    f = _bits_to_float((bits & _MANTISSA) | _EXPONENT_ONE) - 1.0  # exact, in [0, 1)
+    return e * _LN2_HI + (e * _LN2_LO + _log1p_unit(f))
+
+
+@njit(**_jit)
 def softplus(z):
     """log(1 + exp(z)), without overflow, branch-free, to about 1e-15."""
     return max(z, 0.0) + _log1p_unit(_exp_neg(abs(z)))
@@ -129,8 +158,8 @@ def softplus_array(z, out):
 
 # --- losses -------------------------------------------------------------------
 
-@njit(**_inline)
-def _output_loss(loss, m, t, huber_epsilon):
+@njit(**_jit)
+def output_loss(loss, m, t, huber_epsilon):
     """Loss of one output with margin ``m`` and target ``t`` (not MULTINOMIAL)."""
     if loss == LOGISTIC:
         return softplus(-t * m)
@@ -158,7 +187,7 @@ def _output_loss(loss, m, t, huber_epsilon):
 
 @njit(**_jit)
 def _output_dloss(loss, m, t, huber_epsilon):
-    """Derivative of ``_output_loss`` with respect to the margin ``m``."""
+    """Derivative of ``output_loss`` with respect to the margin ``m``."""
     if loss == LOGISTIC:
         z = t * m
         if z > 0.0:
@@ -210,7 +239,7 @@ def sample_loss(loss, margins, targets, huber_epsilon):
         return top + np.log(total) - dot
     value = 0.0
     for k in range(n_outputs):
-        value += _output_loss(loss, margins[k], targets[k], huber_epsilon)
+        value += output_loss(loss, margins[k], targets[k], huber_epsilon)
     return value
 
 
@@ -236,7 +265,9 @@ def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
                    n_penalized, margin_buf, dloss_buf, out):
     """Gradient of the mean loss of rows ``start:stop`` plus ``l2/2 ||W||^2``."""
     n_outputs, n_columns = theta.shape
-    out[:, :] = 0.0
+    for k in range(n_outputs):
+        for c in range(n_columns):
+            out[k, c] = 0.0
     for row in range(start, stop):
         x = X[row]
         for k in range(n_outputs):
@@ -278,10 +309,19 @@ def clip_l2(g, clip_norm):
 
 # --- utility on the validation set --------------------------------------------
 
+def padded_length(n_val):
+    """``n_val`` rounded up to whole SIMD vectors of ``LANES`` rows."""
+    return -(-n_val // LANES) * LANES
+
+
+def validation_scratch(n_val):
+    """Scratch for :func:`utility_of_margins`: ``(3, padded_length(n_val))``."""
+    return np.empty((3, padded_length(n_val)))
+
+
 @njit(**_jit)
-def _sum(values):
-    """Sum with four accumulators (a fixed order: deterministic, and fast)."""
-    n = values.shape[0]
+def _sum(values, n):
+    """Sum of ``values[:n]`` with four accumulators (a fixed order: deterministic)."""
     a0 = a1 = a2 = a3 = 0.0
     i = 0
     while i + 4 <= n:
@@ -297,10 +337,57 @@ def _sum(values):
 
 
 @njit(**_jit)
+def _row_losses(loss, margins, T_val_t, huber_epsilon, scratch):
+    """``scratch[0, i]`` = the loss of validation row ``i``, for every column.
+
+    Every loop runs over contiguous rows with no branch on the row, so that
+    it vectorises; the multinomial loss uses ``scratch[1:3]`` for each row's
+    top margin and its sum of exponentials.
+    """
+    n_outputs, n_rows = margins.shape
+    out = scratch[0]
+    if loss == MULTINOMIAL:
+        top, total = scratch[1], scratch[2]
+        for i in range(n_rows):
+            top[i] = margins[0, i]
+            total[i] = 0.0
+            out[i] = 0.0
+        for k in range(1, n_outputs):
+            m = margins[k]
+            for i in range(n_rows):
+                top[i] = max(top[i], m[i])
+        for k in range(n_outputs):
+            m, t = margins[k], T_val_t[k]
+            for i in range(n_rows):
+                total[i] += _exp_neg(top[i] - m[i])
+                out[i] -= t[i] * m[i]
+        for i in range(n_rows):
+            out[i] += top[i] + _log_at_least_1(total[i])
+    elif n_outputs == 1 and loss == LOGISTIC:  # the common case
+        m, t = margins[0], T_val_t[0]
+        for i in range(n_rows):
+            out[i] = softplus(-t[i] * m[i])
+    else:
+        for i in range(n_rows):
+            out[i] = 0.0
+        for k in range(n_outputs):
+            m, t = margins[k], T_val_t[k]
+            for i in range(n_rows):
+                out[i] += output_loss(loss, m[i], t[i], huber_epsilon)
+
+
+@njit(**_jit)
 def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
-                       total_sum_squares, buf):
-    """Utility of the validation margins ``(n_outputs, n_val)``; ``buf`` is scratch."""
-    n_outputs, n_val = margins.shape
+                       total_sum_squares, scratch):
+    """Utility of the validation margins ``(n_outputs, n_columns)``.
+
+    The validation set has ``n_val = len(labels)`` rows; ``margins`` and
+    ``T_val_t`` may carry zero columns past them (padding to whole SIMD
+    vectors, see ``padded_length``), which are computed and then ignored.
+    ``scratch`` is ``validation_scratch(n_val)`` (or larger).
+    """
+    n_outputs, n_columns = margins.shape
+    n_val = labels.shape[0]
     if utility == ACCURACY:
         correct = 0
         for i in range(n_val):
@@ -314,59 +401,46 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
             correct += predicted == labels[i]
         return correct / n_val
     if utility == NEG_MSE or utility == R2:
-        m, t = margins[0], T_val_t[0]
-        for i in range(n_val):
+        m, t, squares = margins[0], T_val_t[0], scratch[0]
+        for i in range(n_columns):
             r = m[i] - t[i]
-            buf[i] = r * r
-        total = _sum(buf)
+            squares[i] = r * r
+        total = _sum(squares, n_val)
         if utility == R2:
             return 1.0 - total / total_sum_squares
         return -total / n_val
     # NEG_LOSS
-    if n_outputs == 1 and loss == LOGISTIC:  # the common case, vectorised
-        m, t = margins[0], T_val_t[0]
-        for i in range(n_val):
-            buf[i] = softplus(-t[i] * m[i])
-    elif loss != MULTINOMIAL:
-        for i in range(n_val):
-            buf[i] = 0.0
-        for k in range(n_outputs):
-            m, t = margins[k], T_val_t[k]
-            for i in range(n_val):
-                buf[i] += _output_loss(loss, m[i], t[i], huber_epsilon)
-    else:
-        column = np.empty(n_outputs)
-        targets = np.empty(n_outputs)
-        for i in range(n_val):
-            for k in range(n_outputs):
-                column[k] = margins[k, i]
-                targets[k] = T_val_t[k, i]
-            buf[i] = sample_loss(loss, column, targets, huber_epsilon)
-    return -_sum(buf) / n_val
+    _row_losses(loss, margins, T_val_t, huber_epsilon, scratch)
+    return -_sum(scratch[0], n_val) / n_val
 
 
 @njit(**_jit)
 def _step_margins(X_val_t, update, learning_rate, margins):
     """``margins -= lr * update @ X_val``: exact, as margins are linear in theta."""
     n_outputs, n_columns = update.shape
-    n_val = margins.shape[1]
+    n_rows = margins.shape[1]
     for k in range(n_outputs):
         row = margins[k]
         for c in range(n_columns):
             step = learning_rate * update[k, c]
             column = X_val_t[c]
-            for i in range(n_val):
+            for i in range(n_rows):
                 row[i] -= step * column[i]
 
 
 @njit(**_jit)
 def _margins(X_val_t, theta, out):
     n_outputs, n_columns = theta.shape
-    out[:, :] = 0.0
+    n_rows = X_val_t.shape[1]
     for k in range(n_outputs):
+        row = out[k]
+        for i in range(n_rows):
+            row[i] = 0.0
         for c in range(n_columns):
-            for i in range(X_val_t.shape[1]):
-                out[k, i] += theta[k, c] * X_val_t[c, i]
+            weight = theta[k, c]
+            column = X_val_t[c]
+            for i in range(n_rows):
+                row[i] += weight * column[i]
 
 
 # --- the walk -----------------------------------------------------------------
@@ -375,27 +449,24 @@ def _margins(X_val_t, theta, out):
 def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
           total_sum_squares, theta_init, permutations, noise, x_tt, use_rolling,
-          rolling_mean, weights, marginals, end_utility):
+          rolling_mean, weights, marginals, end_utility, theta, update,
+          margin_buf, dloss_buf, margins_init, margins, scratch):
     n_parties = offsets.shape[0] - 1
     n_outputs, n_columns = theta_init.shape
+    n_rows = margins.shape[1]
     n_walks = permutations.shape[0]
     has_noise = noise.shape[0] == n_walks
 
-    theta = np.empty((n_outputs, n_columns))
-    update = np.empty((n_outputs, n_columns))
-    margin_buf = np.empty(n_outputs)
-    dloss_buf = np.empty(n_outputs)
-    buf = np.empty(X_val_t.shape[1])
-    margins_init = np.empty((n_outputs, X_val_t.shape[1]))
     _margins(X_val_t, theta_init, margins_init)
     utility_init = utility_of_margins(utility, loss, margins_init, T_val_t,
                                       labels_val, huber_epsilon,
-                                      total_sum_squares, buf)
-    margins = np.empty_like(margins_init)
-
+                                      total_sum_squares, scratch)
     for b in range(n_walks):
-        theta[:, :] = theta_init
-        margins[:, :] = margins_init
+        for k in range(n_outputs):
+            for c in range(n_columns):
+                theta[k, c] = theta_init[k, c]
+            for i in range(n_rows):
+                margins[k, i] = margins_init[k, i]
         previous = utility_init
         fresh = x_tt[b]
         for position in range(n_parties):
@@ -424,7 +495,7 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
             _step_margins(X_val_t, update, learning_rate, margins)
             current = utility_of_margins(utility, loss, margins, T_val_t,
                                          labels_val, huber_epsilon,
-                                         total_sum_squares, buf)
+                                         total_sum_squares, scratch)
             marginals[b, j] = weights[position] * (current - previous)
             previous = current
         end_utility[b] = previous
@@ -432,12 +503,9 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
 
 @njit(**_jit)
 def _sgd_pass(X, T, offsets, loss, huber_epsilon, l2, n_penalized, clip_norm,
-              learning_rate, theta, order):
+              learning_rate, theta, order, update, margin_buf, dloss_buf):
     """One clipped, noiseless SGD pass over the parties ``order``, on ``theta``."""
     n_outputs, n_columns = theta.shape
-    update = np.empty((n_outputs, n_columns))
-    margin_buf = np.empty(n_outputs)
-    dloss_buf = np.empty(n_outputs)
     for j in order:
         party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
                        huber_epsilon, l2, n_penalized, margin_buf, dloss_buf,
@@ -456,6 +524,19 @@ def _f64(a):
 
 def _i64(a):
     return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def pad_columns(a):
+    """``a`` (rows) transposed to ``(n_columns, padded_length(n_rows))``, zero-padded.
+
+    The validation set's layout in the walk: one contiguous row per feature
+    (or output), padded so that loops over validation rows run in whole SIMD
+    vectors.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    out = np.zeros((a.shape[1], padded_length(a.shape[0])))
+    out[:, :a.shape[0]] = a.T
+    return out
 
 
 def walk(problem, permutations, noise, x_tt, rolling_mean):
@@ -497,11 +578,16 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
     marginals = np.empty((n_walks, n_parties))
     end_utility = np.empty(n_walks)
     p = problem
+    n_outputs, n_columns = p.theta_init.shape
+    margins_init = np.empty((n_outputs, p.X_val_t.shape[1]))
     _walk(p.X, p.T, p.offsets, p.X_val_t, p.T_val_t, p.labels_val, p.loss,
           p.utility, p.huber_epsilon, p.l2, p.n_penalized, p.clip_norm,
           p.learning_rate, p.total_sum_squares, p.theta_init,
           _i64(permutations), noise, _f64(x_tt), use_rolling,
-          _f64(rolling_mean), _f64(p.weights), marginals, end_utility)
+          _f64(rolling_mean), p.weights, marginals, end_utility,
+          np.empty((n_outputs, n_columns)), np.empty((n_outputs, n_columns)),
+          np.empty(n_outputs), np.empty(n_outputs), margins_init,
+          np.empty_like(margins_init), validation_scratch(len(p.labels_val)))
     return marginals, end_utility
 
 
@@ -512,19 +598,19 @@ def sgd_pass(X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
     X = _f64(X)
     _sgd_pass(X, _f64(T), np.arange(X.shape[0] + 1), int(loss),
               float(huber_epsilon), float(l2), int(n_penalized),
-              float(clip_norm), float(learning_rate), theta, _i64(order))
+              float(clip_norm), float(learning_rate), theta, _i64(order),
+              np.empty_like(theta), np.empty(theta.shape[0]),
+              np.empty(theta.shape[0]))
     return theta
 
 
 @njit(**_jit)
 def _utilities_of_thetas(thetas, X_val_t, T_val_t, labels_val, loss, utility,
-                         huber_epsilon, total_sum_squares, out):
-    margins = np.empty((thetas.shape[1], X_val_t.shape[1]))
-    buf = np.empty(X_val_t.shape[1])
+                         huber_epsilon, total_sum_squares, margins, scratch, out):
     for i in range(thetas.shape[0]):
         _margins(X_val_t, thetas[i], margins)
         out[i] = utility_of_margins(utility, loss, margins, T_val_t, labels_val,
-                                    huber_epsilon, total_sum_squares, buf)
+                                    huber_epsilon, total_sum_squares, scratch)
 
 
 def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
@@ -532,9 +618,12 @@ def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
     """Utility of each parameter matrix ``thetas[i]`` on the validation set (rows)."""
     thetas = _f64(thetas)
     out = np.empty(thetas.shape[0])
-    _utilities_of_thetas(thetas, _f64(np.transpose(X_val)), _f64(np.transpose(T_val)),
-                         _i64(labels_val), int(loss), int(utility),
-                         float(huber_epsilon), float(total_sum_squares), out)
+    X_val_t = pad_columns(X_val)
+    _utilities_of_thetas(thetas, X_val_t, pad_columns(T_val), _i64(labels_val),
+                         int(loss), int(utility), float(huber_epsilon),
+                         float(total_sum_squares),
+                         np.empty((thetas.shape[1], X_val_t.shape[1])),
+                         validation_scratch(len(labels_val)), out)
     return out
 
 
@@ -546,9 +635,7 @@ def utility_of_theta(theta, X_val, T_val, labels_val, **settings):
 
 @njit(**_jit)
 def _party_gradients(theta, X, T, offsets, loss, huber_epsilon, l2, n_penalized,
-                     out):
-    margin_buf = np.empty(theta.shape[0])
-    dloss_buf = np.empty(theta.shape[0])
+                     margin_buf, dloss_buf, out):
     for j in range(offsets.shape[0] - 1):
         party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
                        huber_epsilon, l2, n_penalized, margin_buf, dloss_buf,
@@ -560,7 +647,8 @@ def party_gradients(theta, X, T, offsets, *, loss, huber_epsilon, l2, n_penalize
     theta = _f64(theta)
     out = np.empty((len(offsets) - 1, *theta.shape))
     _party_gradients(theta, _f64(X), _f64(T), _i64(offsets), int(loss),
-                     float(huber_epsilon), float(l2), int(n_penalized), out)
+                     float(huber_epsilon), float(l2), int(n_penalized),
+                     np.empty(theta.shape[0]), np.empty(theta.shape[0]), out)
     return out
 
 

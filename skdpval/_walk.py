@@ -42,7 +42,7 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
     n_outputs = T.shape[1]
     return WalkProblem(
         f64(X), f64(T), np.ascontiguousarray(offsets, dtype=np.int64),
-        f64(np.transpose(X_val)), f64(np.transpose(T_val)),
+        _kernels.pad_columns(X_val), _kernels.pad_columns(T_val),
         np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
         int(utility), float(huber_epsilon), float(l2), int(n_penalized),
         float(clip_norm), float(learning_rate), float(total_sum_squares),
