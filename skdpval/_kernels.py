@@ -55,7 +55,7 @@ R2 = 3
 # Doubles per SIMD vector (AVX-512); validation rows are padded to a multiple.
 LANES = 8
 
-_jit = dict(cache=True, nogil=True, error_model="numpy")
+_jit = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
 
 # --- softplus, branch-free so that loops over validation rows vectorise -----
 
@@ -186,14 +186,20 @@ def output_loss(loss, m, t, huber_epsilon):
 
 
 @njit(**_jit)
+def _logistic_dloss(m, t):
+    """Derivative of ``softplus(-t m)`` with respect to ``m``, without overflow."""
+    z = t * m
+    if z > 0.0:
+        e = np.exp(-z)
+        return -t * e / (1.0 + e)
+    return -t / (1.0 + np.exp(z))
+
+
+@njit(**_jit)
 def _output_dloss(loss, m, t, huber_epsilon):
     """Derivative of ``output_loss`` with respect to the margin ``m``."""
     if loss == LOGISTIC:
-        z = t * m
-        if z > 0.0:
-            e = np.exp(-z)
-            return -t * e / (1.0 + e)
-        return -t / (1.0 + np.exp(z))
+        return _logistic_dloss(m, t)
     if loss == SQUARED:
         return m - t
     if loss == HINGE:
@@ -246,6 +252,9 @@ def sample_loss(loss, margins, targets, huber_epsilon):
 @njit(**_jit)
 def sample_dloss(loss, margins, targets, huber_epsilon, out):
     """Gradient of ``sample_loss`` with respect to the margins, into ``out``."""
+    if loss is None:  # binary logistic, compiled alone (see ``kernel_loss``)
+        out[0] = _logistic_dloss(margins[0], targets[0])
+        return
     n_outputs = margins.shape[0]
     if loss == MULTINOMIAL:
         top = _max(margins)
@@ -346,7 +355,11 @@ def _row_losses(loss, margins, T_val_t, huber_epsilon, scratch):
     """
     n_outputs, n_rows = margins.shape
     out = scratch[0]
-    if loss == MULTINOMIAL:
+    if loss is None:  # binary logistic, compiled alone (see ``kernel_loss``)
+        m, t = margins[0], T_val_t[0]
+        for i in range(n_rows):
+            out[i] = softplus(-t[i] * m[i])
+    elif loss == MULTINOMIAL:
         top, total = scratch[1], scratch[2]
         for i in range(n_rows):
             top[i] = margins[0, i]
@@ -363,10 +376,6 @@ def _row_losses(loss, margins, T_val_t, huber_epsilon, scratch):
                 out[i] -= t[i] * m[i]
         for i in range(n_rows):
             out[i] += top[i] + _log_at_least_1(total[i])
-    elif n_outputs == 1 and loss == LOGISTIC:  # the common case
-        m, t = margins[0], T_val_t[0]
-        for i in range(n_rows):
-            out[i] = softplus(-t[i] * m[i])
     else:
         for i in range(n_rows):
             out[i] = 0.0
@@ -448,28 +457,27 @@ def _margins(X_val_t, theta, out):
 @njit(**_jit)
 def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
-          total_sum_squares, theta_init, permutations, noise, x_tt, use_rolling,
+          total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
           rolling_mean, weights, marginals, end_utility, theta, update,
-          margin_buf, dloss_buf, margins_init, margins, scratch):
-    n_parties = offsets.shape[0] - 1
-    n_outputs, n_columns = theta_init.shape
+          margin_buf, dloss_buf, margins, scratch):
+    """Walk ``b`` starts from ``starts[b % len(starts)]`` and steps through the
+    parties ``permutations[b]``; ``theta`` ends as the last walk's parameters."""
+    n_outputs, n_columns = theta.shape
     n_rows = margins.shape[1]
-    n_walks = permutations.shape[0]
+    n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
 
-    _margins(X_val_t, theta_init, margins_init)
-    utility_init = utility_of_margins(utility, loss, margins_init, T_val_t,
-                                      labels_val, huber_epsilon,
-                                      total_sum_squares, scratch)
     for b in range(n_walks):
+        start = starts[b % starts.shape[0]]
         for k in range(n_outputs):
             for c in range(n_columns):
-                theta[k, c] = theta_init[k, c]
-            for i in range(n_rows):
-                margins[k, i] = margins_init[k, i]
-        previous = utility_init
+                theta[k, c] = start[k, c]
+        _margins(X_val_t, theta, margins)
+        previous = utility_of_margins(utility, loss, margins, T_val_t,
+                                      labels_val, huber_epsilon,
+                                      total_sum_squares, scratch)
         fresh = x_tt[b]
-        for position in range(n_parties):
+        for position in range(n_steps):
             j = permutations[b, position]
             party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
                            huber_epsilon, l2, n_penalized, margin_buf,
@@ -501,21 +509,6 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
         end_utility[b] = previous
 
 
-@njit(**_jit)
-def _sgd_pass(X, T, offsets, loss, huber_epsilon, l2, n_penalized, clip_norm,
-              learning_rate, theta, order, update, margin_buf, dloss_buf):
-    """One clipped, noiseless SGD pass over the parties ``order``, on ``theta``."""
-    n_outputs, n_columns = theta.shape
-    for j in order:
-        party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
-                       huber_epsilon, l2, n_penalized, margin_buf, dloss_buf,
-                       update)
-        clip_l2(update, clip_norm)
-        for k in range(n_outputs):
-            for c in range(n_columns):
-                theta[k, c] -= learning_rate * update[k, c]
-
-
 # --- Python wrappers ------------------------------------------------------------
 
 def _f64(a):
@@ -537,6 +530,50 @@ def pad_columns(a):
     out = np.zeros((a.shape[1], padded_length(a.shape[0])))
     out[:, :a.shape[0]] = a.T
     return out
+
+
+def kernel_loss(loss, n_outputs):
+    """The loss argument of the kernels: the code, or None for binary logistic.
+
+    numba compiles a kernel once per argument type and drops the branches a
+    None argument rules out, so that the binary logistic loss (the default
+    estimator's) is compiled alone: a fit then compiles half the code.
+    """
+    return None if loss == LOGISTIC and n_outputs == 1 else int(loss)
+
+
+def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
+              huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
+              total_sum_squares, starts, permutations, weights, noise=None,
+              x_tt=None, rolling_mean=None):
+    """Call the walk kernel with its buffers; return (marginals, end_utility, theta).
+
+    Every kernel entry point of a fit goes through here, so that a fit
+    compiles one kernel (numba's first compilation is most of a first fit).
+    """
+    n_walks = permutations.shape[0]
+    n_outputs, n_columns = starts.shape[1:]
+    use_rolling = rolling_mean is not None
+    if noise is None:
+        if use_rolling:
+            raise ValueError("a rolling mean needs noise to roll")
+        noise = np.empty((0, 1, 1, 1))
+    elif not (noise.dtype == np.float64 and noise.flags.c_contiguous
+              and noise.flags.writeable):
+        raise ValueError("noise must be a writeable C-contiguous float64 array")
+    marginals = np.empty((n_walks, offsets.shape[0] - 1))
+    end_utility = np.empty(n_walks)
+    theta = np.empty((n_outputs, n_columns))
+    _walk(X, T, offsets, X_val_t, T_val_t, labels_val,
+          kernel_loss(loss, n_outputs), utility, huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
+          total_sum_squares, starts, _i64(permutations), noise,
+          np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
+          np.empty((1, 1, 1)) if rolling_mean is None else _f64(rolling_mean),
+          weights, marginals, end_utility, theta, np.empty_like(theta),
+          np.empty(n_outputs), np.empty(n_outputs),
+          np.empty((n_outputs, X_val_t.shape[1])),
+          validation_scratch(len(labels_val)))
+    return marginals, end_utility, theta
 
 
 def walk(problem, permutations, noise, x_tt, rolling_mean):
@@ -563,68 +600,54 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
     end_utility : ndarray of shape (n_walks,)
         Utility after the last step of each walk.
     """
-    n_walks = permutations.shape[0]
-    n_parties = problem.offsets.shape[0] - 1
-    use_rolling = rolling_mean is not None
-    if noise is None:
-        if use_rolling:
-            raise ValueError("a rolling mean needs noise to roll")
-        noise = np.empty((0, 1, 1, 1))
-    elif not (noise.dtype == np.float64 and noise.flags.c_contiguous
-              and noise.flags.writeable):
-        raise ValueError("noise must be a writeable C-contiguous float64 array")
-    if rolling_mean is None:
-        rolling_mean = np.empty((1, 1, 1))
-    marginals = np.empty((n_walks, n_parties))
-    end_utility = np.empty(n_walks)
     p = problem
-    n_outputs, n_columns = p.theta_init.shape
-    margins_init = np.empty((n_outputs, p.X_val_t.shape[1]))
-    _walk(p.X, p.T, p.offsets, p.X_val_t, p.T_val_t, p.labels_val, p.loss,
-          p.utility, p.huber_epsilon, p.l2, p.n_penalized, p.clip_norm,
-          p.learning_rate, p.total_sum_squares, p.theta_init,
-          _i64(permutations), noise, _f64(x_tt), use_rolling,
-          _f64(rolling_mean), p.weights, marginals, end_utility,
-          np.empty((n_outputs, n_columns)), np.empty((n_outputs, n_columns)),
-          np.empty(n_outputs), np.empty(n_outputs), margins_init,
-          np.empty_like(margins_init), validation_scratch(len(p.labels_val)))
+    marginals, end_utility, _ = _run_walk(
+        p.X, p.T, p.offsets, p.X_val_t, p.T_val_t, p.labels_val, loss=p.loss,
+        utility=p.utility, huber_epsilon=p.huber_epsilon, l2=p.l2,
+        n_penalized=p.n_penalized, clip_norm=p.clip_norm,
+        learning_rate=p.learning_rate, total_sum_squares=p.total_sum_squares,
+        starts=p.theta_init[None], permutations=permutations, weights=p.weights,
+        noise=noise, x_tt=x_tt, rolling_mean=rolling_mean)
     return marginals, end_utility
 
 
 def sgd_pass(X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
              learning_rate, theta_init, order):
-    """Return theta after one clipped SGD pass over the rows ``order`` of X."""
-    theta = np.array(theta_init, dtype=np.float64, order="C", copy=True)
+    """Return theta after one clipped SGD pass over the rows ``order`` of X.
+
+    The pass is a noiseless walk through the parties ``order`` (one row
+    each, repeats allowed) with no validation rows.
+    """
     X = _f64(X)
-    _sgd_pass(X, _f64(T), np.arange(X.shape[0] + 1), int(loss),
-              float(huber_epsilon), float(l2), int(n_penalized),
-              float(clip_norm), float(learning_rate), theta, _i64(order),
-              np.empty_like(theta), np.empty(theta.shape[0]),
-              np.empty(theta.shape[0]))
+    theta_init = _f64(theta_init)
+    n_columns = theta_init.shape[1]
+    _, _, theta = _run_walk(
+        X, _f64(T), np.arange(X.shape[0] + 1), np.zeros((n_columns, 0)),
+        np.zeros((theta_init.shape[0], 0)), np.empty(0, dtype=np.int64),
+        loss=int(loss), utility=NEG_LOSS, huber_epsilon=float(huber_epsilon),
+        l2=float(l2), n_penalized=int(n_penalized), clip_norm=float(clip_norm),
+        learning_rate=float(learning_rate), total_sum_squares=1.0,
+        starts=theta_init[None], permutations=_i64(order)[None],
+        weights=np.zeros(len(order)))
     return theta
-
-
-@njit(**_jit)
-def _utilities_of_thetas(thetas, X_val_t, T_val_t, labels_val, loss, utility,
-                         huber_epsilon, total_sum_squares, margins, scratch, out):
-    for i in range(thetas.shape[0]):
-        _margins(X_val_t, thetas[i], margins)
-        out[i] = utility_of_margins(utility, loss, margins, T_val_t, labels_val,
-                                    huber_epsilon, total_sum_squares, scratch)
 
 
 def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
                         huber_epsilon, total_sum_squares):
-    """Utility of each parameter matrix ``thetas[i]`` on the validation set (rows)."""
+    """Utility of each parameter matrix ``thetas[i]`` on the validation set (rows).
+
+    Each is a walk of no steps from ``thetas[i]``.
+    """
     thetas = _f64(thetas)
-    out = np.empty(thetas.shape[0])
-    X_val_t = pad_columns(X_val)
-    _utilities_of_thetas(thetas, X_val_t, pad_columns(T_val), _i64(labels_val),
-                         int(loss), int(utility), float(huber_epsilon),
-                         float(total_sum_squares),
-                         np.empty((thetas.shape[1], X_val_t.shape[1])),
-                         validation_scratch(len(labels_val)), out)
-    return out
+    n_outputs, n_columns = thetas.shape[1:]
+    _, utilities, _ = _run_walk(
+        np.zeros((0, n_columns)), np.zeros((0, n_outputs)), np.zeros(1, np.int64),
+        pad_columns(X_val), pad_columns(T_val), _i64(labels_val), loss=int(loss),
+        utility=int(utility), huber_epsilon=float(huber_epsilon), l2=0.0,
+        n_penalized=0, clip_norm=1.0, learning_rate=0.0,
+        total_sum_squares=float(total_sum_squares), starts=thetas,
+        permutations=np.zeros((len(thetas), 0), np.int64), weights=np.zeros(0))
+    return utilities
 
 
 def utility_of_theta(theta, X_val, T_val, labels_val, **settings):
