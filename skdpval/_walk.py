@@ -1,30 +1,75 @@
 """Running the walk: waves of permutations, in parallel, bit-reproducibly.
 
+A *walk problem* is any picklable object with ``n_parties``,
+``release_shape`` (the shape of one party's release, e.g. ``(n_outputs,
+n_columns)`` for the full-space walk) and a method ``walk(permutations,
+noise, x_tt, rolling_mean)`` returning ``(marginals, end_utility)`` (see
+:func:`skdpval._kernels.walk`). :class:`WalkProblem` is the full-space one.
+
 Permutations run in waves of ``batch_permutations``. The permutations of a
-wave are independent: they run in parallel (joblib, threads by default, the
-kernels release the GIL), and with a rolling mean all of them read each
-party's mean of its releases as of the end of the previous wave, which is
-updated once the wave is done. Every permutation draws its order and noise
-from its own seed, and the results of a wave are added up in permutation
-order, so the values are bit-identical for any ``n_jobs`` and any joblib
-backend at a fixed seed and wave size.
+wave are independent and run in parallel; with a rolling mean all of them
+read each party's mean of its releases as of the end of the previous wave,
+which is updated once the wave is done. Every permutation draws its order
+and its noise from its own seeds.
+
+Each wave is reduced over a fixed binary tree of its permutations (halves,
+the larger one first), whatever the number of workers: a task walks one node
+of the tree and sends back only the node's sums (the raw releases summed,
+and the count, mean and sum of squared deviations of its counted marginals,
+merged pairwise as Chan, Golub and LeVeque do), and the nodes are merged up
+the same tree. So the values are bit-identical for any ``n_jobs`` and any
+backend at a fixed seed and wave size, a task returns O(n d) numbers however
+many permutations it walked, and at most one wave of noise is alive.
+
+Where the tasks run:
+
+- one worker: in the calling thread;
+- threads (the default, and joblib's threading backend): a thread pool kept
+  for the whole fit (the kernels release the GIL; a joblib call per wave
+  costs about 10 ms, more than a small wave's work);
+- Dask (``joblib.parallel_config(backend="dask")``): the problem and the
+  draws are sent to every worker once, each task is pinned to a worker, and
+  the waves are merged on a worker, so that per wave only the nodes' sums
+  and the new rolling means cross the network;
+- any other joblib backend (loky, multiprocessing): ``joblib.Parallel``.
 """
 
+import math
 import sys
 import time
 from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from joblib import effective_n_jobs
+from joblib.parallel import SequentialBackend, ThreadingBackend, get_active_backend
 from sklearn.utils.parallel import Parallel, delayed
 
 from . import _kernels
 from ._noise import gaussian_noise
 
-WalkProblem = namedtuple("WalkProblem", [
+_WalkProblemFields = namedtuple("WalkProblem", [
     "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
     "huber_epsilon", "l2", "n_penalized", "clip_norm", "learning_rate",
     "total_sum_squares", "theta_init", "weights"])
+
+
+class WalkProblem(_WalkProblemFields):
+    """The full-space walk: parameters ``(n_outputs, n_columns)``, released whole."""
+
+    __slots__ = ()
+
+    @property
+    def n_parties(self):
+        return self.offsets.shape[0] - 1
+
+    @property
+    def release_shape(self):
+        return self.theta_init.shape
+
+    def walk(self, permutations, noise, x_tt, rolling_mean):
+        return _kernels.walk(self, permutations, noise, x_tt, rolling_mean)
+
 
 WalkResult = namedtuple("WalkResult", [
     "marginal_mean", "marginal_m2", "n_counted", "end_utility"])
@@ -36,7 +81,8 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
     """Pack the walk's inputs as contiguous arrays and plain scalars.
 
     ``X`` holds the parties' rows, party ``j`` being
-    ``X[offsets[j]:offsets[j + 1]]``; the validation set is given by rows.
+    ``X[offsets[j]:offsets[j + 1]]``; the validation set is given by rows
+    (stored transposed and padded, see :mod:`skdpval._kernels`).
     """
     f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)
     n_outputs = T.shape[1]
@@ -82,18 +128,174 @@ class SeededDraws:
                                  self.n_parties, self.noise_std, noise_out)
 
 
-def _walk_part(problem, draw, indices, x_tt, rolling_mean):
-    """Walk the permutations ``indices`` of one wave; runs in a worker."""
-    n_parties = problem.offsets.shape[0] - 1
-    permutations = np.empty((len(indices), n_parties), dtype=np.int64)
-    noise = (np.empty((len(indices), n_parties, *problem.theta_init.shape))
+# --- a wave's reduction tree ----------------------------------------------------
+
+NodeSums = namedtuple("NodeSums", ["raw_sum", "n_counted", "mean", "m2", "end_utility"])
+NodeSums.__doc__ = """What a node of a wave's tree sends back.
+
+``raw_sum``: its raw releases summed (None without a rolling mean);
+``n_counted``, ``mean``, ``m2``: count, mean and sum of squared deviations
+of its counted marginals (``mean`` None when none counts, ``m2`` None for
+zeros); ``end_utility``: each permutation's final utility, in order.
+"""
+
+
+def _halves(lo, hi):
+    return lo + (hi - lo + 1) // 2
+
+
+def reduce_tree(lo, hi, depth, leaf, merge):
+    """Merge ``leaf(a, b)`` over the tree of permutations ``lo .. hi - 1``.
+
+    The tree halves a node (the larger half first) until ``depth`` levels
+    or single permutations; ``merge(left, right)`` combines two siblings.
+    """
+    if depth == 0 or hi - lo == 1:
+        return leaf(lo, hi)
+    mid = _halves(lo, hi)
+    return merge(reduce_tree(lo, mid, depth - 1, leaf, merge),
+                 reduce_tree(mid, hi, depth - 1, leaf, merge))
+
+
+def tree_nodes(lo, hi, depth):
+    """The nodes ``(a, b)`` of the tree of ``lo .. hi - 1`` at ``depth``, in order."""
+    return reduce_tree(lo, hi, depth, lambda a, b: [(a, b)], lambda x, y: x + y)
+
+
+def merge_sums(left, right, in_place=False):
+    """Merge two sibling nodes (``left`` first), reusing left's arrays if asked.
+
+    Counted marginals merge with Chan, Golub and LeVeque's pairwise update;
+    the raw releases add up.
+    """
+    raw_sum = left.raw_sum
+    if raw_sum is not None:
+        raw_sum = (np.add(raw_sum, right.raw_sum, out=raw_sum) if in_place
+                   else raw_sum + right.raw_sum)
+    n_left, n_right = left.n_counted, right.n_counted
+    n = n_left + n_right
+    mean, m2 = (left.mean, left.m2) if n_right == 0 else (right.mean, right.m2)
+    if n_left and n_right:
+        # A diverged walk is reported by the caller, not here.
+        with np.errstate(invalid="ignore", over="ignore"):
+            delta = right.mean - left.mean
+            mean = (np.add(left.mean, delta * (n_right / n), out=left.mean)
+                    if in_place else left.mean + delta * (n_right / n))
+            spread = delta * delta * (n_left * n_right / n)
+            for part in (left.m2, right.m2):
+                if part is not None:
+                    spread += part
+            m2 = spread
+    end_utility = np.concatenate([left.end_utility, right.end_utility])
+    return NodeSums(raw_sum, n, mean, m2, end_utility)
+
+
+def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
+    """Walk permutations ``lo .. hi - 1`` (a node of a wave's tree); return its sums.
+
+    ``x_tt`` and ``counted`` are those of the node's permutations. Runs in a
+    worker; the node's noise is freed before it returns.
+    """
+    n_walks = hi - lo
+    permutations = np.empty((n_walks, problem.n_parties), dtype=np.int64)
+    noise = (np.empty((n_walks, problem.n_parties, *problem.release_shape))
              if draw.has_noise else None)
-    for i, t in enumerate(indices):
-        permutations[i] = draw(t, None if noise is None else noise[i])
-    marginals, end_utility = _kernels.walk(problem, permutations, noise, x_tt,
-                                           rolling_mean)
-    raw_releases = noise if rolling_mean is not None else None
-    return marginals, raw_releases, end_utility
+    for i in range(n_walks):
+        permutations[i] = draw(lo + i, None if noise is None else noise[i])
+    marginals, end_utility = problem.walk(permutations, noise, x_tt, rolling_mean)
+    keep_raw = rolling_mean is not None
+
+    def leaf(a, b):
+        i = a - lo
+        return NodeSums(noise[i] if keep_raw else None, int(counted[i]),
+                        marginals[i] if counted[i] else None, None,
+                        end_utility[i:i + 1])
+
+    node = reduce_tree(lo, hi, math.inf, leaf,
+                       lambda left, right: merge_sums(left, right, in_place=True))
+    # Copies, so that the node's noise and marginals are freed.
+    return node._replace(raw_sum=None if node.raw_sum is None else node.raw_sum.copy(),
+                         mean=None if node.mean is None else node.mean.copy())
+
+
+# --- the state between waves ----------------------------------------------------
+
+WalkState = namedtuple("WalkState", ["rolling_mean", "counted", "end_utility"])
+WalkState.__doc__ = """Each party's mean of its raw releases (or None), the
+counted marginals so far (a NodeSums without raw releases) and every
+permutation's final utility (NaN until walked)."""
+
+
+def end_wave(state, start, stop, depth, *nodes):
+    """Merge a wave's ``nodes`` (those of ``tree_nodes(start, stop, depth)``) into ``state``.
+
+    Returns a new state and leaves its arguments untouched (on Dask they
+    live in a worker's memory).
+    """
+    by_start = {}
+    for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth)):
+        by_start[a] = node
+    wave = reduce_tree(start, stop, depth, lambda a, b: by_start[a], merge_sums)
+    rolling_mean = state.rolling_mean
+    if rolling_mean is not None:
+        rolling_mean = (start * rolling_mean + wave.raw_sum) / stop
+    counted = merge_sums(state.counted, wave._replace(raw_sum=None))
+    end_utility = state.end_utility.copy()
+    end_utility[start:stop] = wave.end_utility
+    return WalkState(rolling_mean, counted._replace(end_utility=np.empty(0)),
+                     end_utility)
+
+
+def _rolling_mean(state):
+    return state.rolling_mean
+
+
+# --- where the tasks run --------------------------------------------------------
+
+def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, state,
+                 progress):
+    """Waves one after the other; ``map_nodes(tasks)`` runs ``fn(*args)`` tasks."""
+    for start, stop in waves:
+        tasks = [(walk_node, (problem, draw, lo, hi, x_tt[lo:hi], counted[lo:hi],
+                              state.rolling_mean))
+                 for lo, hi in tree_nodes(start, stop, depth)]
+        state = end_wave(state, start, stop, depth, *map_nodes(tasks))
+        progress.update(stop - start)
+    return state
+
+
+def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, state,
+                 progress):
+    """Waves on a Dask cluster: data sent once, tasks pinned, merges on a worker."""
+    from distributed import wait
+
+    workers = sorted(client.scheduler_info()["workers"])
+    home = workers[0]
+    use_rolling = state.rolling_mean is not None
+    # Scattered in lists: a bare tuple (WalkProblem) would be split up.
+    problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)
+    [state] = client.scatter([state], workers=[home], hash=False)
+    pending = []
+    for wave_index, (start, stop) in enumerate(waves):
+        rolling = (client.submit(_rolling_mean, state, workers=[home], pure=False)
+                   if use_rolling else None)
+        nodes = [client.submit(walk_node, problem, draw, lo, hi, x_tt[lo:hi],
+                               counted[lo:hi], rolling,
+                               workers=[workers[i % len(workers)]],
+                               allow_other_workers=True, pure=False)
+                 for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
+        state = client.submit(end_wave, state, start, stop, depth, *nodes,
+                              workers=[home], allow_other_workers=True, pure=False)
+        # Keep one wave queued behind the running one; report finished waves.
+        pending.append((state, stop - start))
+        if len(pending) == 2:
+            finished, size = pending.pop(0)
+            wait(finished)
+            progress.update(size)
+    result = state.result()
+    for _, size in pending:
+        progress.update(size)
+    return result
 
 
 class _Progress:
@@ -135,45 +337,44 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
               n_jobs=None, verbose=0):
     """Walk all permutations in waves; return each party's marginal statistics.
 
-    The mean and the sum of squared deviations (``marginal_m2``) of the
-    counted marginals are kept with Welford's update, in permutation order.
-
-    ``draw`` follows :class:`SeededDraws`' protocol; ``x_tt[t]`` the weight of its fresh release; ``counted[t]``
-    whether its marginals count (past the burn-in).
+    ``problem`` is a walk problem (see the module's docstring); ``draw``
+    follows :class:`SeededDraws`' protocol; ``x_tt[t]`` is the weight of
+    permutation ``t``'s fresh release; ``counted[t]`` whether its marginals
+    count (past the burn-in). Returns the mean and the sum of squared
+    deviations (``marginal_m2``) of each party's counted marginals, their
+    number and every permutation's final utility.
     """
     n_permutations = len(x_tt)
-    n_parties = problem.offsets.shape[0] - 1
-    marginal_mean = np.zeros(n_parties)
-    marginal_m2 = np.zeros(n_parties)
-    n_counted = 0
-    end_utility = np.empty(n_permutations)
-    rolling_mean = (np.zeros((n_parties, *problem.theta_init.shape))
-                    if use_rolling else None)
+    x_tt = np.asarray(x_tt, dtype=np.float64)
+    counted = np.asarray(counted, dtype=bool)
+    waves = [(start, min(start + batch_permutations, n_permutations))
+             for start in range(0, n_permutations, batch_permutations)]
+    state = WalkState(
+        np.zeros((problem.n_parties, *problem.release_shape)) if use_rolling else None,
+        NodeSums(None, 0, None, None, np.empty(0)),
+        np.full(n_permutations, np.nan))
+    n_workers = max(1, effective_n_jobs(n_jobs))
+    depth = math.ceil(math.log2(n_workers))
     progress = _Progress(n_permutations, verbose)
-    with Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
-        n_workers = effective_n_jobs(n_jobs)
-        for start in range(0, n_permutations, batch_permutations):
-            wave = np.arange(start, min(start + batch_permutations, n_permutations))
-            parts = [part for part in np.array_split(wave, n_workers) if len(part)]
-            results = parallel(
-                delayed(_walk_part)(problem, draw, part, x_tt[part], rolling_mean)
-                for part in parts)
-            raw_sum = np.zeros_like(rolling_mean) if use_rolling else None
-            for part, (marginals, raw_releases, ends) in zip(parts, results):
-                end_utility[part] = ends
-                for t, row in zip(part, marginals):
-                    if counted[t]:
-                        n_counted += 1
-                        # A diverged walk is reported by the caller, not here.
-                        with np.errstate(invalid="ignore", over="ignore"):
-                            deviation = row - marginal_mean
-                            marginal_mean += deviation / n_counted
-                            marginal_m2 += deviation * (row - marginal_mean)
-                if use_rolling:
-                    for raw in raw_releases:
-                        raw_sum += raw
-            if use_rolling:
-                rolling_mean = (start * rolling_mean + raw_sum) / (start + len(wave))
-            progress.update(len(wave))
+    args = (problem, draw, waves, depth, x_tt, counted, state, progress)
+    backend, _ = get_active_backend(prefer="threads")
+    if n_workers == 1 or isinstance(backend, SequentialBackend):
+        state = _run_locally(lambda tasks: [fn(*a) for fn, a in tasks], *args)
+    elif isinstance(backend, ThreadingBackend):
+        with ThreadPoolExecutor(n_workers, thread_name_prefix="skdpval") as pool:
+            state = _run_locally(
+                lambda tasks: [f.result() for f in [pool.submit(fn, *a)
+                                                    for fn, a in tasks]], *args)
+    elif type(backend).__name__ == "DaskDistributedBackend":
+        state = _run_on_dask(backend.client, *args)
+    else:
+        with Parallel(n_jobs=n_jobs) as parallel:
+            state = _run_locally(
+                lambda tasks: parallel(delayed(fn)(*a) for fn, a in tasks), *args)
     progress.close()
-    return WalkResult(marginal_mean, marginal_m2, n_counted, end_utility)
+    counted_sums = state.counted
+    n_parties = problem.n_parties
+    mean = (np.full(n_parties, np.nan) if counted_sums.mean is None
+            else counted_sums.mean)
+    m2 = np.zeros(n_parties) if counted_sums.m2 is None else counted_sums.m2
+    return WalkResult(mean, m2, counted_sums.n_counted, state.end_utility)
