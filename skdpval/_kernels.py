@@ -56,6 +56,9 @@ R2 = 3
 LANES = 8
 
 _jit = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
+# Scalar helpers called in vectorised loops: LLVM must inline them (numba's
+# calling convention otherwise keeps them out of line, and the loop scalar).
+_scalar = dict(_jit, forceinline=True)
 
 # --- softplus, branch-free so that loops over validation rows vectorise -----
 
@@ -84,7 +87,7 @@ def _float_to_bits(typingctx, value):
     return types.int64(types.float64), codegen
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def _exp_neg(a):
     """exp(-a) for a >= 0, to 1 ulp: exp(-a) = 2^-k exp(r), |r| <= ln2 / 2."""
     a = min(a, 746.0)  # exp(-746) is below the smallest subnormal
@@ -111,7 +114,7 @@ def _exp_neg(a):
             * _bits_to_float((1023 - (ki - half)) << 52))
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def _log1p_unit(e):
     """log(1 + e) for 0 <= e <= 1, as 2 atanh(s) with |s| <= 0.1716."""
     y = 1.0 + e
@@ -134,7 +137,7 @@ def _log1p_unit(e):
     return 2.0 * s * q + big * _LN2
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def _log_at_least_1(x):
     """log(x) for finite x >= 1, branch-free: e ln2 + log(1 + f), x = 2^e (1 + f)."""
     bits = _float_to_bits(x)
@@ -143,7 +146,7 @@ def _log_at_least_1(x):
     return e * _LN2_HI + (e * _LN2_LO + _log1p_unit(f))
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def softplus(z):
     """log(1 + exp(z)), without overflow, branch-free, to about 1e-15."""
     return max(z, 0.0) + _log1p_unit(_exp_neg(abs(z)))
@@ -158,7 +161,7 @@ def softplus_array(z, out):
 
 # --- losses -------------------------------------------------------------------
 
-@njit(**_jit)
+@njit(**_scalar)
 def output_loss(loss, m, t, huber_epsilon):
     """Loss of one output with margin ``m`` and target ``t`` (not MULTINOMIAL)."""
     if loss == LOGISTIC:
@@ -185,7 +188,7 @@ def output_loss(loss, m, t, huber_epsilon):
     return huber_epsilon * a - 0.5 * huber_epsilon * huber_epsilon
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def _logistic_dloss(m, t):
     """Derivative of ``softplus(-t m)`` with respect to ``m``, without overflow."""
     z = t * m
