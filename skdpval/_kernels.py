@@ -56,8 +56,9 @@ R2 = 3
 LANES = 8
 
 _jit = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
-# Scalar helpers called in vectorised loops: LLVM must inline them (numba's
-# calling convention otherwise keeps them out of line, and the loop scalar).
+# Helpers of the walk: LLVM must inline them (numba's calling convention
+# otherwise keeps them out of line: a scalar helper then keeps its loop
+# scalar, and a step pays five calls).
 _scalar = dict(_jit, forceinline=True)
 
 # --- softplus, branch-free so that loops over validation rows vectorise -----
@@ -266,7 +267,7 @@ def sample_dloss(loss, margins, targets, huber_epsilon, out):
         out[k] = _output_dloss(loss, margins[k], targets[k], huber_epsilon)
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
                    n_penalized, margin_buf, dloss_buf, out):
     """Gradient of the mean loss of rows ``start:stop`` plus ``l2/2 ||W||^2``."""
@@ -296,7 +297,7 @@ def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
             out[k, c] += l2 * theta[k, c]
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def clip_l2(g, clip_norm):
     """Scale ``g`` in place to L2 norm at most ``clip_norm``; return the old norm."""
     n_outputs, n_columns = g.shape
@@ -347,7 +348,7 @@ def _sum(values, n):
 _ROWS_PER_LOG = 512
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def logistic_loss_sum(margins, targets, n_val, scratch):
     """``sum(softplus(-targets[i] * margins[i]) for i < n_val)``, one log per 512 rows.
 
@@ -423,7 +424,7 @@ def _row_losses(loss, margins, T_val_t, huber_epsilon, scratch):
                 out[i] += output_loss(loss, m[i], t[i], huber_epsilon)
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
                        total_sum_squares, scratch):
     """Utility of the validation margins ``(n_outputs, n_columns)``.
@@ -463,21 +464,36 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
     return -_sum(scratch[0], n_val) / n_val
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def _step_margins(X_val_t, update, learning_rate, margins):
-    """``margins -= lr * update @ X_val``: exact, as margins are linear in theta."""
+    """``margins -= lr * update @ X_val``: exact, as margins are linear in theta.
+
+    Four columns per pass over the rows (subtracted in column order, so the
+    sum is the one-column-at-a-time sum): a quarter of the loads and stores.
+    """
     n_outputs, n_columns = update.shape
     n_rows = margins.shape[1]
     for k in range(n_outputs):
         row = margins[k]
-        for c in range(n_columns):
+        c = 0
+        while c + 4 <= n_columns:
+            s0 = learning_rate * update[k, c]
+            s1 = learning_rate * update[k, c + 1]
+            s2 = learning_rate * update[k, c + 2]
+            s3 = learning_rate * update[k, c + 3]
+            x0, x1, x2, x3 = X_val_t[c], X_val_t[c + 1], X_val_t[c + 2], X_val_t[c + 3]
+            for i in range(n_rows):
+                row[i] = (((row[i] - s0 * x0[i]) - s1 * x1[i]) - s2 * x2[i]) - s3 * x3[i]
+            c += 4
+        while c < n_columns:
             step = learning_rate * update[k, c]
             column = X_val_t[c]
             for i in range(n_rows):
                 row[i] -= step * column[i]
+            c += 1
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def _margins(X_val_t, theta, out):
     n_outputs, n_columns = theta.shape
     n_rows = X_val_t.shape[1]
