@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from joblib import effective_n_jobs
 from joblib.parallel import SequentialBackend, ThreadingBackend, get_active_backend
+from numba.core import event as numba_event
 from sklearn.utils.parallel import Parallel, delayed
 
 from . import _kernels
@@ -298,8 +299,36 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, state,
     return result
 
 
+class _CompileClock(numba_event.Listener):
+    """Seconds numba spent compiling in this process (outermost compilations)."""
+
+    def __init__(self):
+        self.depth, self.seconds, self.reported = 0, 0.0, False
+
+    def on_start(self, event):
+        if self.depth == 0:
+            self.started = time.perf_counter()
+        self.depth += 1
+
+    def on_end(self, event):
+        self.depth -= 1
+        if self.depth == 0:
+            self.seconds += time.perf_counter() - self.started
+
+
+# Installed at import: the first fit compiles before the walk starts (its
+# learning-rate search runs the same kernel).
+COMPILE_CLOCK = _CompileClock()
+numba_event.register("numba:compile", COMPILE_CLOCK)
+
+
 class _Progress:
-    """Permutations done, per second and time left: tqdm if installed."""
+    """Permutations done, per second and time left: tqdm if installed.
+
+    The first time numba compiles in the process, one line says how long
+    it took (the first fit after installing pays it; later ones load the
+    kernels from numba's cache).
+    """
 
     def __init__(self, total, verbose):
         self.total, self.done, self.bar = total, 0, None
@@ -313,9 +342,20 @@ class _Progress:
             else:
                 self.bar = tqdm(total=total, unit="perm", desc="DPDataValuator")
 
+    def _print(self, line):
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr)
+
     def update(self, n):
         if not self.enabled:
             return
+        if COMPILE_CLOCK.seconds and not COMPILE_CLOCK.reported:
+            COMPILE_CLOCK.reported = True
+            self._print(f"[DPDataValuator] numba compiled the kernels in "
+                        f"{COMPILE_CLOCK.seconds:.1f} s (once per process; "
+                        f"cached on disk for the next ones)")
         self.done += n
         if self.bar is not None:
             self.bar.update(n)
@@ -324,9 +364,8 @@ class _Progress:
         if now - self.last >= 1.0 or self.done == self.total:
             self.last = now
             rate = self.done / max(now - self.started, 1e-9)
-            print(f"[DPDataValuator] {self.done}/{self.total} permutations, "
-                  f"{rate:.1f}/s, ETA {(self.total - self.done) / rate:.1f}s",
-                  file=sys.stderr)
+            self._print(f"[DPDataValuator] {self.done}/{self.total} permutations, "
+                        f"{rate:.1f}/s, ETA {(self.total - self.done) / rate:.1f}s")
 
     def close(self):
         if self.bar is not None:

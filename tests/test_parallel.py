@@ -62,3 +62,62 @@ def test_progress_is_silent_by_default_and_reports_when_verbose(data, capfd,
     values(data, verbose=1)
     err = capfd.readouterr().err
     assert "23/23 permutations" in err and "ETA" in err
+
+
+def test_verbose_shows_a_tqdm_bar_when_installed(data, capfd):
+    pytest.importorskip("tqdm")
+    values(data, verbose=1)
+    err = capfd.readouterr().err
+    assert "DPDataValuator" in err and "23/23" in err and "perm" in err
+
+
+def test_verbose_says_once_how_long_numba_compiled(data, capfd, monkeypatch):
+    from skdpval._walk import COMPILE_CLOCK
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    monkeypatch.setattr(COMPILE_CLOCK, "seconds", 2.5)  # as after a first compilation
+    monkeypatch.setattr(COMPILE_CLOCK, "reported", False)
+    values(data, verbose=1)
+    assert "numba compiled the kernels in 2.5 s" in capfd.readouterr().err
+    values(data, verbose=1)
+    assert "compiled" not in capfd.readouterr().err
+    values(data)
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs):
+    """Every noise draw finds at most one wave's noise still allocated."""
+    import weakref
+
+    import skdpval._walk as walk_module
+
+    X, y = data
+    n_parties, batch = 40, 5  # validation_fraction=0.2 holds out 10 of 50
+    drawn, alive_most = [], [0]
+    original = walk_module.gaussian_noise
+
+    def tracking(generator, std, out):
+        if not any(ref() is out.base for ref in drawn):
+            drawn.append(weakref.ref(out.base))
+        alive = sum(ref().size for ref in drawn if ref() is not None)
+        alive_most[0] = max(alive_most[0], alive)
+        return original(generator, std, out)
+
+    monkeypatch.setattr(walk_module, "gaussian_noise", tracking)
+    values(data, n_jobs=n_jobs)
+    one_wave = batch * n_parties * (X.shape[1] + 1)
+    assert len(drawn) > 4  # several waves (and nodes) drew noise
+    assert one_wave // 2 < alive_most[0] <= one_wave
+
+
+def test_threads_do_not_go_through_joblib(data, monkeypatch):
+    """The default threads run in a pool kept for the fit, not a joblib call a wave."""
+    import skdpval._walk as walk_module
+
+    def no_joblib(*args, **kwargs):
+        raise AssertionError("joblib.Parallel was called")
+
+    serial = values(data, n_jobs=1)
+    monkeypatch.setattr(walk_module, "Parallel", no_joblib)
+    assert_array_equal(values(data, n_jobs=2), serial)
