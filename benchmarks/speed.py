@@ -57,7 +57,9 @@ LEARNING_RATE = 0.05
 
 
 def emit(**case):
-    print(json.dumps(case), flush=True)
+    # The load average says how busy the shared machine was during the case.
+    print(json.dumps({**case, "load_average_1min": round(os.getloadavg()[0], 2)}),
+          flush=True)
 
 
 def walks():
@@ -269,27 +271,38 @@ def floor(n=300, k=360, repeats=9):
          floor_ns_per_step=round(float(np.median(floor_seconds)) / steps * 1e9))
 
 
-def threads(repeats=5):
-    """n_jobs=1 against n_jobs=2: a small, a middle and a large job."""
+def threads(repeats=7):
+    """n_jobs=1 against n_jobs=2 on a small, a middle and a large job.
+
+    The two run in turn (after a warm-up each); the speed-up is the median
+    of the pairs' ratios.
+    """
     X, y, X_val, y_val = diabetes()
-    jobs = [("table8", X[:300], y[:300], X_val, y_val, 360),
-            ("diabetes", X[:300], y[:300], X_val, y_val, 200),
-            ("classification", *classification(8000), 64)]
+    jobs = [("table8", X[:300], y[:300], X_val, y_val, 360, repeats),
+            ("diabetes", X[:300], y[:300], X_val, y_val, 200, repeats),
+            ("classification", *classification(8000), 64, 3)]
     for walk, params in walks().items():
-        for name, X, y, X_val, y_val, k in jobs:
-            seconds, values = {}, {}
-            for n_jobs in (1, 2):
-                valuator = DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
-                                          epsilon=1.0, n_jobs=n_jobs, random_state=0,
-                                          noise_seed=0, **params)
-                seconds[n_jobs], values[n_jobs] = timed_fit(
-                    valuator, X, y, X_val, y_val,
-                    repeats=repeats if len(X) < 1000 else 1)
+        for name, X, y, X_val, y_val, k, rounds in jobs:
+            valuators = {n_jobs: DPDataValuator(
+                n_permutations=k, learning_rate=LEARNING_RATE, epsilon=1.0,
+                n_jobs=n_jobs, random_state=0, noise_seed=0, **params) for n_jobs in (1, 2)}
+            seconds = {1: [], 2: []}
+            for round_ in range(rounds + 1):
+                for n_jobs, valuator in valuators.items():
+                    started = time.perf_counter()
+                    valuator.fit(X, y, X_val=X_val, y_val=y_val)
+                    if round_:  # the first round warms up
+                        seconds[n_jobs].append(time.perf_counter() - started)
+            one, two = np.array(seconds[1]), np.array(seconds[2])
             emit(case="threads", walk=walk, job=name, n=len(X), k=k,
-                 n_val=len(X_val), d=X.shape[1], seconds_1_job=round(seconds[1], 4),
-                 seconds_2_jobs=round(seconds[2], 4),
-                 speedup=round(seconds[1] / seconds[2], 3),
-                 values_identical=bool(np.array_equal(values[1], values[2])))
+                 n_val=len(X_val), d=X.shape[1], repeats=rounds,
+                 seconds_1_job=round(float(np.median(one)), 4),
+                 seconds_2_jobs=round(float(np.median(two)), 4),
+                 speedup=round(float(np.median(one / two)), 3),
+                 speedup_range=[round(float(np.min(one / two)), 3),
+                                round(float(np.max(one / two)), 3)],
+                 values_identical=bool(np.array_equal(valuators[1].values_,
+                                                      valuators[2].values_)))
 
 
 def _loopback_bytes():
@@ -300,11 +313,25 @@ def _loopback_bytes():
     return 0
 
 
+def _transfers(dask_worker):
+    """What this worker sent: (recipient, key, bytes) (None: the client)."""
+    return [(entry.get("who"), str(key), size)
+            for entry in dask_worker.transfer_outgoing_log
+            for key, size in entry.get("keys", {}).items()]
+
+
 def dask(repeats=1):
-    """A LocalCluster of 2 worker processes x 1 thread against one local job."""
+    """A LocalCluster of 2 worker processes x 1 thread against one local job.
+
+    Bytes: what the workers sent each other (numpy's sizes, from Dask's
+    transfer logs), split into what a fit sends once (the problem and the
+    draws, to the second worker) and what every wave sends; and, as a
+    cross-check, every byte on the loopback during the fit.
+    """
     import distributed
     from joblib import parallel_config
 
+    once = ("WalkProblem", "SeededDraws")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
@@ -319,27 +346,33 @@ def dask(repeats=1):
             with parallel_config(backend="dask"):
                 valuator = make(n_jobs=-1)
                 valuator.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # warm workers
-                sent = lambda: sum(client.run(
-                    lambda dask_worker: dask_worker.transfer_outgoing_bytes_total).values())
-                before, loopback = sent(), _loopback_bytes()
-                started = time.perf_counter()
-                valuator.fit(X, y, X_val=X_val, y_val=y_val)
-                on_dask = time.perf_counter() - started
-                between_workers, loopback = sent() - before, _loopback_bytes() - loopback
-            n_waves = -(-k // valuator.batch_permutations)
-            problem_bytes = len(pickle.dumps((X, y, X_val, y_val)))
-            emit(case="dask", n=n, k=k, d=d, n_val=len(X_val), workers="2 processes x 1 thread",
-                 seconds_1_job=round(local, 3), seconds_dask=round(on_dask, 3),
-                 speedup=round(local / on_dask, 3),
+                client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
+                loopback = _loopback_bytes()
+                seconds = []
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    valuator.fit(X, y, X_val=X_val, y_val=y_val)
+                    seconds.append(time.perf_counter() - started)
+                loopback = _loopback_bytes() - loopback
+                sent = [t for log in client.run(_transfers).values() for t in log]
+            n_waves = repeats * -(-k // valuator.batch_permutations)
+            between = lambda keep: sum(size for who, key, size in sent
+                                       if who is not None and keep(key))
+            on_dask = float(np.median(seconds))
+            emit(case="dask", n=n, k=k, d=d, n_val=len(X_val),
+                 workers="2 processes x 1 thread", seconds_1_job=round(local, 3),
+                 seconds_dask=round(on_dask, 3), speedup=round(local / on_dask, 3),
                  values_identical=bool(np.array_equal(local_values, valuator.values_)),
-                 waves=n_waves,
-                 bytes_between_workers_per_wave=round(between_workers / n_waves),
-                 loopback_bytes_per_wave=round((loopback - 2 * problem_bytes) / n_waves),
-                 loopback_bytes_total=loopback, data_bytes_once=problem_bytes,
+                 waves_per_fit=n_waves // repeats,
+                 bytes_per_wave=round(between(lambda key: not key.startswith(once)) / n_waves),
+                 bytes_once_per_fit=round(between(lambda key: key.startswith(once)) / repeats),
+                 bytes_to_client_per_fit=round(sum(size for who, _, size in sent
+                                                   if who is None) / repeats),
                  bound_bytes_per_wave=3 * 8 * n * (d + 1),
-                 note="loopback: every byte on the machine's loopback during the "
-                      "fit (the data go to each of the 2 workers once), so other "
-                      "processes' traffic counts too")
+                 loopback_bytes_per_fit=round(loopback / repeats),
+                 note="bytes_per_wave: the new rolling means to the second worker "
+                      "and its node's sums back; loopback counts every process "
+                      "on the machine")
 
 
 SCALE = """

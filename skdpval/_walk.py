@@ -103,9 +103,11 @@ def permutation_draws(order_seed, noise_seed, n_parties, noise_std, noise_out):
     (one public, for the order; one secret, for the noise), so results do not
     depend on how permutations are grouped or scheduled.
     """
-    permutation = np.random.default_rng(order_seed).permutation(n_parties)
+    # Generator(PCG64(seed)) is default_rng(seed), without its checks (2 us).
+    permutation = np.random.Generator(np.random.PCG64(order_seed)).permutation(n_parties)
     if noise_out is not None:
-        gaussian_noise(np.random.default_rng(noise_seed), noise_std, noise_out)
+        gaussian_noise(np.random.Generator(np.random.PCG64(noise_seed)), noise_std,
+                       noise_out)
     return permutation
 
 
@@ -139,6 +141,12 @@ NodeSums.__doc__ = """What a node of a wave's tree sends back.
 of its counted marginals (``mean`` None when none counts, ``m2`` None for
 zeros); ``end_utility``: each permutation's final utility, in order.
 """
+
+
+def _diverged_walks_are_reported_later():
+    """Non-finite marginals or releases (a diverged walk) are reported by the
+    caller, with a remedy: numpy's warnings here would only repeat it."""
+    return np.errstate(invalid="ignore", over="ignore")
 
 
 def _halves(lo, hi):
@@ -177,44 +185,56 @@ def merge_sums(left, right, in_place=False):
     n = n_left + n_right
     mean, m2 = (left.mean, left.m2) if n_right == 0 else (right.mean, right.m2)
     if n_left and n_right:
-        # A diverged walk is reported by the caller, not here.
-        with np.errstate(invalid="ignore", over="ignore"):
-            delta = right.mean - left.mean
-            mean = (np.add(left.mean, delta * (n_right / n), out=left.mean)
-                    if in_place else left.mean + delta * (n_right / n))
-            spread = delta * delta * (n_left * n_right / n)
-            for part in (left.m2, right.m2):
-                if part is not None:
-                    spread += part
-            m2 = spread
+        delta = right.mean - left.mean
+        mean = (np.add(left.mean, delta * (n_right / n), out=left.mean)
+                if in_place else left.mean + delta * (n_right / n))
+        m2 = delta * delta * (n_left * n_right / n)
+        for part in (left.m2, right.m2):
+            if part is not None:
+                m2 += part
     end_utility = np.concatenate([left.end_utility, right.end_utility])
     return NodeSums(raw_sum, n, mean, m2, end_utility)
+
+
+# A node walks its permutations in chunks of at most this many bytes of
+# noise (at least one permutation): with 100,000 parties and 21 parameters,
+# one permutation at a time, and only the tree's pending partial sums stay.
+CHUNK_BYTES = 16 * 2**20
 
 
 def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
     """Walk permutations ``lo .. hi - 1`` (a node of a wave's tree); return its sums.
 
     ``x_tt`` and ``counted`` are those of the node's permutations. Runs in a
-    worker; the node's noise is freed before it returns.
+    worker. Permutations are drawn and walked in chunks, in the order the
+    tree consumes them, so that a chunk's noise is freed once summed.
     """
-    n_walks = hi - lo
-    permutations = np.empty((n_walks, problem.n_parties), dtype=np.int64)
-    noise = (np.empty((n_walks, problem.n_parties, *problem.release_shape))
-             if draw.has_noise else None)
-    for i in range(n_walks):
-        permutations[i] = draw(lo + i, None if noise is None else noise[i])
-    marginals, end_utility = problem.walk(permutations, noise, x_tt, rolling_mean)
+    n_parties, shape = problem.n_parties, problem.release_shape
+    chunk = max(1, CHUNK_BYTES // (8 * n_parties * math.prod(shape)))
     keep_raw = rolling_mean is not None
+    walked = {}
 
     def leaf(a, b):
-        i = a - lo
-        return NodeSums(noise[i] if keep_raw else None, int(counted[i]),
-                        marginals[i] if counted[i] else None, None,
-                        end_utility[i:i + 1])
+        if a not in walked:  # the tree asks for permutations in order
+            stop = min(a + chunk, hi)
+            permutations = np.empty((stop - a, n_parties), dtype=np.int64)
+            noise = (np.empty((stop - a, n_parties, *shape))
+                     if draw.has_noise else None)
+            for i in range(stop - a):
+                permutations[i] = draw(a + i, None if noise is None else noise[i])
+            marginals, end_utility = problem.walk(
+                permutations, noise, x_tt[a - lo:stop - lo], rolling_mean)
+            for i in range(stop - a):
+                walked[a + i] = (noise[i] if keep_raw else None, marginals[i],
+                                 end_utility[i:i + 1])
+        raw, row, end_utility = walked.pop(a)
+        counts = bool(counted[a - lo])
+        return NodeSums(raw, int(counts), row if counts else None, None, end_utility)
 
-    node = reduce_tree(lo, hi, math.inf, leaf,
-                       lambda left, right: merge_sums(left, right, in_place=True))
-    # Copies, so that the node's noise and marginals are freed.
+    with _diverged_walks_are_reported_later():
+        node = reduce_tree(lo, hi, math.inf, leaf,
+                           lambda left, right: merge_sums(left, right, in_place=True))
+    # Copies, so that the last chunk's noise and marginals are freed.
     return node._replace(raw_sum=None if node.raw_sum is None else node.raw_sum.copy(),
                          mean=None if node.mean is None else node.mean.copy())
 
@@ -236,11 +256,12 @@ def end_wave(state, start, stop, depth, *nodes):
     by_start = {}
     for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth)):
         by_start[a] = node
-    wave = reduce_tree(start, stop, depth, lambda a, b: by_start[a], merge_sums)
-    rolling_mean = state.rolling_mean
-    if rolling_mean is not None:
-        rolling_mean = (start * rolling_mean + wave.raw_sum) / stop
-    counted = merge_sums(state.counted, wave._replace(raw_sum=None))
+    with _diverged_walks_are_reported_later():
+        wave = reduce_tree(start, stop, depth, lambda a, b: by_start[a], merge_sums)
+        rolling_mean = state.rolling_mean
+        if rolling_mean is not None:
+            rolling_mean = (start * rolling_mean + wave.raw_sum) / stop
+        counted = merge_sums(state.counted, wave._replace(raw_sum=None))
     end_utility = state.end_utility.copy()
     end_utility[start:stop] = wave.end_utility
     return WalkState(rolling_mean, counted._replace(end_utility=np.empty(0)),

@@ -85,15 +85,12 @@ def test_verbose_says_once_how_long_numba_compiled(data, capfd, monkeypatch):
     assert capfd.readouterr().err == ""
 
 
-@pytest.mark.parametrize("n_jobs", [1, 2])
-def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs):
-    """Every noise draw finds at most one wave's noise still allocated."""
+def track_alive_noise(monkeypatch):
+    """Patch the noise draws to record the most noise elements alive at a draw."""
     import weakref
 
     import skdpval._walk as walk_module
 
-    X, y = data
-    n_parties, batch = 40, 5  # validation_fraction=0.2 holds out 10 of 50
     drawn, alive_most = [], [0]
     original = walk_module.gaussian_noise
 
@@ -105,6 +102,15 @@ def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs):
         return original(generator, std, out)
 
     monkeypatch.setattr(walk_module, "gaussian_noise", tracking)
+    return drawn, alive_most
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs):
+    """Every noise draw finds at most one wave's noise still allocated."""
+    X, y = data
+    n_parties, batch = 40, 5  # validation_fraction=0.2 holds out 10 of 50
+    drawn, alive_most = track_alive_noise(monkeypatch)
     values(data, n_jobs=n_jobs)
     one_wave = batch * n_parties * (X.shape[1] + 1)
     assert len(drawn) > 4  # several waves (and nodes) drew noise
@@ -121,3 +127,16 @@ def test_threads_do_not_go_through_joblib(data, monkeypatch):
     serial = values(data, n_jobs=1)
     monkeypatch.setattr(walk_module, "Parallel", no_joblib)
     assert_array_equal(values(data, n_jobs=2), serial)
+
+
+def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
+    """With chunks of one permutation, a node keeps only its tree's pending sums."""
+    import skdpval._walk as walk_module
+
+    serial = values(data, n_jobs=1)
+    monkeypatch.setattr(walk_module, "CHUNK_BYTES", 1)
+    drawn, alive_most = track_alive_noise(monkeypatch)
+    assert_array_equal(values(data, n_jobs=1), serial)
+    one_permutation = 40 * (data[0].shape[1] + 1)
+    # A wave of 5 is a tree of depth 3: 2 pending partial sums and the new one.
+    assert alive_most[0] == 3 * one_permutation
