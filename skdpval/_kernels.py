@@ -250,7 +250,7 @@ def sample_loss(loss, margins, targets, huber_epsilon):
 @njit(**_jit)
 def sample_dloss(loss, margins, targets, huber_epsilon, out):
     """Gradient of ``sample_loss`` with respect to the margins, into ``out``."""
-    if loss is None:  # binary logistic, compiled alone (see ``kernel_loss``)
+    if loss is None:  # binary logistic, compiled alone (see ``kernel_codes``)
         out[0] = _logistic_dloss(margins[0], targets[0])
         return
     n_outputs = margins.shape[0]
@@ -436,6 +436,11 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
     """
     n_outputs, n_columns = margins.shape
     n_val = labels.shape[0]
+    if utility is None:  # NEG_LOSS, compiled alone (see ``kernel_codes``)
+        if loss is None:  # binary logistic, likewise
+            return -logistic_loss_sum(margins[0], T_val_t[0], n_val, scratch) / n_val
+        _row_losses(loss, margins, T_val_t, huber_epsilon, scratch)
+        return -_sum(scratch[0], n_val) / n_val
     if utility == ACCURACY:
         correct = 0
         for i in range(n_val):
@@ -457,11 +462,7 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
         if utility == R2:
             return 1.0 - total / total_sum_squares
         return -total / n_val
-    # NEG_LOSS
-    if loss is None:  # binary logistic, compiled alone (see ``kernel_loss``)
-        return -logistic_loss_sum(margins[0], T_val_t[0], n_val, scratch) / n_val
-    _row_losses(loss, margins, T_val_t, huber_epsilon, scratch)
-    return -_sum(scratch[0], n_val) / n_val
+    return np.nan  # no other utility code exists
 
 
 @njit(**_scalar)
@@ -493,7 +494,7 @@ def _step_margins(X_val_t, update, learning_rate, margins):
             c += 1
 
 
-@njit(**_scalar)
+@njit(**_jit)
 def _margins(X_val_t, theta, out):
     n_outputs, n_columns = theta.shape
     n_rows = X_val_t.shape[1]
@@ -588,14 +589,16 @@ def pad_columns(a):
     return out
 
 
-def kernel_loss(loss, n_outputs):
-    """The loss argument of the kernels: the code, or None for binary logistic.
+def kernel_codes(loss, utility, n_outputs):
+    """The loss and utility arguments of the kernels: codes, or None for the defaults.
 
     numba compiles a kernel once per argument type and drops the branches a
-    None argument rules out, so that the binary logistic loss (the default
-    estimator's) is compiled alone: a fit then compiles half the code.
+    None argument rules out: the binary logistic loss (None) and the
+    negative loss utility (None), the defaults, are compiled alone, which
+    halves a first fit's compilation.
     """
-    return None if loss == LOGISTIC and n_outputs == 1 else int(loss)
+    return (None if loss == LOGISTIC and n_outputs == 1 else int(loss),
+            None if utility == NEG_LOSS else int(utility))
 
 
 def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
@@ -621,8 +624,8 @@ def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
     end_utility = np.empty(n_walks)
     theta = np.empty((n_outputs, n_columns))
     _walk(X, T, offsets, X_val_t, T_val_t, labels_val,
-          kernel_loss(loss, n_outputs), utility, huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
-          total_sum_squares, starts, _i64(permutations), noise,
+          *kernel_codes(loss, utility, n_outputs), huber_epsilon, l2, n_penalized,
+          clip_norm, learning_rate, total_sum_squares, starts, _i64(permutations), noise,
           np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
           np.empty((1, 1, 1)) if rolling_mean is None else _f64(rolling_mean),
           weights, marginals, end_utility, theta, np.empty_like(theta),
