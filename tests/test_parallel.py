@@ -140,3 +140,41 @@ def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
     one_permutation = 40 * (data[0].shape[1] + 1)
     # A wave of 5 is a tree of depth 3: 2 pending partial sums and the new one.
     assert alive_most[0] == 3 * one_permutation
+
+
+def test_a_wave_sums_the_same_bits_whatever_its_split():
+    """Merging a wave's nodes at any depth gives its statistics, bit for bit."""
+    from skdpval._walk import NodeSums, WalkState, end_wave, merge_sums, reduce_tree, tree_nodes
+
+    rng = np.random.default_rng(0)
+    start, stop, n = 7, 20, 6  # a wave of 13 permutations after 7 others
+    raw = rng.normal(size=(stop, n, 2))
+    marginals = rng.normal(size=(stop, n)) * np.exp(rng.normal(size=(stop, 1)))
+    counted = rng.random(stop) < 0.7
+    ends = rng.normal(size=stop)
+
+    def node(lo, hi):  # what a worker walking lo .. hi - 1 sends back
+        leaf = lambda a, b: NodeSums(raw[a].copy(), int(counted[a]),
+                                     marginals[a].copy() if counted[a] else None,
+                                     None, ends[a:a + 1])
+        return reduce_tree(lo, hi, np.inf, leaf,
+                           lambda x, y: merge_sums(x, y, in_place=True))
+
+    before = WalkState(rng.normal(size=(n, 2)), NodeSums(None, 0, None, None, np.empty(0)),
+                       np.full(stop, np.nan))
+    states = [end_wave(before, start, stop, depth,
+                       *[node(lo, hi) for lo, hi in tree_nodes(start, stop, depth)])
+              for depth in range(5)]
+    for state in states[1:]:
+        assert_array_equal(state.rolling_mean, states[0].rolling_mean)
+        assert_array_equal(state.counted.mean, states[0].counted.mean)
+        assert_array_equal(state.counted.m2, states[0].counted.m2)
+        assert_array_equal(state.end_utility, states[0].end_utility)
+    kept = marginals[start:stop][counted[start:stop]]
+    assert states[0].counted.n_counted == len(kept)
+    np.testing.assert_allclose(states[0].counted.mean, kept.mean(0), rtol=1e-13)
+    np.testing.assert_allclose(states[0].counted.m2, kept.var(0) * len(kept), rtol=1e-12)
+    np.testing.assert_allclose(states[0].rolling_mean,
+                               (start * before.rolling_mean + raw[start:stop].sum(0)) / stop,
+                               rtol=1e-13)
+    assert_array_equal(states[0].end_utility[start:], ends[start:])
