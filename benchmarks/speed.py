@@ -193,11 +193,12 @@ def vs_reference(n=300, k=3):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _floor_loop(X_val_t, t_val, n_val, steps, seed, buf):
+def _floor_loop(X_val_t, t_val, n_val, steps, seed, buf, with_loss):
     """The job's arithmetic: per step, margins -= step @ X_val, then the loss.
 
     The step differs every time (so nothing is hoisted); the validation
     rows are padded as in the kernels; the loss is summed as they sum it.
+    ``with_loss=False`` times the multiply-adds alone.
     """
     n_columns, n_rows = X_val_t.shape
     margins = buf[0]
@@ -211,25 +212,11 @@ def _floor_loop(X_val_t, t_val, n_val, steps, seed, buf):
             column = X_val_t[c]
             for i in range(n_rows):
                 margins[i] -= step * column[i]
-        for i in range(n_rows):
-            losses[i] = _kernels.softplus(-t_val[i] * margins[i])
-        total += _kernels._sum(losses, n_val)
-    return total
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _multiply_adds_only(X_val_t, steps, seed, buf):
-    n_columns, n_rows = X_val_t.shape
-    margins = buf[0]
-    for i in range(n_rows):
-        margins[i] = 0.0
-    for s in range(steps):
-        for c in range(n_columns):
-            step = 1e-4 * (((s * 7 + c * 3 + seed) % 13) - 6.0)
-            column = X_val_t[c]
+        if with_loss:
             for i in range(n_rows):
-                margins[i] -= step * column[i]
-    return margins[0]
+                losses[i] = _kernels.softplus(-t_val[i] * margins[i])
+            total += _kernels._sum(losses, n_val)
+    return total + margins[0]
 
 
 def floor(n=300, k=360, repeats=9):
@@ -247,8 +234,9 @@ def floor(n=300, k=360, repeats=9):
     buf = np.empty((2, X_val_t.shape[1]))
     runs = {
         "job": lambda seed: valuator.fit(X[:n], y[:n], X_val=X_val, y_val=y_val),
-        "floor": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps, seed, buf),
-        "multiply_adds": lambda seed: _multiply_adds_only(X_val_t, steps, seed, buf)}
+        "floor": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps, seed, buf, True),
+        "multiply_adds": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps, seed, buf,
+                                                  False)}
     seconds = {name: [] for name in runs}
     for seed in range(repeats + 1):
         for name, run in runs.items():

@@ -241,10 +241,23 @@ def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
 
 # --- the state between waves ----------------------------------------------------
 
-WalkState = namedtuple("WalkState", ["rolling_mean", "counted", "end_utility"])
-WalkState.__doc__ = """Each party's mean of its raw releases (or None), the
-counted marginals so far (a NodeSums without raw releases) and every
-permutation's final utility (NaN until walked)."""
+class WalkState(namedtuple("WalkState", ["rolling_mean", "counted", "end_utility"])):
+    """Each party's mean of its raw releases (or None), the counted marginals
+    so far (a NodeSums without raw releases) and every permutation's final
+    utility (NaN until walked)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def start(cls, n_parties, release_shape, n_permutations):
+        """Before the first wave (``release_shape`` None: no rolling mean)."""
+        return cls(None if release_shape is None else np.zeros((n_parties, *release_shape)),
+                   NodeSums(None, 0, None, None, np.empty(0)),
+                   np.full(n_permutations, np.nan))
+
+    def result(self):
+        """The state without its rolling mean: what the caller needs."""
+        return self._replace(rolling_mean=None)
 
 
 def end_wave(state, start, stop, depth, *nodes):
@@ -268,15 +281,20 @@ def end_wave(state, start, stop, depth, *nodes):
                      end_utility)
 
 
-def _rolling_mean(state):
-    return state.rolling_mean
+def walk_node_of_state(problem, draw, lo, hi, x_tt, counted, state):
+    """:func:`walk_node` with the rolling mean of ``state`` (for Dask)."""
+    return walk_node(problem, draw, lo, hi, x_tt, counted, state.rolling_mean)
 
 
 # --- where the tasks run --------------------------------------------------------
 
-def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, state,
+def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, initial,
                  progress):
-    """Waves one after the other; ``map_nodes(tasks)`` runs ``fn(*args)`` tasks."""
+    """Waves one after the other; ``map_nodes(tasks)`` runs ``fn(*args)`` tasks.
+
+    ``initial`` are the arguments of :meth:`WalkState.start`.
+    """
+    state = WalkState.start(*initial)
     for start, stop in waves:
         tasks = [(walk_node, (problem, draw, lo, hi, x_tt[lo:hi], counted[lo:hi],
                               state.rolling_mean))
@@ -286,24 +304,22 @@ def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, state,
     return state
 
 
-def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, state,
+def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                  progress):
     """Waves on a Dask cluster: data sent once, tasks pinned, merges on a worker."""
     from distributed import wait
 
     workers = sorted(client.scheduler_info()["workers"])
     home = workers[0]
-    use_rolling = state.rolling_mean is not None
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
     problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)
-    [state] = client.scatter([state], workers=[home], hash=False)
+    state = client.submit(WalkState.start, *initial, workers=[home], pure=False)
     pending = []
-    for wave_index, (start, stop) in enumerate(waves):
-        rolling = (client.submit(_rolling_mean, state, workers=[home], pure=False)
-                   if use_rolling else None)
-        nodes = [client.submit(walk_node, problem, draw, lo, hi, x_tt[lo:hi],
-                               counted[lo:hi], rolling,
-                               workers=[workers[i % len(workers)]],
+    for start, stop in waves:
+        # Nodes read the rolling mean from the state (the state's other parts
+        # are O(n) numbers, sent with it rather than split off by a task).
+        nodes = [client.submit(walk_node_of_state, problem, draw, lo, hi, x_tt[lo:hi],
+                               counted[lo:hi], state, workers=[workers[i % len(workers)]],
                                allow_other_workers=True, pure=False)
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
         state = client.submit(end_wave, state, start, stop, depth, *nodes,
@@ -314,7 +330,7 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, state,
             finished, size = pending.pop(0)
             wait(finished)
             progress.update(size)
-    result = state.result()
+    result = client.submit(WalkState.result, state, workers=[home], pure=False).result()
     for _, size in pending:
         progress.update(size)
     return result
@@ -409,14 +425,12 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     counted = np.asarray(counted, dtype=bool)
     waves = [(start, min(start + batch_permutations, n_permutations))
              for start in range(0, n_permutations, batch_permutations)]
-    state = WalkState(
-        np.zeros((problem.n_parties, *problem.release_shape)) if use_rolling else None,
-        NodeSums(None, 0, None, None, np.empty(0)),
-        np.full(n_permutations, np.nan))
+    initial = (problem.n_parties, problem.release_shape if use_rolling else None,
+               n_permutations)
     n_workers = max(1, effective_n_jobs(n_jobs))
     depth = math.ceil(math.log2(n_workers))
     progress = _Progress(n_permutations, verbose)
-    args = (problem, draw, waves, depth, x_tt, counted, state, progress)
+    args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
     backend, _ = get_active_backend(prefer="threads")
     if n_workers == 1 or isinstance(backend, SequentialBackend):
         state = _run_locally(lambda tasks: [fn(*a) for fn, a in tasks], *args)
