@@ -23,11 +23,14 @@ Layout:
   rows and vectorise. ``labels_val`` keeps the true length ``n_val``.
 
 Kernels use ``error_model="numpy"`` (Python's zero-division checks would
-put a branch in every loop and stop LLVM from vectorising them: 7x slower),
-and avoid what makes numba's first compilation slow: array-to-array slice
-copies (they compile numba's error-message formatting: 2.5 s), allocation
-inside kernels, and IR-level inlining (``inline="always"`` re-types the
-inlined body at every call site; LLVM inlines the small helpers anyway).
+put a branch in every loop and stop LLVM from vectorising them: 7x slower).
+A fit's first call compiles them (numba caches them on disk afterwards), so
+they avoid what makes that slow: array-to-array slice copies (they compile
+numba's error-message formatting: 2.5 s), allocation inside kernels,
+IR-level inlining (``inline="always"`` re-types the inlined body at every
+call site; the walk's helpers are inlined by LLVM instead, ``forceinline``),
+more than one kernel per fit (the learning-rate search and the utilities
+are walks too) and code for losses the fit does not use (``kernel_codes``).
 """
 
 import numpy as np
