@@ -1,29 +1,47 @@
 """Speed benchmark: prints one JSON object per case on stdout.
 
-Run from the repository root (OpenBLAS' core-type override, if set, slows
-the GEMM used as the roofline's reference, so unset it for this command):
+Run from the repository root:
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/speed.py
+    python benchmarks/speed.py [case ...] > benchmarks/results/speed.jsonl
 
-Cases: ``paper_table8`` (the seed paper's Table 8 job: diabetes, logistic
-regression, correlated noise), ``vs_reference`` (the plain-numpy Algorithm 1
-of tests/reference.py on the same job), ``roofline`` (the job's own
-arithmetic timed in isolation), ``threads`` (n_jobs=1 vs 2) and ``scale``
-(1e5 parties).
+Cases:
+
+- ``cold_start``: the first binary fit in a fresh process with an empty
+  numba cache (``NUMBA_CACHE_DIR``), import excluded (reported apart);
+- ``paper_table8``: the seed paper's Table 8 job (diabetes, logistic
+  regression, correlated noise), one job;
+- ``vs_reference``: the plain-numpy Algorithm 1 of tests/reference.py on
+  the same job;
+- ``floor``: the Table 8 job, and its walk kernel alone, against its floor,
+  the job's own arithmetic in a tight numba loop (per step: the validation
+  margins' multiply-adds and one softplus per validation row, summed);
+- ``threads``: n_jobs=1 against n_jobs=2 on three jobs;
+- ``dask``: a LocalCluster of 2 worker processes x 1 thread against one
+  job, with the bytes that cross the network per wave;
+- ``scale``: 100,000 parties (d = 20, 500 validation rows, waves of 16):
+  time and peak memory, in a fresh process;
+- ``multiclass``: cost per step against the number of classes (digits).
+
+Times are medians over repeats in one process, after a warm-up fit; the
+machine (2 cores, shared) is noisy, so compare the ratios in a case.
+The walk measured is the estimator's default and, when the estimator has a
+``subspace`` parameter, also the full-space walk (``subspace=None``).
 """
 
 import argparse
 import json
 import os
+import pickle
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 from numba import njit
-from sklearn.datasets import load_diabetes, make_classification
+from sklearn.datasets import load_diabetes, load_digits, make_classification
+from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from skdpval import DPDataValuator, _kernels
 from skdpval._walk import SeededDraws, make_problem, run_walks
@@ -39,7 +57,16 @@ LEARNING_RATE = 0.05
 
 
 def emit(**case):
-    print(json.dumps(case), flush=True)
+    # The load average says how busy the shared machine was during the case.
+    print(json.dumps({**case, "load_average_1min": round(os.getloadavg()[0], 2)}),
+          flush=True)
+
+
+def walks():
+    """The walks to measure: the default, and the full-space one if it differs."""
+    if "subspace" in DPDataValuator().get_params():
+        return {"default": {}, "full-space": {"subspace": None}}
+    return {"full-space (the default)": {}}
 
 
 def diabetes():
@@ -50,14 +77,59 @@ def diabetes():
     return X[:-N_VAL], y[order][:-N_VAL], X[-N_VAL:], y[order][-N_VAL:]
 
 
+def classification(n, n_val=500, d=20):
+    X, y = make_classification(n_samples=n + n_val, n_features=d, random_state=0)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
 def timed_fit(valuator, X, y, X_val, y_val, repeats=3):
-    valuator.fit(X, y, X_val=X_val, y_val=y_val)  # warm-up (compiles once)
+    """Median seconds of ``repeats`` fits after a warm-up fit; and the values."""
+    valuator.fit(X, y, X_val=X_val, y_val=y_val)
     seconds = []
     for _ in range(repeats):
         started = time.perf_counter()
         valuator.fit(X, y, X_val=X_val, y_val=y_val)
         seconds.append(time.perf_counter() - started)
-    return float(np.median(seconds))
+    return float(np.median(seconds)), valuator.values_
+
+
+COLD_FIT = """
+import json, time
+started = time.perf_counter()
+import numpy as np
+from sklearn.datasets import load_breast_cancer
+from skdpval import DPDataValuator
+imported = time.perf_counter() - started
+X, y = load_breast_cancer(return_X_y=True)
+X = (X - X.mean(0)) / X.std(0)
+seconds = []
+for _ in range(2):
+    started = time.perf_counter()
+    DPDataValuator(n_permutations=20, random_state=0, noise_seed=0,
+                   **{params!r}).fit(X[:300], y[:300], X_val=X[300:], y_val=y[300:])
+    seconds.append(time.perf_counter() - started)
+print(json.dumps(dict(import_seconds=imported, first_fit_seconds=seconds[0],
+                      second_fit_seconds=seconds[1])))
+"""
+
+
+def cold_start(repeats=3):
+    """A fresh process with an empty numba cache: import, first fit, second fit."""
+    for walk, params in walks().items():
+        runs = []
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as cache:
+                out = subprocess.run(
+                    [sys.executable, "-c", COLD_FIT.format(params=params)],
+                    capture_output=True, text=True, check=True,
+                    env={**os.environ, "NUMBA_CACHE_DIR": cache}).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+        median = {key: round(float(np.median([run[key] for run in runs])), 3)
+                  for key in runs[0]}
+        emit(case="cold_start", walk=walk, data="breast_cancer", n=300, k=20,
+             repeats=repeats, **median,
+             compile_seconds=round(median["first_fit_seconds"]
+                                   - median["second_fit_seconds"], 3))
 
 
 def paper_table8():
@@ -67,7 +139,7 @@ def paper_table8():
             valuator = DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
                                       noise="correlated", epsilon=1.0, n_jobs=1,
                                       random_state=0)
-            seconds = timed_fit(valuator, X[:n], y[:n], X_val, y_val)
+            seconds, _ = timed_fit(valuator, X[:n], y[:n], X_val, y_val)
             emit(case="paper_table8", n=n, k=k, n_val=N_VAL, n_jobs=1,
                  seconds=round(seconds, 4), paper_seconds=PAPER_TABLE8[n, k],
                  speedup_vs_paper=round(PAPER_TABLE8[n, k] / seconds))
@@ -121,104 +193,265 @@ def vs_reference(n=300, k=3):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _repeat_softplus(z, repeats):
+def _floor_loop(X_val_t, t_val, n_val, steps, seed, buf, with_loss):
+    """The job's arithmetic: per step, margins -= step @ X_val, then the loss.
+
+    The step differs every time (so nothing is hoisted); the validation
+    rows are padded as in the kernels; the loss is summed as they sum it.
+    ``with_loss=False`` times the multiply-adds alone.
+    """
+    n_columns, n_rows = X_val_t.shape
+    margins = buf[0]
+    losses = buf[1]
+    for i in range(n_rows):
+        margins[i] = 0.0
     total = 0.0
-    buf = np.empty_like(z)
-    for _ in range(repeats):
-        for i in range(z.shape[0]):
-            buf[i] = _kernels.softplus(z[i])
-        total += _kernels._sum(buf)
-        z[0] += 1e-12  # keep the loop from being hoisted
-    return total
+    for s in range(steps):
+        for c in range(n_columns):
+            step = 1e-4 * (((s * 7 + c * 3 + seed) % 13) - 6.0)
+            column = X_val_t[c]
+            for i in range(n_rows):
+                margins[i] -= step * column[i]
+        if with_loss:
+            for i in range(n_rows):
+                losses[i] = _kernels.softplus(-t_val[i] * margins[i])
+            total += _kernels._sum(losses, n_val)
+    return total + margins[0]
 
 
-@njit(cache=True, nogil=True)
-def _repeat_libm_softplus(z, repeats):
-    total = 0.0
-    for _ in range(repeats):
-        for i in range(z.shape[0]):
-            total += max(z[i], 0.0) + np.log1p(np.exp(-abs(z[i])))
-        z[0] += 1e-12
-    return total
+def floor(n=300, k=360, repeats=9):
+    """The Table 8 job (one job) against the job's own arithmetic.
 
-
-def roofline(n=300, k=360):
-    """The job's arithmetic in isolation, single-threaded, against the job."""
+    The job and the floor run in turn, ``repeats`` times: the ratio is the
+    median of the pairs' ratios (the machine's speed drifts between them).
+    """
     X, y, X_val, y_val = diabetes()
     steps = n * k
-    n_columns = X.shape[1] + 1
     valuator = DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
                               epsilon=1.0, n_jobs=1, random_state=0)
-    with threadpool_limits(1):
-        job = timed_fit(valuator, X[:n], y[:n], X_val, y_val)
-        rng = np.random.default_rng(0)
-        A = rng.normal(size=(steps, n_columns))
-        B = rng.normal(size=(n_columns, N_VAL))
-        A @ B
-        started = time.perf_counter()
-        A @ B
-        gemm = time.perf_counter() - started
-    z = rng.normal(size=N_VAL) * 3
-    _repeat_softplus(z.copy(), 2)
-    _repeat_libm_softplus(z.copy(), 2)
-    started = time.perf_counter()
-    _repeat_softplus(z.copy(), steps)
-    losses = time.perf_counter() - started
-    started = time.perf_counter()
-    _repeat_libm_softplus(z.copy(), steps)
-    libm_losses = time.perf_counter() - started
-    limit = gemm + losses
-    blas = [(info.get("internal_api"), info.get("architecture")) for info in threadpool_info()
-            if info.get("user_api") == "blas"]
-    emit(case="roofline", n=n, k=k, n_val=N_VAL, steps=steps,
-         multiply_adds=steps * N_VAL * n_columns, loss_evaluations=steps * N_VAL,
-         gemm_seconds=round(gemm, 4), loss_seconds=round(losses, 4),
-         libm_loss_seconds=round(libm_losses, 4), limit_seconds=round(limit, 4),
-         job_seconds=round(job, 4), fraction=round(limit / job, 3),
-         libm_fraction=round((gemm + libm_losses) / job, 3), blas=blas,
-         openblas_coretype=os.environ.get("OPENBLAS_CORETYPE"))
+    X_val_t = _kernels.pad_columns(np.hstack([X_val, np.ones((N_VAL, 1))]))
+    t_val = _kernels.pad_columns(np.where(y_val == 1, 1.0, -1.0)[:, None])[0]
+    buf = np.empty((2, X_val_t.shape[1]))
+    # The walk kernel alone on the same job: waves of 16 with drawn noise.
+    data = _diabetes_problem(n)
+    problem = make_problem(data["X"], data["T"], np.arange(n + 1), data["X_val"],
+                           data["T_val"], data["labels_val"], loss=_kernels.LOGISTIC,
+                           utility=_kernels.NEG_LOSS, huber_epsilon=0.0,
+                           total_sum_squares=1.0, weights=np.ones(n),
+                           learning_rate=LEARNING_RATE, l2=1.0 / n, n_penalized=10,
+                           clip_norm=1.0)
+    rng = np.random.default_rng(0)
+    permutations = np.array([rng.permutation(n) for _ in range(16)])
+    noise = 40.0 * rng.normal(size=(16, n, 1, X_val_t.shape[0]))
+    rolling = np.zeros((n, 1, X_val_t.shape[0]))
+
+    def kernel_only(seed):
+        for _ in range(-(-k // 16)):
+            _kernels.walk(problem, permutations, noise, np.full(16, 0.1), rolling)
+
+    runs = {
+        "job": lambda seed: valuator.fit(X[:n], y[:n], X_val=X_val, y_val=y_val),
+        "kernel": kernel_only,
+        "floor": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps, seed, buf, True),
+        "multiply_adds": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps, seed, buf,
+                                                  False)}
+    seconds = {name: [] for name in runs}
+    for seed in range(repeats + 1):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run(seed)
+            if seed:  # the first round warms up (compiles)
+                seconds[name].append(time.perf_counter() - started)
+    job, kernel, floor_seconds, multiply_adds = (np.array(seconds[name]) for name in runs)
+    ratios = job / floor_seconds
+    emit(case="floor", n=n, k=k, n_val=N_VAL, n_columns=X_val_t.shape[0],
+         steps=steps, multiply_adds=steps * N_VAL * X_val_t.shape[0],
+         softplus_evaluations=steps * N_VAL, repeats=repeats,
+         job_seconds=round(float(np.median(job)), 4),
+         floor_seconds=round(float(np.median(floor_seconds)), 4),
+         multiply_add_seconds=round(float(np.median(multiply_adds)), 4),
+         softplus_share_of_floor=round(float(np.median(1 - multiply_adds / floor_seconds)), 3),
+         fit_over_floor=round(float(np.median(ratios)), 3),
+         fit_over_floor_range=[round(float(ratios.min()), 3), round(float(ratios.max()), 3)],
+         kernel_seconds=round(float(np.median(kernel)), 4),
+         kernel_over_floor=round(float(np.median(kernel / floor_seconds)), 3),
+         job_ns_per_step=round(float(np.median(job)) / steps * 1e9),
+         floor_ns_per_step=round(float(np.median(floor_seconds)) / steps * 1e9))
 
 
-def threads(n=8000, k=200, n_val=500, d=20):
-    X, y = make_classification(n_samples=n + n_val, n_features=d, random_state=0)
-    seconds = {}
-    for n_jobs in (1, 2):
-        valuator = DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
-                                  epsilon=1.0, n_jobs=n_jobs, random_state=0)
-        seconds[n_jobs] = timed_fit(valuator, X[:n], y[:n], X[n:], y[n:], repeats=1)
-    emit(case="threads", n=n, k=k, n_val=n_val, d=d,
-         seconds_1_job=round(seconds[1], 3), seconds_2_jobs=round(seconds[2], 3),
-         speedup=round(seconds[1] / seconds[2], 3))
+def threads(repeats=7):
+    """n_jobs=1 against n_jobs=2 on a small, a middle and a large job.
+
+    The two run in turn (after a warm-up each); the speed-up is the median
+    of the pairs' ratios.
+    """
+    X, y, X_val, y_val = diabetes()
+    jobs = [("table8", X[:300], y[:300], X_val, y_val, 360, repeats),
+            ("diabetes", X[:300], y[:300], X_val, y_val, 200, repeats),
+            ("classification", *classification(8000), 64, 3)]
+    for walk, params in walks().items():
+        for name, X, y, X_val, y_val, k, rounds in jobs:
+            valuators = {n_jobs: DPDataValuator(
+                n_permutations=k, learning_rate=LEARNING_RATE, epsilon=1.0,
+                n_jobs=n_jobs, random_state=0, noise_seed=0, **params) for n_jobs in (1, 2)}
+            seconds = {1: [], 2: []}
+            for round_ in range(rounds + 1):
+                for n_jobs, valuator in valuators.items():
+                    started = time.perf_counter()
+                    valuator.fit(X, y, X_val=X_val, y_val=y_val)
+                    if round_:  # the first round warms up
+                        seconds[n_jobs].append(time.perf_counter() - started)
+            one, two = np.array(seconds[1]), np.array(seconds[2])
+            emit(case="threads", walk=walk, job=name, n=len(X), k=k,
+                 n_val=len(X_val), d=X.shape[1], repeats=rounds,
+                 seconds_1_job=round(float(np.median(one)), 4),
+                 seconds_2_jobs=round(float(np.median(two)), 4),
+                 speedup=round(float(np.median(one / two)), 3),
+                 speedup_range=[round(float(np.min(one / two)), 3),
+                                round(float(np.max(one / two)), 3)],
+                 values_identical=bool(np.array_equal(valuators[1].values_,
+                                                      valuators[2].values_)))
 
 
-def scale(n=100_000, k=100, n_val=500, d=20):
-    """Run in a child process, so that its peak memory is its own."""
-    code = f"""
+def _loopback_bytes():
+    with open("/proc/net/dev") as f:
+        for line in f:
+            if line.strip().startswith("lo:"):
+                return int(line.split(":")[1].split()[0])
+    return 0
+
+
+def _transfers(dask_worker):
+    """What this worker sent: (recipient, key, bytes) (None: the client)."""
+    return [(entry.get("who"), str(key), size)
+            for entry in dask_worker.transfer_outgoing_log
+            for key, size in entry.get("keys", {}).items()]
+
+
+def dask():
+    """A LocalCluster of 2 worker processes x 1 thread against one local job.
+
+    The local fit and the Dask fit run in turn (3 pairs at n = 8000, one
+    at n = 100,000, after a warm-up); the speed-up is the median of the
+    pairs' ratios. Bytes: what the workers sent each other (numpy's sizes,
+    from Dask's transfer logs), split into what a fit sends once (the
+    problem and the draws) and what every wave sends; and, as a cross-check,
+    every byte on the loopback during the Dask fits.
+    """
+    import distributed
+    from joblib import parallel_config
+
+    once = ("WalkProblem", "SeededDraws")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        for n, k, rounds in ((8000, 64, 3), (100_000, 32, 1)):
+            X, y, X_val, y_val = classification(n)
+            d = X.shape[1]
+            make = lambda **kw: DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
+                                               epsilon=1.0, random_state=0, noise_seed=0,
+                                               **kw)
+            local, on_dask = make(n_jobs=1), make(n_jobs=-1)
+            local.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # compiles
+            with parallel_config(backend="dask"):
+                on_dask.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # warms workers
+            client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
+            seconds = {"local": [], "dask": []}
+            loopback = 0
+            for _ in range(rounds):
+                started = time.perf_counter()
+                local.fit(X, y, X_val=X_val, y_val=y_val)
+                seconds["local"].append(time.perf_counter() - started)
+                with parallel_config(backend="dask"):
+                    before = _loopback_bytes()
+                    started = time.perf_counter()
+                    on_dask.fit(X, y, X_val=X_val, y_val=y_val)
+                    seconds["dask"].append(time.perf_counter() - started)
+                    loopback += _loopback_bytes() - before
+            sent = [t for log in client.run(_transfers).values() for t in log]
+            n_waves = rounds * -(-k // on_dask.batch_permutations)
+            between = lambda keep: sum(size for who, key, size in sent
+                                       if who is not None and keep(key))
+            one, two = np.array(seconds["local"]), np.array(seconds["dask"])
+            emit(case="dask", n=n, k=k, d=d, n_val=len(X_val),
+                 workers="2 processes x 1 thread", repeats=rounds,
+                 seconds_1_job=round(float(np.median(one)), 3),
+                 seconds_dask=round(float(np.median(two)), 3),
+                 speedup=round(float(np.median(one / two)), 3),
+                 speedup_range=[round(float(np.min(one / two)), 3),
+                                round(float(np.max(one / two)), 3)],
+                 values_identical=bool(np.array_equal(local.values_, on_dask.values_)),
+                 waves_per_fit=n_waves // rounds,
+                 bytes_per_wave=round(between(lambda key: not key.startswith(once)) / n_waves),
+                 bytes_once_per_fit=round(between(lambda key: key.startswith(once)) / rounds),
+                 bytes_to_client_per_fit=round(sum(size for who, _, size in sent
+                                                   if who is None) / rounds),
+                 bound_bytes_per_wave=3 * 8 * n * (d + 1),
+                 loopback_bytes_per_fit=round(loopback / rounds),
+                 note="bytes_per_wave: the wave's state (rolling means) to the "
+                      "second worker and its node's sums back; loopback counts "
+                      "every process on the machine")
+
+
+SCALE = """
 import json, resource, time
 from sklearn.datasets import make_classification
 from skdpval import DPDataValuator
-X, y = make_classification(n_samples={n + n_val}, n_features={d}, random_state=0)
+X, y = make_classification(n_samples={n} + {n_val}, n_features={d}, random_state=0)
 DPDataValuator(n_permutations=2, learning_rate=0.05).fit(X[:1000], y[:1000], X_val=X[-50:], y_val=y[-50:])
 started = time.perf_counter()
 DPDataValuator(n_permutations={k}, learning_rate=0.05, noise="correlated", n_jobs=2,
-               random_state=0).fit(X[:{n}], y[:{n}], X_val=X[{n}:], y_val=y[{n}:])
+               batch_permutations={batch}, random_state=0, **{params!r}).fit(
+    X[:{n}], y[:{n}], X_val=X[{n}:], y_val=y[{n}:])
 seconds = time.perf_counter() - started
 print(json.dumps(dict(seconds=seconds, peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    measured = json.loads(out.strip().splitlines()[-1])
-    state_mib = (2 * n + 16 * n) * (d + 1) * 8 / 2**20
-    emit(case="scale", n=n, k=k, n_val=n_val, d=d, n_jobs=2,
-         seconds=round(measured["seconds"], 2),
-         peak_memory_mib=round(measured["peak_mib"], 1),
-         walk_state_mib=round(state_mib, 1),
-         note="walk state = rolling means + one wave's sum + one wave of noise "
-              "(batch_permutations=16): O(n d), never k x n x d")
 
 
-CASES = {"paper_table8": paper_table8, "vs_reference": vs_reference,
-         "roofline": roofline, "threads": threads, "scale": scale}
+def scale(n=100_000, k=100, n_val=500, d=20, batch=16):
+    """Run in a fresh process, so that its peak memory is its own."""
+    for walk, params in walks().items():
+        code = SCALE.format(n=n, n_val=n_val, d=d, k=k, batch=batch, params=params)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                             text=True, check=True).stdout
+        measured = json.loads(out.strip().splitlines()[-1])
+        mib = lambda n_values: round(n_values * 8 / 2**20, 1)
+        emit(case="scale", walk=walk, n=n, k=k, n_val=n_val, d=d, n_jobs=2,
+             batch_permutations=batch, seconds=round(measured["seconds"], 2),
+             peak_memory_mib=round(measured["peak_mib"], 1),
+             data_mib=mib((n + n_val) * d), one_wave_of_noise_mib=mib(batch * n * (d + 1)),
+             rolling_means_mib=mib(n * (d + 1)),
+             note="peak of the whole process (Python, numpy, sklearn, numba "
+                  "included); at most one wave of noise is alive")
+
+
+def multiclass(k=20, repeats=3):
+    """Seconds per step of the walk on digits against the number of classes c."""
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    rows = np.random.default_rng(0).permutation(len(y))
+    X, y = X[rows], y[rows]
+    n_val = 300
+    cases = [("binary (digit < 5)", (y < 5).astype(int), 2)]
+    cases += [(f"{c} classes", y, c) for c in (3, 5, 10)]
+    per_step = {}
+    for name, labels, c in cases:
+        keep = labels < c if c > 2 else np.ones(len(labels), bool)
+        Xc, yc = X[keep], labels[keep]
+        n = len(yc) - n_val
+        valuator = DPDataValuator(LogisticRegression(), n_permutations=k,
+                                  learning_rate=LEARNING_RATE, n_jobs=1, random_state=0)
+        seconds, _ = timed_fit(valuator, Xc[:n], yc[:n], Xc[n:], yc[n:], repeats=repeats)
+        per_step[c] = seconds / (n * k)
+        emit(case="multiclass", data="digits", classes=c, name=name, outputs=1 if c == 2 else c,
+             n=n, k=k, n_val=n_val, d=X.shape[1], seconds=round(seconds, 4),
+             us_per_step=round(per_step[c] * 1e6, 3),
+             relative_to_binary=round(per_step[c] / per_step[2], 2))
+
+
+CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
+         "vs_reference": vs_reference, "floor": floor, "threads": threads,
+         "dask": dask, "scale": scale, "multiclass": multiclass}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)

@@ -33,7 +33,16 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ._kernels import _jit, clip_l2, sample_dloss, utility_of_margins
+from ._kernels import (
+    _jit,
+    clip_l2,
+    kernel_codes,
+    pad_columns,
+    padded_length,
+    sample_dloss,
+    utility_of_margins,
+    validation_scratch,
+)
 
 
 @njit(**_jit)
@@ -72,32 +81,26 @@ def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
 def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, penalty, clip_norm, learning_rate,
           total_sum_squares, permutations, noise, x_tt, use_rolling,
-          rolling_mean, weights, marginals, end_utility):
-    n_parties = offsets.shape[0] - 1
-    m, n_outputs, n_val = F_val.shape
-    n_walks = permutations.shape[0]
+          rolling_mean, weights, marginals, end_utility, z, update, margin_buf,
+          dloss_buf, margins, scratch):
+    """Each walk starts from ``z = 0`` and steps through ``permutations[b]``;
+    ``z`` ends as the last walk's parameters. Buffers come from the caller."""
+    m, n_outputs, n_rows = F_val.shape
+    n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
-
-    z = np.empty(m)
-    update = np.empty(m)
     update_2d = update.reshape((1, m))  # a view, for clip_l2
-    margin_buf = np.empty(n_outputs)
-    dloss_buf = np.empty(n_outputs)
-    buf = np.empty(n_val)
-    margins = np.zeros((n_outputs, n_val))
-    utility_init = utility_of_margins(utility, loss, margins, T_val_t,
-                                      labels_val, huber_epsilon,
-                                      total_sum_squares, buf)
 
     for b in range(n_walks):
         for i in range(m):
             z[i] = 0.0
         for k in range(n_outputs):
-            for v in range(n_val):
+            for v in range(n_rows):
                 margins[k, v] = 0.0
-        previous = utility_init
+        previous = utility_of_margins(utility, loss, margins, T_val_t,
+                                      labels_val, huber_epsilon,
+                                      total_sum_squares, scratch)
         fresh = x_tt[b]
-        for position in range(n_parties):
+        for position in range(n_steps):
             j = permutations[b, position]
             _party_gradient(z, F, T, offsets[j], offsets[j + 1], loss,
                             huber_epsilon, l2, penalty, margin_buf, dloss_buf,
@@ -121,32 +124,14 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
                 for k in range(n_outputs):
                     row = margins[k]
                     column = F_val[i, k]
-                    for v in range(n_val):
+                    for v in range(n_rows):
                         row[v] -= step * column[v]
             current = utility_of_margins(utility, loss, margins, T_val_t,
                                          labels_val, huber_epsilon,
-                                         total_sum_squares, buf)
+                                         total_sum_squares, scratch)
             marginals[b, j] = weights[position] * (current - previous)
             previous = current
         end_utility[b] = previous
-
-
-@njit(**_jit)
-def _sgd_pass(F, T, offsets, loss, huber_epsilon, l2, penalty, clip_norm,
-              learning_rate, z, order):
-    """One clipped, noiseless SGD pass in ``z`` over the parties ``order``."""
-    m = z.shape[0]
-    update = np.empty(m)
-    update_2d = update.reshape((1, m))
-    margin_buf = np.empty(F.shape[2])
-    dloss_buf = np.empty(F.shape[2])
-    for j in order:
-        _party_gradient(z, F, T, offsets[j], offsets[j + 1], loss,
-                        huber_epsilon, l2, penalty, margin_buf, dloss_buf,
-                        update)
-        clip_l2(update_2d, clip_norm)
-        for i in range(m):
-            z[i] -= learning_rate * update[i]
 
 
 # --- Python side ----------------------------------------------------------------
@@ -161,11 +146,50 @@ def project_rows(basis, X, n_outputs):
     return _f64(np.einsum("ikc,rc->rik", per_output, X))
 
 
+def _validation_layout(F_rows):
+    """``(m, n_outputs, padded n_val)``: validation rows last, zero-padded."""
+    n_val, m, n_outputs = F_rows.shape
+    out = np.zeros((m, n_outputs, padded_length(n_val)))
+    out[:, :, :n_val] = np.transpose(F_rows, (1, 2, 0))
+    return out
+
+
 def penalty_matrix(basis, n_outputs, n_penalized):
     """``B D B^T``: the L2 term in ``z``, ``D`` masking the penalised parameters."""
     per_output = np.reshape(basis, (basis.shape[0], n_outputs, -1))
     penalised = per_output[:, :, :n_penalized].reshape(basis.shape[0], -1)
     return _f64(penalised @ penalised.T)
+
+
+def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
+              huber_epsilon, l2, penalty, clip_norm, learning_rate,
+              total_sum_squares, permutations, weights, noise=None, x_tt=None,
+              rolling_mean=None):
+    """Call the subspace walk with its buffers; return (marginals, end_utility, z).
+
+    The walk, the noiseless SGD pass of the learning-rate search (no
+    validation rows) all go through here: one kernel to compile.
+    """
+    n_walks = permutations.shape[0]
+    m, n_outputs = F_val.shape[:2]
+    use_rolling = rolling_mean is not None
+    if noise is None:
+        if use_rolling:
+            raise ValueError("a rolling mean needs noise to roll")
+        noise = np.empty((0, 1, 1))
+    marginals = np.empty((n_walks, offsets.shape[0] - 1))
+    end_utility = np.empty(n_walks)
+    z = np.empty(m)
+    _walk(F, T, offsets, F_val, T_val_t, labels_val,
+          *kernel_codes(loss, utility, n_outputs), huber_epsilon, l2, penalty,
+          clip_norm, learning_rate, total_sum_squares,
+          np.ascontiguousarray(permutations, np.int64), noise,
+          np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
+          np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+          weights, marginals, end_utility, z, np.empty(m), np.empty(n_outputs),
+          np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
+          validation_scratch(len(labels_val)))
+    return marginals, end_utility, z
 
 
 class SubspaceProblem(namedtuple("SubspaceProblem", [
@@ -177,27 +201,22 @@ class SubspaceProblem(namedtuple("SubspaceProblem", [
     __slots__ = ()
 
     @property
+    def n_parties(self):
+        return self.offsets.shape[0] - 1
+
+    @property
     def release_shape(self):
         return (self.F_val.shape[0],)
 
     def walk(self, permutations, noise, x_tt, rolling_mean):
         """Run the walk along each permutation; see :func:`skdpval._kernels.walk`."""
-        n_walks, n_parties = permutations.shape
-        if noise is None:
-            if rolling_mean is not None:
-                raise ValueError("a rolling mean needs noise to roll")
-            noise = np.empty((0, 1, 1))
-        use_rolling = rolling_mean is not None
-        if rolling_mean is None:
-            rolling_mean = np.empty((1, 1))
-        marginals = np.empty((n_walks, n_parties))
-        end_utility = np.empty(n_walks)
-        _walk(self.F, self.T, self.offsets, self.F_val, self.T_val_t,
-              self.labels_val, self.loss, self.utility, self.huber_epsilon,
-              self.l2, self.penalty, self.clip_norm, self.learning_rate,
-              self.total_sum_squares, np.ascontiguousarray(permutations, np.int64),
-              noise, _f64(x_tt), use_rolling, _f64(rolling_mean), self.weights,
-              marginals, end_utility)
+        marginals, end_utility, _ = _run_walk(
+            self.F, self.T, self.offsets, self.F_val, self.T_val_t,
+            self.labels_val, loss=self.loss, utility=self.utility,
+            huber_epsilon=self.huber_epsilon, l2=self.l2, penalty=self.penalty,
+            clip_norm=self.clip_norm, learning_rate=self.learning_rate,
+            total_sum_squares=self.total_sum_squares, permutations=permutations,
+            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean)
         return marginals, end_utility
 
 
@@ -206,11 +225,10 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
                           clip_norm, learning_rate, total_sum_squares, weights):
     """Project the parties' rows and the validation set on ``basis``; pack them."""
     n_outputs = T.shape[1]
-    F_val_rows = project_rows(basis, X_val, n_outputs)
     return SubspaceProblem(
         project_rows(basis, X, n_outputs), _f64(T),
         np.ascontiguousarray(offsets, dtype=np.int64),
-        _f64(np.transpose(F_val_rows, (1, 2, 0))), _f64(np.transpose(T_val)),
+        _validation_layout(project_rows(basis, X_val, n_outputs)), pad_columns(T_val),
         np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
         int(utility), float(huber_epsilon), float(l2),
         penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
@@ -219,12 +237,20 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
 
 def sgd_pass(basis, X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
              learning_rate, order):
-    """``theta = B^T z`` after one clipped SGD pass in ``z`` over the rows ``order``."""
+    """``theta = B^T z`` after one clipped SGD pass in ``z`` over the rows ``order``.
+
+    A noiseless walk through the parties ``order`` with no validation rows.
+    """
     n_outputs = T.shape[1]
-    z = np.zeros(basis.shape[0])
-    _sgd_pass(project_rows(basis, X, n_outputs), _f64(T),
-              np.arange(X.shape[0] + 1, dtype=np.int64), int(loss),
-              float(huber_epsilon), float(l2),
-              penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
-              float(learning_rate), z, np.ascontiguousarray(order, np.int64))
+    m = basis.shape[0]
+    _, _, z = _run_walk(
+        project_rows(basis, X, n_outputs), _f64(T),
+        np.arange(X.shape[0] + 1, dtype=np.int64), np.zeros((m, n_outputs, 0)),
+        np.zeros((n_outputs, 0)), np.empty(0, dtype=np.int64), loss=int(loss),
+        utility=0, huber_epsilon=float(huber_epsilon), l2=float(l2),
+        penalty=penalty_matrix(basis, n_outputs, n_penalized),
+        clip_norm=float(clip_norm), learning_rate=float(learning_rate),
+        total_sum_squares=1.0,
+        permutations=np.ascontiguousarray(order, np.int64)[None],
+        weights=np.zeros(len(order)))
     return (z @ basis).reshape(n_outputs, -1)

@@ -1,36 +1,68 @@
 """Running the walk: waves of permutations, in parallel, bit-reproducibly.
 
+A *walk problem* is any picklable object with ``n_parties``,
+``release_shape`` (the shape of one party's release, e.g. ``(n_outputs,
+n_columns)`` for the full-space walk) and a method ``walk(permutations,
+noise, x_tt, rolling_mean)`` returning ``(marginals, end_utility)`` (see
+:func:`skdpval._kernels.walk`). :class:`WalkProblem` is the full-space one.
+
 Permutations run in waves of ``batch_permutations``. The permutations of a
-wave are independent: they run in parallel (joblib, threads by default, the
-kernels release the GIL), and with a rolling mean all of them read each
-party's mean of its releases as of the end of the previous wave, which is
-updated once the wave is done. Every permutation draws its order and noise
-from its own seed, and the results of a wave are added up in permutation
-order, so the values are bit-identical for any ``n_jobs`` and any joblib
-backend at a fixed seed and wave size.
+wave are independent and run in parallel; with a rolling mean all of them
+read each party's mean of its releases as of the end of the previous wave,
+which is updated once the wave is done. Every permutation draws its order
+and its noise from its own seeds.
+
+Each wave is reduced over a fixed binary tree of its permutations (halves,
+the larger one first), whatever the number of workers: a task walks one node
+of the tree and sends back only the node's sums (the raw releases summed,
+and the count, mean and sum of squared deviations of its counted marginals,
+merged pairwise as Chan, Golub and LeVeque do), and the nodes are merged up
+the same tree. So the values are bit-identical for any ``n_jobs`` and any
+backend at a fixed seed and wave size, a task returns O(n d) numbers however
+many permutations it walked, and at most one wave of noise is alive.
+
+Where the tasks run:
+
+- one worker: in the calling thread;
+- threads (the default, and joblib's threading backend): a thread pool kept
+  for the whole fit (the kernels release the GIL; a joblib call per wave
+  costs about 10 ms, more than a small wave's work);
+- Dask (``joblib.parallel_config(backend="dask")``): the problem and the
+  draws are sent to every worker once, each task is pinned to a worker, and
+  the waves are merged on a worker, so that per wave only the nodes' sums
+  and the new rolling means cross the network;
+- any other joblib backend (loky, multiprocessing): ``joblib.Parallel``.
 """
 
+import math
 import sys
 import time
 from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from joblib import effective_n_jobs
+from joblib.parallel import SequentialBackend, ThreadingBackend, get_active_backend
+from numba.core import event as numba_event
 from sklearn.utils.parallel import Parallel, delayed
 
 from . import _kernels
 from ._noise import gaussian_noise
 
+_WalkProblemFields = namedtuple("WalkProblem", [
+    "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
+    "huber_epsilon", "l2", "n_penalized", "clip_norm", "learning_rate",
+    "total_sum_squares", "theta_init", "weights"])
 
-class WalkProblem(namedtuple("WalkProblem", [
-        "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
-        "huber_epsilon", "l2", "n_penalized", "clip_norm", "learning_rate",
-        "total_sum_squares", "theta_init", "weights"])):
-    """The full-space walk's inputs. A problem gives ``release_shape`` (the
-    shape of one party's release) and ``walk`` (its kernel); the subspace walk
-    (:class:`skdpval._subspace.SubspaceProblem`) gives the same."""
+
+class WalkProblem(_WalkProblemFields):
+    """The full-space walk: parameters ``(n_outputs, n_columns)``, released whole."""
 
     __slots__ = ()
+
+    @property
+    def n_parties(self):
+        return self.offsets.shape[0] - 1
 
     @property
     def release_shape(self):
@@ -50,13 +82,14 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
     """Pack the walk's inputs as contiguous arrays and plain scalars.
 
     ``X`` holds the parties' rows, party ``j`` being
-    ``X[offsets[j]:offsets[j + 1]]``; the validation set is given by rows.
+    ``X[offsets[j]:offsets[j + 1]]``; the validation set is given by rows
+    (stored transposed and padded, see :mod:`skdpval._kernels`).
     """
     f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)
     n_outputs = T.shape[1]
     return WalkProblem(
         f64(X), f64(T), np.ascontiguousarray(offsets, dtype=np.int64),
-        f64(np.transpose(X_val)), f64(np.transpose(T_val)),
+        _kernels.pad_columns(X_val), _kernels.pad_columns(T_val),
         np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
         int(utility), float(huber_epsilon), float(l2), int(n_penalized),
         float(clip_norm), float(learning_rate), float(total_sum_squares),
@@ -70,9 +103,11 @@ def permutation_draws(order_seed, noise_seed, n_parties, noise_std, noise_out):
     (one public, for the order; one secret, for the noise), so results do not
     depend on how permutations are grouped or scheduled.
     """
-    permutation = np.random.default_rng(order_seed).permutation(n_parties)
+    # Generator(PCG64(seed)) is default_rng(seed), without its checks (2 us).
+    permutation = np.random.Generator(np.random.PCG64(order_seed)).permutation(n_parties)
     if noise_out is not None:
-        gaussian_noise(np.random.default_rng(noise_seed), noise_std, noise_out)
+        gaussian_noise(np.random.Generator(np.random.PCG64(noise_seed)), noise_std,
+                       noise_out)
     return permutation
 
 
@@ -96,21 +131,241 @@ class SeededDraws:
                                  self.n_parties, self.noise_std, noise_out)
 
 
-def _walk_part(problem, draw, indices, x_tt, rolling_mean):
-    """Walk the permutations ``indices`` of one wave; runs in a worker."""
-    n_parties = problem.offsets.shape[0] - 1
-    permutations = np.empty((len(indices), n_parties), dtype=np.int64)
-    noise = (np.empty((len(indices), n_parties, *problem.release_shape))
-             if draw.has_noise else None)
-    for i, t in enumerate(indices):
-        permutations[i] = draw(t, None if noise is None else noise[i])
-    marginals, end_utility = problem.walk(permutations, noise, x_tt, rolling_mean)
-    raw_releases = noise if rolling_mean is not None else None
-    return marginals, raw_releases, end_utility
+# --- a wave's reduction tree ----------------------------------------------------
+
+NodeSums = namedtuple("NodeSums", ["raw_sum", "n_counted", "mean", "m2", "end_utility"])
+NodeSums.__doc__ = """What a node of a wave's tree sends back.
+
+``raw_sum``: its raw releases summed (None without a rolling mean);
+``n_counted``, ``mean``, ``m2``: count, mean and sum of squared deviations
+of its counted marginals (``mean`` None when none counts, ``m2`` None for
+zeros); ``end_utility``: each permutation's final utility, in order.
+"""
+
+
+def _diverged_walks_are_reported_later():
+    """Non-finite marginals or releases (a diverged walk) are reported by the
+    caller, with a remedy: numpy's warnings here would only repeat it."""
+    return np.errstate(invalid="ignore", over="ignore")
+
+
+def _halves(lo, hi):
+    return lo + (hi - lo + 1) // 2
+
+
+def reduce_tree(lo, hi, depth, leaf, merge):
+    """Merge ``leaf(a, b)`` over the tree of permutations ``lo .. hi - 1``.
+
+    The tree halves a node (the larger half first) until ``depth`` levels
+    or single permutations; ``merge(left, right)`` combines two siblings.
+    """
+    if depth == 0 or hi - lo == 1:
+        return leaf(lo, hi)
+    mid = _halves(lo, hi)
+    return merge(reduce_tree(lo, mid, depth - 1, leaf, merge),
+                 reduce_tree(mid, hi, depth - 1, leaf, merge))
+
+
+def tree_nodes(lo, hi, depth):
+    """The nodes ``(a, b)`` of the tree of ``lo .. hi - 1`` at ``depth``, in order."""
+    return reduce_tree(lo, hi, depth, lambda a, b: [(a, b)], lambda x, y: x + y)
+
+
+def merge_sums(left, right, in_place=False):
+    """Merge two sibling nodes (``left`` first), reusing left's arrays if asked.
+
+    Counted marginals merge with Chan, Golub and LeVeque's pairwise update;
+    the raw releases add up.
+    """
+    raw_sum = left.raw_sum
+    if raw_sum is not None:
+        raw_sum = (np.add(raw_sum, right.raw_sum, out=raw_sum) if in_place
+                   else raw_sum + right.raw_sum)
+    n_left, n_right = left.n_counted, right.n_counted
+    n = n_left + n_right
+    mean, m2 = (left.mean, left.m2) if n_right == 0 else (right.mean, right.m2)
+    if n_left and n_right:
+        delta = right.mean - left.mean
+        mean = (np.add(left.mean, delta * (n_right / n), out=left.mean)
+                if in_place else left.mean + delta * (n_right / n))
+        m2 = delta * delta * (n_left * n_right / n)
+        for part in (left.m2, right.m2):
+            if part is not None:
+                m2 += part
+    end_utility = np.concatenate([left.end_utility, right.end_utility])
+    return NodeSums(raw_sum, n, mean, m2, end_utility)
+
+
+# A node walks its permutations in chunks of at most this many bytes of
+# noise (at least one permutation): with 100,000 parties and 21 parameters,
+# one permutation at a time, and only the tree's pending partial sums stay.
+CHUNK_BYTES = 16 * 2**20
+
+
+def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
+    """Walk permutations ``lo .. hi - 1`` (a node of a wave's tree); return its sums.
+
+    ``x_tt`` and ``counted`` are those of the node's permutations. Runs in a
+    worker. Permutations are drawn and walked in chunks, in the order the
+    tree consumes them, so that a chunk's noise is freed once summed.
+    """
+    n_parties, shape = problem.n_parties, problem.release_shape
+    chunk = max(1, CHUNK_BYTES // (8 * n_parties * math.prod(shape)))
+    keep_raw = rolling_mean is not None
+    walked = {}
+
+    def leaf(a, b):
+        if a not in walked:  # the tree asks for permutations in order
+            stop = min(a + chunk, hi)
+            permutations = np.empty((stop - a, n_parties), dtype=np.int64)
+            noise = (np.empty((stop - a, n_parties, *shape))
+                     if draw.has_noise else None)
+            for i in range(stop - a):
+                permutations[i] = draw(a + i, None if noise is None else noise[i])
+            marginals, end_utility = problem.walk(
+                permutations, noise, x_tt[a - lo:stop - lo], rolling_mean)
+            for i in range(stop - a):
+                walked[a + i] = (noise[i] if keep_raw else None, marginals[i],
+                                 end_utility[i:i + 1])
+        raw, row, end_utility = walked.pop(a)
+        counts = bool(counted[a - lo])
+        return NodeSums(raw, int(counts), row if counts else None, None, end_utility)
+
+    with _diverged_walks_are_reported_later():
+        node = reduce_tree(lo, hi, math.inf, leaf,
+                           lambda left, right: merge_sums(left, right, in_place=True))
+    # Copies, so that the last chunk's noise and marginals are freed.
+    return node._replace(raw_sum=None if node.raw_sum is None else node.raw_sum.copy(),
+                         mean=None if node.mean is None else node.mean.copy())
+
+
+# --- the state between waves ----------------------------------------------------
+
+class WalkState(namedtuple("WalkState", ["rolling_mean", "counted", "end_utility"])):
+    """Each party's mean of its raw releases (or None), the counted marginals
+    so far (a NodeSums without raw releases) and every permutation's final
+    utility (NaN until walked)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def start(cls, n_parties, release_shape, n_permutations):
+        """Before the first wave (``release_shape`` None: no rolling mean)."""
+        return cls(None if release_shape is None else np.zeros((n_parties, *release_shape)),
+                   NodeSums(None, 0, None, None, np.empty(0)),
+                   np.full(n_permutations, np.nan))
+
+    def result(self):
+        """The state without its rolling mean: what the caller needs."""
+        return self._replace(rolling_mean=None)
+
+
+def end_wave(state, start, stop, depth, *nodes):
+    """Merge a wave's ``nodes`` (those of ``tree_nodes(start, stop, depth)``) into ``state``.
+
+    Returns a new state and leaves its arguments untouched (on Dask they
+    live in a worker's memory).
+    """
+    by_start = {}
+    for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth)):
+        by_start[a] = node
+    with _diverged_walks_are_reported_later():
+        wave = reduce_tree(start, stop, depth, lambda a, b: by_start[a], merge_sums)
+        rolling_mean = state.rolling_mean
+        if rolling_mean is not None:
+            rolling_mean = (start * rolling_mean + wave.raw_sum) / stop
+        counted = merge_sums(state.counted, wave._replace(raw_sum=None))
+    end_utility = state.end_utility.copy()
+    end_utility[start:stop] = wave.end_utility
+    return WalkState(rolling_mean, counted._replace(end_utility=np.empty(0)),
+                     end_utility)
+
+
+def walk_node_of_state(problem, draw, lo, hi, x_tt, counted, state):
+    """:func:`walk_node` with the rolling mean of ``state`` (for Dask)."""
+    return walk_node(problem, draw, lo, hi, x_tt, counted, state.rolling_mean)
+
+
+# --- where the tasks run --------------------------------------------------------
+
+def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, initial,
+                 progress):
+    """Waves one after the other; ``map_nodes(tasks)`` runs ``fn(*args)`` tasks.
+
+    ``initial`` are the arguments of :meth:`WalkState.start`.
+    """
+    state = WalkState.start(*initial)
+    for start, stop in waves:
+        tasks = [(walk_node, (problem, draw, lo, hi, x_tt[lo:hi], counted[lo:hi],
+                              state.rolling_mean))
+                 for lo, hi in tree_nodes(start, stop, depth)]
+        state = end_wave(state, start, stop, depth, *map_nodes(tasks))
+        progress.update(stop - start)
+    return state
+
+
+def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
+                 progress):
+    """Waves on a Dask cluster: data sent once, tasks pinned, merges on a worker."""
+    from distributed import wait
+
+    workers = sorted(client.scheduler_info()["workers"])
+    home = workers[0]
+    # Scattered in lists: a bare tuple (WalkProblem) would be split up.
+    problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)
+    state = client.submit(WalkState.start, *initial, workers=[home], pure=False)
+    pending = []
+    for start, stop in waves:
+        # Nodes read the rolling mean from the state (the state's other parts
+        # are O(n) numbers, sent with it rather than split off by a task).
+        nodes = [client.submit(walk_node_of_state, problem, draw, lo, hi, x_tt[lo:hi],
+                               counted[lo:hi], state, workers=[workers[i % len(workers)]],
+                               allow_other_workers=True, pure=False)
+                 for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
+        state = client.submit(end_wave, state, start, stop, depth, *nodes,
+                              workers=[home], allow_other_workers=True, pure=False)
+        # Keep one wave queued behind the running one; report finished waves.
+        pending.append((state, stop - start))
+        if len(pending) == 2:
+            finished, size = pending.pop(0)
+            wait(finished)
+            progress.update(size)
+    result = client.submit(WalkState.result, state, workers=[home], pure=False).result()
+    for _, size in pending:
+        progress.update(size)
+    return result
+
+
+class _CompileClock(numba_event.Listener):
+    """Seconds numba spent compiling in this process (outermost compilations)."""
+
+    def __init__(self):
+        self.depth, self.seconds, self.reported = 0, 0.0, False
+
+    def on_start(self, event):
+        if self.depth == 0:
+            self.started = time.perf_counter()
+        self.depth += 1
+
+    def on_end(self, event):
+        self.depth -= 1
+        if self.depth == 0:
+            self.seconds += time.perf_counter() - self.started
+
+
+# Installed at import: the first fit compiles before the walk starts (its
+# learning-rate search runs the same kernel).
+COMPILE_CLOCK = _CompileClock()
+numba_event.register("numba:compile", COMPILE_CLOCK)
 
 
 class _Progress:
-    """Permutations done, per second and time left: tqdm if installed."""
+    """Permutations done, per second and time left: tqdm if installed.
+
+    The first time numba compiles in the process, one line says how long
+    it took (the first fit after installing pays it; later ones load the
+    kernels from numba's cache).
+    """
 
     def __init__(self, total, verbose):
         self.total, self.done, self.bar = total, 0, None
@@ -124,9 +379,20 @@ class _Progress:
             else:
                 self.bar = tqdm(total=total, unit="perm", desc="DPDataValuator")
 
+    def _print(self, line):
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr)
+
     def update(self, n):
         if not self.enabled:
             return
+        if COMPILE_CLOCK.seconds and not COMPILE_CLOCK.reported:
+            COMPILE_CLOCK.reported = True
+            self._print(f"[DPDataValuator] numba compiled the kernels in "
+                        f"{COMPILE_CLOCK.seconds:.1f} s (once per process; "
+                        f"cached on disk for the next ones)")
         self.done += n
         if self.bar is not None:
             self.bar.update(n)
@@ -135,9 +401,8 @@ class _Progress:
         if now - self.last >= 1.0 or self.done == self.total:
             self.last = now
             rate = self.done / max(now - self.started, 1e-9)
-            print(f"[DPDataValuator] {self.done}/{self.total} permutations, "
-                  f"{rate:.1f}/s, ETA {(self.total - self.done) / rate:.1f}s",
-                  file=sys.stderr)
+            self._print(f"[DPDataValuator] {self.done}/{self.total} permutations, "
+                        f"{rate:.1f}/s, ETA {(self.total - self.done) / rate:.1f}s")
 
     def close(self):
         if self.bar is not None:
@@ -148,45 +413,46 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
               n_jobs=None, verbose=0):
     """Walk all permutations in waves; return each party's marginal statistics.
 
-    The mean and the sum of squared deviations (``marginal_m2``) of the
-    counted marginals are kept with Welford's update, in permutation order.
-
-    ``draw`` follows :class:`SeededDraws`' protocol; ``x_tt[t]`` the weight of its fresh release; ``counted[t]``
-    whether its marginals count (past the burn-in).
+    ``problem`` is a walk problem (see the module's docstring); ``draw``
+    follows :class:`SeededDraws`' protocol; ``x_tt[t]`` is the weight of
+    permutation ``t``'s fresh release; ``counted[t]`` whether its marginals
+    count (past the burn-in). Returns the mean and the sum of squared
+    deviations (``marginal_m2``) of each party's counted marginals, their
+    number and every permutation's final utility.
     """
     n_permutations = len(x_tt)
-    n_parties = problem.offsets.shape[0] - 1
-    marginal_mean = np.zeros(n_parties)
-    marginal_m2 = np.zeros(n_parties)
-    n_counted = 0
-    end_utility = np.empty(n_permutations)
-    rolling_mean = (np.zeros((n_parties, *problem.release_shape))
-                    if use_rolling else None)
+    x_tt = np.asarray(x_tt, dtype=np.float64)
+    counted = np.asarray(counted, dtype=bool)
+    waves = [(start, min(start + batch_permutations, n_permutations))
+             for start in range(0, n_permutations, batch_permutations)]
+    initial = (problem.n_parties, problem.release_shape if use_rolling else None,
+               n_permutations)
+    n_workers = max(1, effective_n_jobs(n_jobs))
+    depth = math.ceil(math.log2(n_workers))
     progress = _Progress(n_permutations, verbose)
-    with Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
-        n_workers = effective_n_jobs(n_jobs)
-        for start in range(0, n_permutations, batch_permutations):
-            wave = np.arange(start, min(start + batch_permutations, n_permutations))
-            parts = [part for part in np.array_split(wave, n_workers) if len(part)]
-            results = parallel(
-                delayed(_walk_part)(problem, draw, part, x_tt[part], rolling_mean)
-                for part in parts)
-            raw_sum = np.zeros_like(rolling_mean) if use_rolling else None
-            for part, (marginals, raw_releases, ends) in zip(parts, results):
-                end_utility[part] = ends
-                for t, row in zip(part, marginals):
-                    if counted[t]:
-                        n_counted += 1
-                        # A diverged walk is reported by the caller, not here.
-                        with np.errstate(invalid="ignore", over="ignore"):
-                            deviation = row - marginal_mean
-                            marginal_mean += deviation / n_counted
-                            marginal_m2 += deviation * (row - marginal_mean)
-                if use_rolling:
-                    for raw in raw_releases:
-                        raw_sum += raw
-            if use_rolling:
-                rolling_mean = (start * rolling_mean + raw_sum) / (start + len(wave))
-            progress.update(len(wave))
+    args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
+    backend, _ = get_active_backend(prefer="threads")
+    if n_workers == 1 or isinstance(backend, SequentialBackend):
+        state = _run_locally(lambda tasks: [fn(*a) for fn, a in tasks], *args)
+    elif isinstance(backend, ThreadingBackend):
+        # The calling thread walks the first node itself: one hand-off less
+        # a wave, which counts when a wave takes a millisecond.
+        with ThreadPoolExecutor(n_workers - 1, thread_name_prefix="skdpval") as pool:
+            def map_nodes(tasks):
+                others = [pool.submit(fn, *a) for fn, a in tasks[1:]]
+                (fn, a), = tasks[:1]
+                return [fn(*a)] + [future.result() for future in others]
+            state = _run_locally(map_nodes, *args)
+    elif type(backend).__name__ == "DaskDistributedBackend":
+        state = _run_on_dask(backend.client, *args)
+    else:
+        with Parallel(n_jobs=n_jobs) as parallel:
+            state = _run_locally(
+                lambda tasks: parallel(delayed(fn)(*a) for fn, a in tasks), *args)
     progress.close()
-    return WalkResult(marginal_mean, marginal_m2, n_counted, end_utility)
+    counted_sums = state.counted
+    n_parties = problem.n_parties
+    mean = (np.full(n_parties, np.nan) if counted_sums.mean is None
+            else counted_sums.mean)
+    m2 = np.zeros(n_parties) if counted_sums.m2 is None else counted_sums.m2
+    return WalkResult(mean, m2, counted_sums.n_counted, state.end_utility)

@@ -184,3 +184,28 @@ def test_fast_softplus_extremes():
         expected = np.logaddexp(0.0, z)
     assert np.all(np.isfinite(out))
     assert_allclose(out, expected, rtol=1e-14, atol=1e-320)
+
+
+@pytest.mark.parametrize("n_val", [1, 5, 142, 513, 3000])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 30.0, 800.0])
+def test_logistic_loss_sum_matches_numpy(n_val, scale):
+    """One log per 512 rows (products of 1 + exp(-|z|)) against logaddexp row by row."""
+    rng = np.random.default_rng(n_val)
+    n_rows = _kernels.padded_length(n_val)
+    margins = rng.normal(size=n_rows) * scale
+    targets = rng.choice([-1.0, 1.0], size=n_rows)
+    margins[n_val:] = 1e300  # padding is ignored, whatever it holds
+    expected = np.sum(np.logaddexp(0.0, -targets[:n_val] * margins[:n_val]))
+    got = _kernels.logistic_loss_sum(margins, targets, n_val,
+                                     _kernels.validation_scratch(n_val))
+    assert_allclose(got, expected, rtol=1e-13, atol=0)
+
+
+def test_logistic_loss_sum_keeps_tiny_losses():
+    """Confident rows (exp(-|z|) below 1e-16) still count, relatively exact."""
+    margins = np.array([40.0, 45.0, 50.0, 60.0, 700.0, 36.0, 38.0, 41.0])
+    expected = np.sum(np.logaddexp(0.0, -margins))
+    got = _kernels.logistic_loss_sum(margins, np.ones(8), 8,
+                                     _kernels.validation_scratch(8))
+    assert 0 < expected < 1e-15
+    assert_allclose(got, expected, rtol=1e-13)

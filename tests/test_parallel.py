@@ -62,3 +62,119 @@ def test_progress_is_silent_by_default_and_reports_when_verbose(data, capfd,
     values(data, verbose=1)
     err = capfd.readouterr().err
     assert "23/23 permutations" in err and "ETA" in err
+
+
+def test_verbose_shows_a_tqdm_bar_when_installed(data, capfd):
+    pytest.importorskip("tqdm")
+    values(data, verbose=1)
+    err = capfd.readouterr().err
+    assert "DPDataValuator" in err and "23/23" in err and "perm" in err
+
+
+def test_verbose_says_once_how_long_numba_compiled(data, capfd, monkeypatch):
+    from skdpval._walk import COMPILE_CLOCK
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    monkeypatch.setattr(COMPILE_CLOCK, "seconds", 2.5)  # as after a first compilation
+    monkeypatch.setattr(COMPILE_CLOCK, "reported", False)
+    values(data, verbose=1)
+    assert "numba compiled the kernels in 2.5 s" in capfd.readouterr().err
+    values(data, verbose=1)
+    assert "compiled" not in capfd.readouterr().err
+    values(data)
+    assert capfd.readouterr().err == ""
+
+
+def track_alive_noise(monkeypatch):
+    """Patch the noise draws to record the most noise elements alive at a draw."""
+    import weakref
+
+    import skdpval._walk as walk_module
+
+    drawn, alive_most = [], [0]
+    original = walk_module.gaussian_noise
+
+    def tracking(generator, std, out):
+        if not any(ref() is out.base for ref in drawn):
+            drawn.append(weakref.ref(out.base))
+        alive = sum(ref().size for ref in drawn if ref() is not None)
+        alive_most[0] = max(alive_most[0], alive)
+        return original(generator, std, out)
+
+    monkeypatch.setattr(walk_module, "gaussian_noise", tracking)
+    return drawn, alive_most
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs):
+    """Every noise draw finds at most one wave's noise still allocated."""
+    X, y = data
+    n_parties, batch = 40, 5  # validation_fraction=0.2 holds out 10 of 50
+    drawn, alive_most = track_alive_noise(monkeypatch)
+    values(data, n_jobs=n_jobs)
+    one_wave = batch * n_parties * (X.shape[1] + 1)
+    assert len(drawn) > 4  # several waves (and nodes) drew noise
+    assert one_wave // 2 < alive_most[0] <= one_wave
+
+
+def test_threads_do_not_go_through_joblib(data, monkeypatch):
+    """The default threads run in a pool kept for the fit, not a joblib call a wave."""
+    import skdpval._walk as walk_module
+
+    def no_joblib(*args, **kwargs):
+        raise AssertionError("joblib.Parallel was called")
+
+    serial = values(data, n_jobs=1)
+    monkeypatch.setattr(walk_module, "Parallel", no_joblib)
+    assert_array_equal(values(data, n_jobs=2), serial)
+
+
+def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
+    """With chunks of one permutation, a node keeps only its tree's pending sums."""
+    import skdpval._walk as walk_module
+
+    serial = values(data, n_jobs=1)
+    monkeypatch.setattr(walk_module, "CHUNK_BYTES", 1)
+    drawn, alive_most = track_alive_noise(monkeypatch)
+    assert_array_equal(values(data, n_jobs=1), serial)
+    one_permutation = 40 * (data[0].shape[1] + 1)
+    # A wave of 5 is a tree of depth 3: 2 pending partial sums and the new one.
+    assert alive_most[0] == 3 * one_permutation
+
+
+def test_a_wave_sums_the_same_bits_whatever_its_split():
+    """Merging a wave's nodes at any depth gives its statistics, bit for bit."""
+    from skdpval._walk import NodeSums, WalkState, end_wave, merge_sums, reduce_tree, tree_nodes
+
+    rng = np.random.default_rng(0)
+    start, stop, n = 7, 20, 6  # a wave of 13 permutations after 7 others
+    raw = rng.normal(size=(stop, n, 2))
+    marginals = rng.normal(size=(stop, n)) * np.exp(rng.normal(size=(stop, 1)))
+    counted = rng.random(stop) < 0.7
+    ends = rng.normal(size=stop)
+
+    def node(lo, hi):  # what a worker walking lo .. hi - 1 sends back
+        leaf = lambda a, b: NodeSums(raw[a].copy(), int(counted[a]),
+                                     marginals[a].copy() if counted[a] else None,
+                                     None, ends[a:a + 1])
+        return reduce_tree(lo, hi, np.inf, leaf,
+                           lambda x, y: merge_sums(x, y, in_place=True))
+
+    before = WalkState(rng.normal(size=(n, 2)), NodeSums(None, 0, None, None, np.empty(0)),
+                       np.full(stop, np.nan))
+    states = [end_wave(before, start, stop, depth,
+                       *[node(lo, hi) for lo, hi in tree_nodes(start, stop, depth)])
+              for depth in range(5)]
+    for state in states[1:]:
+        assert_array_equal(state.rolling_mean, states[0].rolling_mean)
+        assert_array_equal(state.counted.mean, states[0].counted.mean)
+        assert_array_equal(state.counted.m2, states[0].counted.m2)
+        assert_array_equal(state.end_utility, states[0].end_utility)
+    kept = marginals[start:stop][counted[start:stop]]
+    assert states[0].counted.n_counted == len(kept)
+    np.testing.assert_allclose(states[0].counted.mean, kept.mean(0), rtol=1e-13)
+    np.testing.assert_allclose(states[0].counted.m2, kept.var(0) * len(kept), rtol=1e-12)
+    np.testing.assert_allclose(states[0].rolling_mean,
+                               (start * before.rolling_mean + raw[start:stop].sum(0)) / stop,
+                               rtol=1e-13)
+    assert_array_equal(states[0].end_utility[start:], ends[start:])
