@@ -80,22 +80,29 @@ def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
 @njit(**_jit)
 def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, penalty, clip_norm, learning_rate,
-          total_sum_squares, permutations, noise, x_tt, use_rolling,
-          rolling_mean, weights, marginals, end_utility, z, update, margin_buf,
+          total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
+          rolling_mean, weights, marginals, end_utility, ends, update, margin_buf,
           dloss_buf, margins, scratch):
-    """Each walk starts from ``z = 0`` and steps through ``permutations[b]``;
-    ``z`` ends as the last walk's parameters. Buffers come from the caller."""
+    """Walk ``b`` starts from ``z = starts[b % len(starts)]``, steps through the
+    parties ``permutations[b]`` and leaves its parameters in ``ends[b]``.
+    Buffers come from the caller."""
     m, n_outputs, n_rows = F_val.shape
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
     update_2d = update.reshape((1, m))  # a view, for clip_l2
 
     for b in range(n_walks):
+        z = ends[b]
+        start = starts[b % starts.shape[0]]
         for i in range(m):
-            z[i] = 0.0
+            z[i] = start[i]
         for k in range(n_outputs):
             for v in range(n_rows):
                 margins[k, v] = 0.0
+            for i in range(m):
+                column = F_val[i, k]
+                for v in range(n_rows):
+                    margins[k, v] += z[i] * column[v]
         previous = utility_of_margins(utility, loss, margins, T_val_t,
                                       labels_val, huber_epsilon,
                                       total_sum_squares, scratch)
@@ -163,12 +170,14 @@ def penalty_matrix(basis, n_outputs, n_penalized):
 
 def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
               huber_epsilon, l2, penalty, clip_norm, learning_rate,
-              total_sum_squares, permutations, weights, noise=None, x_tt=None,
-              rolling_mean=None):
-    """Call the subspace walk with its buffers; return (marginals, end_utility, z).
+              total_sum_squares, permutations, weights, starts=None, noise=None,
+              x_tt=None, rolling_mean=None):
+    """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
-    The walk, the noiseless SGD pass of the learning-rate search (no
-    validation rows) all go through here: one kernel to compile.
+    Everything a fit in a subspace computes goes through here, so that it
+    compiles one kernel: the walk, the noiseless SGD pass of the
+    learning-rate search (no validation rows), utilities (walks of no
+    steps) and gradients (one unclipped step of rate 1).
     """
     n_walks = permutations.shape[0]
     m, n_outputs = F_val.shape[:2]
@@ -179,17 +188,18 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
         noise = np.empty((0, 1, 1))
     marginals = np.empty((n_walks, offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
-    z = np.empty(m)
+    ends = np.empty((n_walks, m))
     _walk(F, T, offsets, F_val, T_val_t, labels_val,
           *kernel_codes(loss, utility, n_outputs), huber_epsilon, l2, penalty,
           clip_norm, learning_rate, total_sum_squares,
+          np.zeros((1, m)) if starts is None else _f64(starts),
           np.ascontiguousarray(permutations, np.int64), noise,
           np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
           np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-          weights, marginals, end_utility, z, np.empty(m), np.empty(n_outputs),
+          weights, marginals, end_utility, ends, np.empty(m), np.empty(n_outputs),
           np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
           validation_scratch(len(labels_val)))
-    return marginals, end_utility, z
+    return marginals, end_utility, ends
 
 
 class SubspaceProblem(namedtuple("SubspaceProblem", [
@@ -235,22 +245,99 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
         float(learning_rate), float(total_sum_squares), _f64(weights))
 
 
+def _no_validation(m, n_outputs):
+    """The validation arguments of a walk that scores nothing."""
+    return (np.zeros((m, n_outputs, 0)), np.zeros((n_outputs, 0)),
+            np.empty(0, dtype=np.int64))
+
+
 def sgd_pass(basis, X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
              learning_rate, order):
     """``theta = B^T z`` after one clipped SGD pass in ``z`` over the rows ``order``.
 
-    A noiseless walk through the parties ``order`` with no validation rows.
+    A noiseless walk from ``z = 0`` through the parties ``order`` (one row
+    each, repeats allowed) with no validation rows.
     """
-    n_outputs = T.shape[1]
-    m = basis.shape[0]
-    _, _, z = _run_walk(
+    n_outputs, m = T.shape[1], basis.shape[0]
+    _, _, ends = _run_walk(
         project_rows(basis, X, n_outputs), _f64(T),
-        np.arange(X.shape[0] + 1, dtype=np.int64), np.zeros((m, n_outputs, 0)),
-        np.zeros((n_outputs, 0)), np.empty(0, dtype=np.int64), loss=int(loss),
-        utility=0, huber_epsilon=float(huber_epsilon), l2=float(l2),
-        penalty=penalty_matrix(basis, n_outputs, n_penalized),
+        np.arange(X.shape[0] + 1, dtype=np.int64), *_no_validation(m, n_outputs),
+        loss=int(loss), utility=0, huber_epsilon=float(huber_epsilon),
+        l2=float(l2), penalty=penalty_matrix(basis, n_outputs, n_penalized),
         clip_norm=float(clip_norm), learning_rate=float(learning_rate),
         total_sum_squares=1.0,
         permutations=np.ascontiguousarray(order, np.int64)[None],
         weights=np.zeros(len(order)))
-    return (z @ basis).reshape(n_outputs, -1)
+    return (ends[0] @ basis).reshape(n_outputs, -1)
+
+
+def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
+                        utility, huber_epsilon, total_sum_squares):
+    """Utility of each ``thetas[i]`` (in the subspace) on the validation rows.
+
+    Each is a walk of no steps from ``z = B theta``.
+    """
+    n_outputs, m = T_val.shape[1], basis.shape[0]
+    starts = np.reshape(thetas, (len(thetas), -1)) @ basis.T
+    _, utilities, _ = _run_walk(
+        np.zeros((0, m, n_outputs)), np.zeros((0, n_outputs)), np.zeros(1, np.int64),
+        _validation_layout(project_rows(basis, X_val, n_outputs)), pad_columns(T_val),
+        np.ascontiguousarray(labels_val, np.int64), loss=int(loss),
+        utility=int(utility), huber_epsilon=float(huber_epsilon), l2=0.0,
+        penalty=np.zeros((m, m)), clip_norm=1.0, learning_rate=0.0,
+        total_sum_squares=float(total_sum_squares), starts=starts,
+        permutations=np.zeros((len(starts), 0), np.int64), weights=np.zeros(0))
+    return utilities
+
+
+def party_gradients(basis, theta, X, T, offsets, *, loss, huber_epsilon, l2,
+                    n_penalized):
+    """Gradient in ``z`` of every party at ``theta = B^T z``: ``(n_parties, m)``.
+
+    Party ``j``'s walk takes one unclipped step of rate 1 from ``z``: the
+    gradient is ``z`` minus where it ends (exact from ``z = 0``, to the
+    rounding of ``z`` elsewhere).
+    """
+    n_outputs, m = T.shape[1], basis.shape[0]
+    n_parties = len(offsets) - 1
+    z = basis @ np.ravel(theta)
+    _, _, ends = _run_walk(
+        project_rows(basis, X, n_outputs), _f64(T),
+        np.ascontiguousarray(offsets, np.int64), *_no_validation(m, n_outputs),
+        loss=int(loss), utility=0, huber_epsilon=float(huber_epsilon),
+        l2=float(l2), penalty=penalty_matrix(basis, n_outputs, n_penalized),
+        clip_norm=np.inf, learning_rate=1.0, total_sum_squares=1.0,
+        starts=z[None], permutations=np.arange(n_parties)[:, None],
+        weights=np.zeros(1))
+    return z - ends
+
+
+def mean_loss_and_gradient(basis, X, T, *, loss, huber_epsilon, l2, n_penalized):
+    """``f(z) -> (mean loss + l2 term, its gradient in z)`` over all rows of X.
+
+    For minimisers (the public direction's fit): the rows are projected
+    once; each call is a walk of no steps (the loss) and a walk of one
+    unclipped step of rate 1 by one party holding every row (the gradient).
+    """
+    n_outputs, m = T.shape[1], basis.shape[0]
+    F = project_rows(basis, X, n_outputs)
+    F_val = _validation_layout(F)
+    T, T_val_t = _f64(T), pad_columns(T)
+    labels = np.zeros(len(X), dtype=np.int64)
+    penalty = penalty_matrix(basis, n_outputs, n_penalized)
+    settings = dict(loss=int(loss), huber_epsilon=float(huber_epsilon),
+                    penalty=penalty, total_sum_squares=1.0, weights=np.zeros(1))
+
+    def objective(z):
+        z = _f64(z)
+        _, (utility,), _ = _run_walk(
+            F, T, np.array([0, len(X)]), F_val, T_val_t, labels, utility=0, l2=0.0,
+            clip_norm=1.0, learning_rate=0.0, starts=z[None],
+            permutations=np.zeros((1, 0), np.int64), **settings)
+        _, _, (end,) = _run_walk(
+            F, T, np.array([0, len(X)]), *_no_validation(m, n_outputs), utility=0,
+            l2=float(l2), clip_norm=np.inf, learning_rate=1.0, starts=z[None],
+            permutations=np.zeros((1, 1), np.int64), **settings)
+        return -utility + 0.5 * l2 * z @ penalty @ z, z - end
+
+    return objective

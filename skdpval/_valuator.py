@@ -526,21 +526,11 @@ class DPDataValuator(BaseEstimator):
         validation set is read.
         """
         l2 = model_spec(estimator, n_samples=len(game.X_val)).l2_per_sample
-        shape = (game.T.shape[1], game.X.shape[1])
-        settings = dict(loss=game.loss, huber_epsilon=game.huber_epsilon)
-
-        def objective(flat):
-            theta = flat.reshape(shape)
-            mean_loss = -_kernels.utility_of_theta(
-                theta, game.X_val, game.T_val, game.labels_val,
-                utility=_kernels.NEG_LOSS, total_sum_squares=1.0, **settings)
-            gradient = _kernels.party_gradients(
-                theta, game.X_val, game.T_val, np.arange(len(game.X_val) + 1),
-                l2=l2, n_penalized=game.n_penalized, **settings).mean(axis=0)
-            penalty = 0.5 * l2 * np.sum(theta[:, :game.n_penalized] ** 2)
-            return mean_loss + penalty, gradient.ravel()
-
-        theta = minimize(objective, np.zeros(np.prod(shape)), jac=True,
+        n_params = game.T.shape[1] * game.X.shape[1]
+        objective = _subspace.mean_loss_and_gradient(
+            np.eye(n_params), game.X_val, game.T_val, loss=game.loss,
+            huber_epsilon=game.huber_epsilon, l2=l2, n_penalized=game.n_penalized)
+        theta = minimize(objective, np.zeros(n_params), jac=True,
                          method="L-BFGS-B", options=dict(maxiter=500)).x
         norm = np.linalg.norm(theta)
         if not np.isfinite(norm) or norm == 0:
@@ -554,14 +544,16 @@ class DPDataValuator(BaseEstimator):
         """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
         if self.clip_norm != "auto":
             return float(self.clip_norm)
-        n_outputs, n_columns = game.T.shape[1], game.X.shape[1]
-        gradients = _kernels.party_gradients(
-            np.zeros((n_outputs, n_columns)), game.X_val, game.T_val,
-            np.arange(len(game.X_val) + 1), loss=game.loss,
-            huber_epsilon=game.huber_epsilon, l2=game.l2,
-            n_penalized=game.n_penalized).reshape(len(game.X_val), -1)
+        settings = dict(loss=game.loss, huber_epsilon=game.huber_epsilon,
+                        l2=game.l2, n_penalized=game.n_penalized)
+        rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
+        theta = np.zeros((game.T.shape[1], game.X.shape[1]))
         if self.subspace_ is not None:
-            gradients = gradients @ self.subspace_.T
+            gradients = _subspace.party_gradients(self.subspace_, theta, *rows,
+                                                  **settings)
+        else:
+            gradients = _kernels.party_gradients(theta, *rows, **settings).reshape(
+                len(game.X_val), -1)
         norms = np.linalg.norm(gradients, axis=1)
         norms = norms[norms > 0]  # rows the loss is flat at carry no scale
         if len(norms) == 0 or not np.all(np.isfinite(norms)):
@@ -631,10 +623,7 @@ class DPDataValuator(BaseEstimator):
         for i, rate in enumerate(AUTO_LEARNING_RATES):
             for (_, test), order in zip(halves, orders):
                 theta = self._sgd_pass(game, game.X_val, game.T_val, rate, order)
-                scores[i] += _kernels.utility_of_theta(
-                    theta, game.X_val[test], game.T_val[test],
-                    game.labels_val[test], loss=game.loss, utility=_kernels.NEG_LOSS,
-                    huber_epsilon=game.huber_epsilon, total_sum_squares=1.0)
+                scores[i] += self._utility(game, theta, test, _kernels.NEG_LOSS)
         scores[~np.isfinite(scores)] = -np.inf
         rate = float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
         if step_noise > 0:
@@ -642,6 +631,17 @@ class DPDataValuator(BaseEstimator):
                                        * self._margin_scale(game))
             rate = min(rate, float(cap))
         return rate
+
+    def _utility(self, game, theta, rows, utility):
+        """Utility of ``theta`` on the validation ``rows``, by the walk's kernel."""
+        settings = dict(loss=game.loss, utility=utility,
+                        huber_epsilon=game.huber_epsilon,
+                        total_sum_squares=game.total_sum_squares)
+        data = (game.X_val[rows], game.T_val[rows], game.labels_val[rows])
+        if self.subspace_ is not None:
+            return _subspace.utilities_of_thetas(self.subspace_, theta[None], *data,
+                                                 **settings)[0]
+        return _kernels.utility_of_theta(theta, *data, **settings)
 
     def _margin_scale(self, game):
         """RMS over validation rows of the norm of d(margins) / d(release)."""
@@ -669,11 +669,9 @@ class DPDataValuator(BaseEstimator):
     def _set_values(self, result, game, parties, groups):
         """Values, ranks, marginal statistics; checks the walk stayed finite."""
         values = result.marginal_mean
-        self.initial_utility_ = _kernels.utility_of_theta(
-            np.zeros((game.T.shape[1], game.X.shape[1])), game.X_val, game.T_val,
-            game.labels_val, loss=game.loss, utility=game.utility,
-            huber_epsilon=game.huber_epsilon,
-            total_sum_squares=game.total_sum_squares)
+        self.initial_utility_ = self._utility(
+            game, np.zeros((game.T.shape[1], game.X.shape[1])),
+            np.arange(len(game.X_val)), game.utility)
         self.final_utilities_ = result.end_utility
         remedy = ("Use a smaller learning_rate (or 'auto'), or scale the "
                   "features (standardize=True).")
