@@ -12,9 +12,10 @@ Cases:
   regression, correlated noise), one job;
 - ``vs_reference``: the plain-numpy Algorithm 1 of tests/reference.py on
   the same job;
-- ``floor``: the Table 8 job, and its walk kernel alone, against its floor,
-  the job's own arithmetic in a tight numba loop (per step: the validation
-  margins' multiply-adds and one softplus per validation row, summed);
+- ``floor``: the Table 8 job against its floor, the job's own arithmetic
+  in a tight numba loop (per step: the validation margins' multiply-adds,
+  ``d + 1`` columns for the full-space walk and one for the default walk,
+  and one softplus per validation row, summed);
 - ``threads``: n_jobs=1 against n_jobs=2 on three jobs;
 - ``dask``: a LocalCluster of 2 worker processes x 1 thread against one
   job, with the bytes that cross the network per wave;
@@ -220,63 +221,56 @@ def _floor_loop(X_val_t, t_val, n_val, steps, seed, buf, with_loss):
 
 
 def floor(n=300, k=360, repeats=9):
-    """The Table 8 job (one job) against the job's own arithmetic.
+    """The Table 8 job (one job) against the job's own arithmetic, per walk.
 
-    The job and the floor run in turn, ``repeats`` times: the ratio is the
-    median of the pairs' ratios (the machine's speed drifts between them).
+    The floor of a walk is its own arithmetic: the full-space walk updates
+    ``d + 1`` margin columns a step, the default walk one (the projected
+    feature). The job and the floor run in turn, ``repeats`` times: the
+    ratio is the median of the pairs' ratios (the machine's speed drifts).
     """
     X, y, X_val, y_val = diabetes()
     steps = n * k
-    valuator = DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
-                              epsilon=1.0, n_jobs=1, random_state=0)
-    X_val_t = _kernels.pad_columns(np.hstack([X_val, np.ones((N_VAL, 1))]))
-    t_val = _kernels.pad_columns(np.where(y_val == 1, 1.0, -1.0)[:, None])[0]
-    buf = np.empty((2, X_val_t.shape[1]))
-    # The walk kernel alone on the same job: waves of 16 with drawn noise.
-    data = _diabetes_problem(n)
-    problem = make_problem(data["X"], data["T"], np.arange(n + 1), data["X_val"],
-                           data["T_val"], data["labels_val"], loss=_kernels.LOGISTIC,
-                           utility=_kernels.NEG_LOSS, huber_epsilon=0.0,
-                           total_sum_squares=1.0, weights=np.ones(n),
-                           learning_rate=LEARNING_RATE, l2=1.0 / n, n_penalized=10,
-                           clip_norm=1.0)
-    rng = np.random.default_rng(0)
-    permutations = np.array([rng.permutation(n) for _ in range(16)])
-    noise = 40.0 * rng.normal(size=(16, n, 1, X_val_t.shape[0]))
-    rolling = np.zeros((n, 1, X_val_t.shape[0]))
-
-    def kernel_only(seed):
-        for _ in range(-(-k // 16)):
-            _kernels.walk(problem, permutations, noise, np.full(16, 0.1), rolling)
-
-    runs = {
-        "job": lambda seed: valuator.fit(X[:n], y[:n], X_val=X_val, y_val=y_val),
-        "kernel": kernel_only,
-        "floor": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps, seed, buf, True),
-        "multiply_adds": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps, seed, buf,
-                                                  False)}
-    seconds = {name: [] for name in runs}
-    for seed in range(repeats + 1):
-        for name, run in runs.items():
-            started = time.perf_counter()
-            run(seed)
-            if seed:  # the first round warms up (compiles)
-                seconds[name].append(time.perf_counter() - started)
-    job, kernel, floor_seconds, multiply_adds = (np.array(seconds[name]) for name in runs)
-    ratios = job / floor_seconds
-    emit(case="floor", n=n, k=k, n_val=N_VAL, n_columns=X_val_t.shape[0],
-         steps=steps, multiply_adds=steps * N_VAL * X_val_t.shape[0],
-         softplus_evaluations=steps * N_VAL, repeats=repeats,
-         job_seconds=round(float(np.median(job)), 4),
-         floor_seconds=round(float(np.median(floor_seconds)), 4),
-         multiply_add_seconds=round(float(np.median(multiply_adds)), 4),
-         softplus_share_of_floor=round(float(np.median(1 - multiply_adds / floor_seconds)), 3),
-         fit_over_floor=round(float(np.median(ratios)), 3),
-         fit_over_floor_range=[round(float(ratios.min()), 3), round(float(ratios.max()), 3)],
-         kernel_seconds=round(float(np.median(kernel)), 4),
-         kernel_over_floor=round(float(np.median(kernel / floor_seconds)), 3),
-         job_ns_per_step=round(float(np.median(job)) / steps * 1e9),
-         floor_ns_per_step=round(float(np.median(floor_seconds)) / steps * 1e9))
+    for walk, params in walks().items():
+        valuator = DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
+                                  epsilon=1.0, n_jobs=1, random_state=0, **params)
+        valuator.fit(X[:n], y[:n], X_val=X_val, y_val=y_val)
+        columns = np.hstack([X_val, np.ones((N_VAL, 1))])
+        if getattr(valuator, "subspace_", None) is not None:
+            mean, std = X_val.mean(axis=0), X_val.std(axis=0)  # as standardize does
+            columns = np.hstack([(X_val - mean) / std, np.ones((N_VAL, 1))])
+            columns = columns @ valuator.subspace_.T
+        X_val_t = _kernels.pad_columns(columns)
+        t_val = _kernels.pad_columns(np.where(y_val == 1, 1.0, -1.0)[:, None])[0]
+        buf = np.empty((2, X_val_t.shape[1]))
+        runs = {
+            "job": lambda seed: valuator.fit(X[:n], y[:n], X_val=X_val, y_val=y_val),
+            "floor": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps, seed, buf,
+                                              True),
+            "multiply_adds": lambda seed: _floor_loop(X_val_t, t_val, N_VAL, steps,
+                                                      seed, buf, False)}
+        seconds = {name: [] for name in runs}
+        for seed in range(repeats + 1):
+            for name, run in runs.items():
+                started = time.perf_counter()
+                run(seed)
+                if seed:  # the first round warms up (compiles)
+                    seconds[name].append(time.perf_counter() - started)
+        job, floor_seconds, multiply_adds = (np.array(seconds[name]) for name in runs)
+        ratios = job / floor_seconds
+        emit(case="floor", walk=walk, n=n, k=k, n_val=N_VAL,
+             n_columns=X_val_t.shape[0], steps=steps,
+             multiply_adds=steps * N_VAL * X_val_t.shape[0],
+             softplus_evaluations=steps * N_VAL, repeats=repeats,
+             job_seconds=round(float(np.median(job)), 4),
+             floor_seconds=round(float(np.median(floor_seconds)), 4),
+             multiply_add_seconds=round(float(np.median(multiply_adds)), 4),
+             softplus_share_of_floor=round(float(np.median(
+                 1 - multiply_adds / floor_seconds)), 3),
+             fit_over_floor=round(float(np.median(ratios)), 3),
+             fit_over_floor_range=[round(float(ratios.min()), 3),
+                                   round(float(ratios.max()), 3)],
+             job_ns_per_step=round(float(np.median(job)) / steps * 1e9),
+             floor_ns_per_step=round(float(np.median(floor_seconds)) / steps * 1e9))
 
 
 def threads(repeats=7):
