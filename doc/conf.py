@@ -74,7 +74,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 def _compile_kernels():
     """Compile (or load) the numba kernels before the gallery runs.
 
-    In a fresh environment the first fit compiles them (about 15 s); done
+    In a fresh environment the first fit compiles them (seconds); done
     here, the gallery's times are each example's own work.
     """
     import numpy as np

@@ -218,6 +218,12 @@ class SubspaceProblem(namedtuple("SubspaceProblem", [
     def release_shape(self):
         return (self.F_val.shape[0],)
 
+    @property
+    def work_per_permutation(self):
+        """Multiply-adds of a permutation's walk, about: margins and loss."""
+        m, n_outputs, n_rows = self.F_val.shape
+        return self.n_parties * (m + 1) * n_outputs * n_rows
+
     def walk(self, permutations, noise, x_tt, rolling_mean):
         """Run the walk along each permutation; see :func:`skdpval._kernels.walk`."""
         marginals, end_utility, _ = _run_walk(

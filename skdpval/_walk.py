@@ -68,6 +68,12 @@ class WalkProblem(_WalkProblemFields):
     def release_shape(self):
         return self.theta_init.shape
 
+    @property
+    def work_per_permutation(self):
+        """Multiply-adds of a permutation's walk, about: margins and loss."""
+        n_outputs, n_columns = self.theta_init.shape
+        return self.n_parties * (n_columns + 1) * n_outputs * self.X_val_t.shape[1]
+
     def walk(self, permutations, noise, x_tt, rolling_mean):
         return _kernels.walk(self, permutations, noise, x_tt, rolling_mean)
 
@@ -409,6 +415,25 @@ class _Progress:
             self.bar.close()
 
 
+# Below this many multiply-adds a permutation (``work_per_permutation``),
+# a fit runs on one thread: the Python between kernels (it holds the GIL)
+# and the hand-offs cost more than a second core gives. Measured: the
+# default walk of the Table 8 job (about 9e4) ran at 0.96-0.99x on two
+# threads, the full-space one (about 5e5) at 1.5x.
+MIN_PARALLEL_WORK = 2.5e5
+
+
+def _threads_map(pool):
+    """``map_nodes`` for a thread pool: this thread walks a wave's first node
+    itself (one hand-off less a wave), the pool the others."""
+    def map_nodes(tasks):
+        others = [pool.submit(fn, *a) for fn, a in tasks[1:]]
+        (fn, a), = tasks[:1]
+        return [fn(*a)] + [future.result() for future in others]
+
+    return map_nodes
+
+
 def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
               n_jobs=None, verbose=0):
     """Walk all permutations in waves; return each party's marginal statistics.
@@ -428,21 +453,18 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     initial = (problem.n_parties, problem.release_shape if use_rolling else None,
                n_permutations)
     n_workers = max(1, effective_n_jobs(n_jobs))
+    backend, _ = get_active_backend(prefer="threads")
+    if isinstance(backend, ThreadingBackend) and (
+            problem.work_per_permutation < MIN_PARALLEL_WORK):
+        n_workers = 1  # the values do not depend on it
     depth = math.ceil(math.log2(n_workers))
     progress = _Progress(n_permutations, verbose)
     args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
-    backend, _ = get_active_backend(prefer="threads")
     if n_workers == 1 or isinstance(backend, SequentialBackend):
         state = _run_locally(lambda tasks: [fn(*a) for fn, a in tasks], *args)
     elif isinstance(backend, ThreadingBackend):
-        # The calling thread walks the first node itself: one hand-off less
-        # a wave, which counts when a wave takes a millisecond.
         with ThreadPoolExecutor(n_workers - 1, thread_name_prefix="skdpval") as pool:
-            def map_nodes(tasks):
-                others = [pool.submit(fn, *a) for fn, a in tasks[1:]]
-                (fn, a), = tasks[:1]
-                return [fn(*a)] + [future.result() for future in others]
-            state = _run_locally(map_nodes, *args)
+            state = _run_locally(_threads_map(pool), *args)
     elif type(backend).__name__ == "DaskDistributedBackend":
         state = _run_on_dask(backend.client, *args)
     else:

@@ -25,8 +25,17 @@ def values(data, **params):
     return DPDataValuator(**params).fit(X, y).values_
 
 
+@pytest.fixture
+def threads_for_small_jobs(monkeypatch):
+    """These jobs are too small for threads to pay: run them on threads anyway."""
+    import skdpval._walk as walk_module
+
+    monkeypatch.setattr(walk_module, "MIN_PARALLEL_WORK", 0)
+
+
 @pytest.mark.parametrize("noise", ["correlated", "iid"])
-def test_values_identical_for_any_n_jobs_and_backend(data, noise):
+def test_values_identical_for_any_n_jobs_and_backend(data, noise,
+                                                     threads_for_small_jobs):
     serial = values(data, noise=noise, n_jobs=1)
     assert_array_equal(values(data, noise=noise, n_jobs=2), serial)
     assert_array_equal(values(data, noise=noise, n_jobs=3), serial)
@@ -107,7 +116,8 @@ def track_alive_noise(monkeypatch):
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs):
+def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs,
+                                           threads_for_small_jobs):
     """Every noise draw finds at most one wave's noise still allocated."""
     X, y = data
     n_parties, batch = 40, 5  # validation_fraction=0.2 holds out 10 of 50
@@ -118,7 +128,21 @@ def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs):
     assert one_wave // 2 < alive_most[0] <= one_wave
 
 
-def test_threads_do_not_go_through_joblib(data, monkeypatch):
+def test_small_jobs_stay_on_one_thread(data, monkeypatch):
+    """Below MIN_PARALLEL_WORK a fit never hands a node to another thread."""
+    import skdpval._walk as walk_module
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a thread pool was started for a small job")
+
+    monkeypatch.setattr(walk_module, "ThreadPoolExecutor", no_pool)
+    values(data, n_jobs=2)
+    monkeypatch.setattr(walk_module, "MIN_PARALLEL_WORK", 0)
+    with pytest.raises(AssertionError, match="thread pool"):
+        values(data, n_jobs=2)
+
+
+def test_threads_do_not_go_through_joblib(data, monkeypatch, threads_for_small_jobs):
     """The default threads run in a pool kept for the fit, not a joblib call a wave."""
     import skdpval._walk as walk_module
 
