@@ -12,8 +12,9 @@ clean test labels:
 - a private model on every training row: diffprivlib's
   ``LogisticRegression`` at the whole budget;
 - private cleaning then a private model: the budget split in half between
-  the valuation (drop the 30% lowest-valued rows) and diffprivlib's
-  ``LogisticRegression`` on the rows kept;
+  the private label-quality score (:class:`~skdpval.DPLabelQuality`: drop
+  the 30% lowest-scored rows) and diffprivlib's ``LogisticRegression`` on
+  the rows kept;
 
 next to the non-private pipeline (scikit-learn's ``LogisticRegression``
 with the same ``C``, with and without cleaning by noiseless values). ``privacy_report_`` of the
@@ -41,7 +42,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.preprocessing import StandardScaler
 
-from skdpval import DPDataValuator, DPFilteredClassifier, privacy_spent
+from skdpval import DPDataValuator, DPFilteredClassifier, DPLabelQuality, privacy_spent
 from skdpval.datasets import flip_labels
 
 # diffprivlib 0.6 imports two constants scikit-learn 1.9 removed (for its
@@ -65,11 +66,10 @@ print(f"{len(train)} private rows ({is_flipped.sum()} flipped), {len(val)} "
 
 
 def make_valuator(epsilon):
-    """The valuation step. For finding flipped labels, DPLabelQuality (one
-    release per row of its margin under a validation-fitted model) gets
-    closer to what the budget allows: swap it in here, e.g.
-    ``DPLabelQuality(epsilon=epsilon)``."""
-    return DPDataValuator(LogisticRegression(), epsilon=epsilon, n_permutations=200)
+    """The valuation step: DPLabelQuality, one release per row of its margin
+    under a model fitted on the validation set (the library's best finder of
+    flipped labels); ``DPDataValuator(epsilon=epsilon)`` fits here too."""
+    return DPLabelQuality(epsilon=epsilon)
 
 
 def private_model(epsilon):
