@@ -85,14 +85,18 @@ def emit(**case):
     print(json.dumps(case), flush=True)
 
 
+def limit_data(name, seeds, **options):
+    """The limit protocol's splits of one data set, one per seed."""
+    return [load_noisy_classification(name, flip_fraction=0.3, independent_flips=True,
+                                      validation_size=0.25, test_size=0.0,
+                                      random_state=seed, **options)
+            for seed in range(seeds)]
+
+
 def run_limit(datasets, methods, epsilons, seeds, n_jobs):
     limit_fractions = {}
     for name in datasets:
-        data = [load_noisy_classification(name, flip_fraction=0.3,
-                                          independent_flips=True,
-                                          validation_size=0.25, test_size=0.0,
-                                          random_state=seed)
-                for seed in range(seeds)]
+        data = limit_data(name, seeds)
         for method in methods:
             for epsilon in ([None] if method in NOT_PRIVATE else epsilons):
                 aucs = []
@@ -161,11 +165,7 @@ def run_swing(datasets, seeds):
 def run_semivalues(datasets, seeds, n_jobs):
     limit = detection_auc_limit(3.0, DELTA)
     for name in datasets:
-        data = [load_noisy_classification(name, flip_fraction=0.3,
-                                          independent_flips=True,
-                                          validation_size=0.25, test_size=0.0,
-                                          random_state=seed)
-                for seed in range(seeds)]
+        data = limit_data(name, seeds)
         for semivalue in ("banzhaf", ("beta", 16, 1)):
             for noise in ("correlated", "iid"):
                 aucs = [noisy_label_auc(DPDataValuator(
@@ -184,11 +184,7 @@ def run_semivalues(datasets, seeds, n_jobs):
 def run_unscaled(seeds):
     for standardize in (True, False):
         aucs = []
-        for seed in range(seeds):
-            d = load_noisy_classification("breast_cancer", flip_fraction=0.3,
-                                          independent_flips=True,
-                                          validation_size=0.25, test_size=0.0,
-                                          scale=False, random_state=seed)
+        for seed, d in enumerate(limit_data("breast_cancer", seeds, scale=False)):
             valuator = DPDataValuator(noise="none", standardize=standardize,
                                       random_state=seed)
             valuator.fit(d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
