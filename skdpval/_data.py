@@ -231,6 +231,9 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                          y_numeric=not is_classifier, ensure_min_samples=2)
     if groups is None:
         party_of_sample = np.arange(len(X))
+        for name in ("groups_", "sample_values_"):  # from an earlier fit
+            if hasattr(estimator, name):
+                delattr(estimator, name)
     else:
         estimator.groups_, party_of_sample = check_groups(groups, len(X))
     n_all_parties = party_of_sample.max() + 1

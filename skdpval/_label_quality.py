@@ -196,10 +196,6 @@ class DPLabelQuality(BaseEstimator):
         warn_if_default_epsilon(self, stacklevel=3)
         split_seed, model_seed = check_random_state(self.random_state).randint(
             MAX_INT, size=2)
-        if groups is None:
-            for name in ("groups_", "sample_values_"):
-                if hasattr(self, name):
-                    delattr(self, name)
         parties = prepare_parties(
             self, X, y, X_val, y_val, groups, is_classifier=is_classifier(estimator),
             classes=self.classes, validation_fraction=self.validation_fraction,

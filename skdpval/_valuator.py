@@ -472,11 +472,7 @@ class DPDataValuator(BaseEstimator):
         return self
 
     def _prepare_parties(self, X, y, X_val, y_val, groups, spec, split_seed):
-        """Validated, laid-out parties; forgets the groups of an earlier fit."""
-        if groups is None:
-            for name in ("groups_", "sample_values_"):
-                if hasattr(self, name):
-                    delattr(self, name)
+        """Validated, laid-out parties (and ``classes_``)."""
         parties = prepare_parties(
             self, X, y, X_val, y_val, groups, is_classifier=spec.is_classifier,
             classes=self.classes, validation_fraction=self.validation_fraction,
