@@ -32,7 +32,6 @@ The walk measured is the estimator's default and, when the estimator has a
 import argparse
 import json
 import os
-import pickle
 import subprocess
 import sys
 import tempfile

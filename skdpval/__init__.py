@@ -2,8 +2,8 @@
 
 from . import exceptions
 from ._federated import DPFederatedValuator
-from ._label_quality import DPLabelQuality
 from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
+from ._label_quality import DPLabelQuality
 from ._layered import LayeredShapleyValuator
 from ._valuator import DPDataValuator
 from ._workflow import privacy_spent
@@ -16,6 +16,7 @@ __all__ = [
     "DPLabelQuality",
     "DPValueFilter",
     "LayeredShapleyValuator",
+    "exceptions",
     "privacy_spent",
 ]
 __version__ = "0.1.0.dev0"

@@ -523,7 +523,6 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
     """Walk ``b`` starts from ``starts[b % len(starts)]`` and steps through the
     parties ``permutations[b]``; ``theta`` ends as the last walk's parameters."""
     n_outputs, n_columns = theta.shape
-    n_rows = margins.shape[1]
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
 
