@@ -195,9 +195,12 @@ class DPDataValuator(BaseEstimator):
         not on ``n_jobs``; 1 gives the paper's sequential algorithm.
 
     n_jobs : int or None, default=None
-        Number of permutations of a wave run at once (joblib; threads unless
-        a ``joblib.parallel_config`` says otherwise, e.g. a Dask cluster).
-        ``None`` means 1 unless in a joblib context; -1 uses all processors.
+        Number of workers walking a wave's permutations: threads (a pool kept
+        for the fit; the kernels release the GIL) unless a
+        ``joblib.parallel_config`` names another backend, e.g. a Dask
+        cluster. A fit whose permutations are too cheap for threads to pay
+        runs on one thread. ``None`` means 1 unless in a joblib context; -1
+        uses all processors. The values do not depend on it.
 
     classes : array-like or None, default=None
         The class labels of a classifier. ``None`` takes them from ``y_val``
