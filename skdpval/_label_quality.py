@@ -13,9 +13,8 @@ from ._accounting import noise_std_for_budget, privacy_report
 from ._data import prepare_parties
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
+from ._valuator import MAX_INT
 from .exceptions import warn_if_default_epsilon
-
-MAX_INT = np.iinfo(np.int32).max
 
 
 class DPLabelQuality(BaseEstimator):

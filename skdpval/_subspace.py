@@ -25,7 +25,9 @@ Layout (``n_outputs`` outputs, ``n_columns`` columns with the intercept's):
   penalised parameters, so that the L2 term's gradient in ``z`` is
   ``l2 * penalty @ z``.
 
-The walk starts every permutation from ``z = 0`` (``theta = 0``).
+A permutation's walk starts from ``z = 0`` (``theta = 0``); the other
+starting points (``starts``) serve the utilities and gradients a fit needs
+around the walk.
 """
 
 from collections import namedtuple
