@@ -32,7 +32,7 @@ from ._noise import (
     secret_seed_sequence,
 )
 from ._semivalues import check_semivalue, semivalue_weights
-from ._walk import SeededDraws, make_problem, run_walks
+from ._walk import SeededDraws, make_problem, one_blas_thread, run_walks
 from .exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
@@ -529,8 +529,9 @@ class DPDataValuator(BaseEstimator):
         objective = _subspace.mean_loss_and_gradient(
             np.eye(n_params), game.X_val, game.T_val, loss=game.loss,
             huber_epsilon=game.huber_epsilon, l2=l2, n_penalized=game.n_penalized)
-        theta = minimize(objective, np.zeros(n_params), jac=True,
-                         method="L-BFGS-B", options=dict(maxiter=500)).x
+        with one_blas_thread():
+            theta = minimize(objective, np.zeros(n_params), jac=True,
+                             method="L-BFGS-B", options=dict(maxiter=500)).x
         norm = np.linalg.norm(theta)
         if not np.isfinite(norm) or norm == 0:
             raise ValueError(

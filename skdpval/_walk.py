@@ -45,6 +45,7 @@ from joblib import effective_n_jobs
 from joblib.parallel import SequentialBackend, ThreadingBackend, get_active_backend
 from numba.core import event as numba_event
 from sklearn.utils.parallel import Parallel, delayed
+from threadpoolctl import ThreadpoolController
 
 from . import _kernels
 from ._noise import gaussian_noise
@@ -421,6 +422,22 @@ class _Progress:
 # default walk of the Table 8 job (about 9e4) ran at 0.96-0.99x on two
 # threads, the full-space one (about 5e5) at 1.5x.
 MIN_PARALLEL_WORK = 2.5e5
+
+
+_BLAS = []
+
+
+def one_blas_thread():
+    """A context in which BLAS (OpenBLAS, MKL) runs on one thread.
+
+    For the small BLAS calls a fit makes before its walk (scipy's L-BFGS):
+    OpenBLAS's threads spin for about 0.1 s after a threaded call, and on two
+    cores they took a walk thread's core (n=8000, k=64: 1.54x on two
+    threads with them, 1.89x without).
+    """
+    if not _BLAS:  # finding the libraries takes ~6 ms, once per process
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def _threads_map(pool):
