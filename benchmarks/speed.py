@@ -161,8 +161,8 @@ def vs_reference(n=300, k=3):
     data = _diabetes_problem(n)
     shape = (1, data["X"].shape[1])
     noise_std = 10.0
-    draws = SeededDraws(np.random.SeedSequence(0).spawn(k),
-                        np.random.SeedSequence(1).spawn(k), n, noise_std)
+    draws = SeededDraws(np.random.SeedSequence(0), np.random.SeedSequence(1), k, n,
+                        noise_std)
     permutations = np.empty((k, n), dtype=np.int64)
     noise = np.empty((k, n, *shape))
     for t in range(k):

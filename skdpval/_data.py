@@ -271,10 +271,12 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     position = np.full(n_all_parties, -1)
     position[train_parties] = np.arange(n_parties)
     train_rows = np.flatnonzero(position[party_of_sample] >= 0)
-    # Rows by party, and inside a party by content: a group's gradient then
-    # sums its rows in one order whatever order they came in.
-    train_rows = train_rows[np.lexsort((y[train_rows], *X[train_rows].T[::-1],
-                                        position[party_of_sample[train_rows]]))]
+    if groups is not None:
+        # Rows by party, and inside a party by content: a group's gradient
+        # then sums its rows in one order whatever order they came in.
+        # (Without groups a party is one row, and the rows are in order.)
+        train_rows = train_rows[np.lexsort((y[train_rows], *X[train_rows].T[::-1],
+                                            position[party_of_sample[train_rows]]))]
     offsets = np.r_[0, np.cumsum(np.bincount(position[party_of_sample[train_rows]],
                                              minlength=n_parties))]
     return Parties(np.ascontiguousarray(X[train_rows]), y[train_rows], offsets,

@@ -465,9 +465,8 @@ class DPDataValuator(BaseEstimator):
                                      self.batch_permutations), search_seed)
         result = run_walks(
             self._problem(game), SeededDraws(
-                np.random.SeedSequence(walk_seed).spawn(self.n_permutations),
-                secret_seed_sequence(self.noise_seed).spawn(self.n_permutations),
-                len(parties.train_parties), noise_std),
+                np.random.SeedSequence(walk_seed), secret_seed_sequence(self.noise_seed),
+                self.n_permutations, len(parties.train_parties), noise_std),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
