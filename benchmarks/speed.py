@@ -163,10 +163,8 @@ def vs_reference(n=300, k=3):
     noise_std = 10.0
     draws = SeededDraws(np.random.SeedSequence(0), np.random.SeedSequence(1), k, n,
                         noise_std)
-    permutations = np.empty((k, n), dtype=np.int64)
     noise = np.empty((k, n, *shape))
-    for t in range(k):
-        permutations[t] = draws(t, noise[t])
+    permutations = draws(0, k, noise)
     settings = dict(learning_rate=LEARNING_RATE, l2=1.0 / n, n_penalized=10,
                     clip_norm=1.0)
     started = time.perf_counter()

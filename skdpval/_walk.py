@@ -48,7 +48,7 @@ from numba.core import event as numba_event
 from sklearn.utils.parallel import Parallel, delayed
 from threadpoolctl import ThreadpoolController
 
-from . import _kernels
+from . import _kernels, _orders
 from ._noise import gaussian_noise
 
 _WalkProblemFields = namedtuple("WalkProblem", [
@@ -105,7 +105,7 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
 
 
 def stream_words(seed_sequence, n_streams):
-    """The seeds of ``n_streams`` PCG64 streams: ``(n_streams, 4)`` uint64 words.
+    """The seeds of ``n_streams`` random streams: ``(n_streams, 4)`` uint64 words.
 
     One call to the SeedSequence for all of them: spawning a child
     SeedSequence and a PCG64 per permutation cost ~15 us each.
@@ -134,26 +134,16 @@ def seeded_generator(words):
     return generator
 
 
-def permutation_draws(order_words, noise_words, n_parties, noise_std, noise_out):
-    """Permutation ``t``'s order, and its noise written into ``noise_out``.
-
-    Each permutation has its own streams (one public, for the order; one
-    secret, for the noise), so results do not depend on how permutations
-    are grouped or scheduled.
-    """
-    permutation = seeded_generator(order_words).permutation(n_parties)
-    if noise_out is not None:
-        gaussian_noise(seeded_generator(noise_words), noise_std, noise_out)
-    return permutation
-
-
 class SeededDraws:
-    """Draws of permutation ``t`` from the ``t``-th streams (picklable).
+    """The draws of permutations ``lo .. hi - 1`` from their own streams (picklable).
 
-    The walk's draw protocol: ``has_noise``, and ``draw(t, noise_out)``
-    returning the order and filling ``noise_out`` (one entry per party).
-    ``order_seed`` (a SeedSequence) is public (``random_state``);
-    ``noise_seed`` secret.
+    The walk's draw protocol: ``has_noise``, and ``draw(lo, hi, noise_out)``
+    returning the orders ``(hi - lo, n_parties)`` and filling ``noise_out``
+    ``(hi - lo, n_parties, ...)`` (None without noise). Permutation ``t``
+    has its own streams, the ``t``-th of each seed, so results do not
+    depend on how permutations are grouped or scheduled: its order from
+    ``order_seed`` (a SeedSequence, public: ``random_state``;
+    :mod:`skdpval._orders`), its noise from ``noise_seed`` (secret).
     """
 
     def __init__(self, order_seed, noise_seed, n_permutations, n_parties, noise_std):
@@ -163,9 +153,12 @@ class SeededDraws:
         self.noise_std = noise_std
         self.has_noise = noise_std > 0
 
-    def __call__(self, t, noise_out):
-        return permutation_draws(self.order_words[t], self.noise_words[t],
-                                 self.n_parties, self.noise_std, noise_out)
+    def __call__(self, lo, hi, noise_out):
+        if noise_out is not None:
+            for i, t in enumerate(range(lo, hi)):
+                gaussian_noise(seeded_generator(self.noise_words[t]), self.noise_std,
+                               noise_out[i])
+        return _orders.permutations(self.order_words[lo:hi], self.n_parties)
 
 
 # --- a wave's reduction tree ----------------------------------------------------
@@ -254,11 +247,9 @@ def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
     def leaf(a, b):
         if a not in walked:  # the tree asks for permutations in order
             stop = min(a + chunk, hi)
-            permutations = np.empty((stop - a, n_parties), dtype=np.int64)
             noise = (np.empty((stop - a, n_parties, *shape))
                      if draw.has_noise else None)
-            for i in range(stop - a):
-                permutations[i] = draw(a + i, None if noise is None else noise[i])
+            permutations = draw(a, stop, noise)
             marginals, end_utility = problem.walk(
                 permutations, noise, x_tt[a - lo:stop - lo], rolling_mean)
             for i in range(stop - a):

@@ -8,10 +8,10 @@ class FixedDraws:
         self.permutations, self.noise = permutations, noise
         self.has_noise = noise is not None
 
-    def __call__(self, t, noise_out):
+    def __call__(self, lo, hi, noise_out):
         if self.has_noise:
-            noise_out[...] = self.noise[t]
-        return self.permutations[t]
+            noise_out[...] = self.noise[lo:hi]
+        return self.permutations[lo:hi].copy()
 
 
 def diffprivlib_models():

@@ -109,3 +109,35 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
             v_before = v_after
         end_utilities.append(v_before)
     return psi, np.array(end_utilities)
+
+
+def xoshiro_permutation(words, n):
+    """Fisher-Yates driven by xoshiro256** (Blackman and Vigna's reference
+    code, in Python integers), the top bits of an output rejected until
+    below the bound: what ``skdpval._orders`` must draw."""
+    mask = (1 << 64) - 1
+    s = [int(w) for w in words]
+    if not any(s):
+        s[0] = 1
+    rotl = lambda x, k: ((x << k) | (x >> (64 - k))) & mask
+
+    def next_output():
+        result = (rotl((s[1] * 5) & mask, 7) * 9) & mask
+        t = (s[1] << 17) & mask
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        bits = i.bit_length()  # of the largest value, i
+        while True:
+            j = next_output() >> (64 - bits)
+            if j <= i:
+                break
+        order[i], order[j] = order[j], order[i]
+    return order

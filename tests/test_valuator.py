@@ -149,15 +149,15 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
     X, y = classification
     X_train, y_train, X_val, y_val = X[:12], y[:12], X[40:], y[40:]
     draws = []
-    original = walk_module.permutation_draws
+    original = walk_module.SeededDraws.__call__
 
-    def recording(order_seed, noise_seed, n_parties, noise_std, noise_out):
-        permutation = original(order_seed, noise_seed, n_parties, noise_std,
-                               noise_out)
-        draws.append((permutation, noise_out.copy()))  # the walk overwrites it
-        return permutation
+    def recording(self, lo, hi, noise_out):
+        orders = original(self, lo, hi, noise_out)
+        # The walk overwrites the noise: copy it now.
+        draws.extend(zip(orders, noise_out.copy()))
+        return orders
 
-    monkeypatch.setattr(walk_module, "permutation_draws", recording)
+    monkeypatch.setattr(walk_module.SeededDraws, "__call__", recording)
     k, C = 6, 0.8
     valuator = DPDataValuator(LogisticRegression(C=0.5), semivalue="banzhaf",
                               noise="correlated", q=0.5, epsilon=2.0,
