@@ -50,6 +50,7 @@ from threadpoolctl import ThreadpoolController
 
 from . import _kernels, _orders
 from ._noise import gaussian_noise
+from ._reduction import reduce_walked
 
 _WalkProblemFields = namedtuple("WalkProblem", [
     "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
@@ -183,17 +184,18 @@ def _halves(lo, hi):
     return lo + (hi - lo + 1) // 2
 
 
-def reduce_tree(lo, hi, depth, leaf, merge):
+def reduce_tree(lo, hi, depth, leaf, merge, leaf_size=1):
     """Merge ``leaf(a, b)`` over the tree of permutations ``lo .. hi - 1``.
 
     The tree halves a node (the larger half first) until ``depth`` levels
-    or single permutations; ``merge(left, right)`` combines two siblings.
+    or nodes of at most ``leaf_size`` permutations; ``merge(left, right)``
+    combines two siblings.
     """
-    if depth == 0 or hi - lo == 1:
+    if depth == 0 or hi - lo <= leaf_size:
         return leaf(lo, hi)
     mid = _halves(lo, hi)
-    return merge(reduce_tree(lo, mid, depth - 1, leaf, merge),
-                 reduce_tree(mid, hi, depth - 1, leaf, merge))
+    return merge(reduce_tree(lo, mid, depth - 1, leaf, merge, leaf_size),
+                 reduce_tree(mid, hi, depth - 1, leaf, merge, leaf_size))
 
 
 def tree_nodes(lo, hi, depth):
@@ -226,7 +228,7 @@ def merge_sums(left, right, in_place=False):
     return NodeSums(raw_sum, n, mean, m2, end_utility)
 
 
-# A node walks its permutations in chunks of at most this many bytes of
+# A node walks its permutations in subtrees of at most this many bytes of
 # noise (at least one permutation): with 100,000 parties and 21 parameters,
 # one permutation at a time, and only the tree's pending partial sums stay.
 CHUNK_BYTES = 16 * 2**20
@@ -236,35 +238,29 @@ def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
     """Walk permutations ``lo .. hi - 1`` (a node of a wave's tree); return its sums.
 
     ``x_tt`` and ``counted`` are those of the node's permutations. Runs in a
-    worker. Permutations are drawn and walked in chunks, in the order the
-    tree consumes them, so that a chunk's noise is freed once summed.
+    worker. The node's subtrees of at most ``CHUNK_BYTES`` of noise are
+    drawn, walked and reduced (:mod:`skdpval._reduction`) one at a time, so
+    that a subtree's noise is freed once summed.
     """
     n_parties, shape = problem.n_parties, problem.release_shape
     chunk = max(1, CHUNK_BYTES // (8 * n_parties * math.prod(shape)))
     keep_raw = rolling_mean is not None
-    walked = {}
 
-    def leaf(a, b):
-        if a not in walked:  # the tree asks for permutations in order
-            stop = min(a + chunk, hi)
-            noise = (np.empty((stop - a, n_parties, *shape))
-                     if draw.has_noise else None)
-            permutations = draw(a, stop, noise)
-            marginals, end_utility = problem.walk(
-                permutations, noise, x_tt[a - lo:stop - lo], rolling_mean)
-            for i in range(stop - a):
-                walked[a + i] = (noise[i] if keep_raw else None, marginals[i],
-                                 end_utility[i:i + 1])
-        raw, row, end_utility = walked.pop(a)
-        counts = bool(counted[a - lo])
-        return NodeSums(raw, int(counts), row if counts else None, None, end_utility)
+    def walk_subtree(a, b):
+        noise = np.empty((b - a, n_parties, *shape)) if draw.has_noise else None
+        marginals, end_utility = problem.walk(
+            draw(a, b, noise), noise, x_tt[a - lo:b - lo], rolling_mean)
+        return NodeSums(*reduce_walked(noise if keep_raw else None, marginals,
+                                       counted[a - lo:b - lo]), end_utility)
 
     with _diverged_walks_are_reported_later():
-        node = reduce_tree(lo, hi, math.inf, leaf,
-                           lambda left, right: merge_sums(left, right, in_place=True))
-    # Copies, so that the last chunk's noise and marginals are freed.
+        node = reduce_tree(lo, hi, math.inf, walk_subtree,
+                           lambda left, right: merge_sums(left, right, in_place=True),
+                           leaf_size=chunk)
+    # Copies, so that the last subtree's noise and marginals are freed.
     return node._replace(raw_sum=None if node.raw_sum is None else node.raw_sum.copy(),
-                         mean=None if node.mean is None else node.mean.copy())
+                         mean=None if node.mean is None else node.mean.copy(),
+                         m2=None if node.m2 is None else node.m2.copy())
 
 
 # --- the state between waves ----------------------------------------------------

@@ -203,3 +203,34 @@ def test_a_wave_sums_the_same_bits_whatever_its_split():
                                (start * before.rolling_mean + raw[start:stop].sum(0)) / stop,
                                rtol=1e-13)
     assert_array_equal(states[0].end_utility[start:], ends[start:])
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 13, 16])
+def test_a_walked_chunk_reduces_as_merges_one_by_one(size):
+    """The chunk reduction kernel against merge_sums over the same tree, bit for bit."""
+    from skdpval._reduction import reduce_walked
+    from skdpval._walk import NodeSums, merge_sums, reduce_tree
+
+    rng = np.random.default_rng(size)
+    n = 7
+    for counted in (rng.random(size) < 0.5, np.zeros(size, bool), np.ones(size, bool),
+                    np.arange(size) >= size // 2):  # a burn-in: a suffix counts
+        raw = rng.normal(size=(size, n, 3))
+        marginals = rng.normal(size=(size, n)) * np.exp(rng.normal(size=(size, 1)))
+
+        def leaf(a, b, raw=raw, marginals=marginals, counted=counted):
+            return NodeSums(raw[a].copy(), int(counted[a]),
+                            marginals[a].copy() if counted[a] else None, None,
+                            np.empty(0))
+
+        expected = reduce_tree(0, size, np.inf, leaf,
+                               lambda x, y: merge_sums(x, y, in_place=True))
+        raw_sum, n_counted, mean, m2 = reduce_walked(raw.copy(), marginals.copy(),
+                                                     counted)
+        assert n_counted == expected.n_counted == counted.sum()
+        assert_array_equal(raw_sum, expected.raw_sum)
+        if n_counted == 0:
+            assert mean is None and expected.mean is None
+            continue
+        assert_array_equal(mean, expected.mean)
+        assert_array_equal(m2, np.zeros(n) if expected.m2 is None else expected.m2)
