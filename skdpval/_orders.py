@@ -19,59 +19,42 @@ from ._kernels import _jit
 
 
 @njit(**_jit)
-def _rotl(x, k):
-    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
-
-
-@njit(**_jit)
-def _next(s):
-    """xoshiro256**: the next 64-bit output of state ``s`` (4 uint64, updated)."""
-    result = _rotl(s[1] * np.uint64(5), 7) * np.uint64(9)
-    t = s[1] << np.uint64(17)
-    s[2] ^= s[0]
-    s[3] ^= s[1]
-    s[1] ^= s[2]
-    s[0] ^= s[3]
-    s[2] ^= t
-    s[3] = _rotl(s[3], 45)
-    return result
-
-
-@njit(**_jit)
-def _below(s, bound):
-    """A uniform integer in ``[0, bound)`` (bound >= 1), by rejection: the
-    top bits of an output, as many as ``bound - 1`` needs, until below."""
-    top = bound - 1
-    bits = 0
-    while top > 0:
-        bits += 1
-        top >>= 1
-    if bits == 0:
-        return 0
-    while True:
-        x = np.int64(_next(s) >> np.uint64(64 - bits))
-        if x < bound:
-            return x
-
-
-@njit(**_jit)
-def permutations_from_words(words, state, out):
+def permutations_from_words(words, out):
     """``out[t]``: a uniform permutation of ``0 .. n - 1`` from ``words[t]``.
 
-    ``state`` is a 4-word buffer. Fisher-Yates, from the last position down:
-    position ``i`` swaps with a uniform ``j <= i``.
+    Fisher-Yates, from the last position down: position ``i`` swaps with a
+    uniform ``j <= i``, the top bits of a xoshiro256** output (as many as
+    ``i`` needs) drawn until at most ``i``. One function, the generator
+    written out in it: each jitted helper would cost compile time.
     """
     n_walks, n = out.shape
     for t in range(n_walks):
-        for w in range(4):
-            state[w] = words[t, w]
-        if state[0] == 0 and state[1] == 0 and state[2] == 0 and state[3] == 0:
-            state[0] = 1  # xoshiro's one forbidden state (odds 2^-256)
+        s0, s1, s2, s3 = words[t, 0], words[t, 1], words[t, 2], words[t, 3]
+        if s0 == 0 and s1 == 0 and s2 == 0 and s3 == 0:
+            s0 = np.uint64(1)  # xoshiro's one forbidden state (odds 2^-256)
         row = out[t]
         for i in range(n):
             row[i] = i
+        bits = 0
         for i in range(n - 1, 0, -1):
-            j = _below(state, i + 1)
+            while (i >> bits) > 0:  # bits of i, at most (i only decreases)
+                bits += 1
+            while bits > 0 and (i >> (bits - 1)) == 0:
+                bits -= 1
+            while True:
+                # xoshiro256**: result = rotl(s1 * 5, 7) * 9, then the update.
+                x = s1 * np.uint64(5)
+                result = ((x << np.uint64(7)) | (x >> np.uint64(57))) * np.uint64(9)
+                shifted = s1 << np.uint64(17)
+                s2 ^= s0
+                s3 ^= s1
+                s1 ^= s2
+                s0 ^= s3
+                s2 ^= shifted
+                s3 = (s3 << np.uint64(45)) | (s3 >> np.uint64(19))
+                j = np.int64(result >> np.uint64(64 - bits))
+                if j <= i:
+                    break
             swap = row[i]
             row[i] = row[j]
             row[j] = swap
@@ -80,6 +63,5 @@ def permutations_from_words(words, state, out):
 def permutations(words, n):
     """The permutations of ``n`` parties of the streams ``words`` ``(c, 4)``."""
     out = np.empty((len(words), n), dtype=np.int64)
-    permutations_from_words(np.ascontiguousarray(words, dtype=np.uint64),
-                            np.empty(4, dtype=np.uint64), out)
+    permutations_from_words(np.ascontiguousarray(words, dtype=np.uint64), out)
     return out

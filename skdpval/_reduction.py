@@ -8,6 +8,8 @@ the sums are bit-identical to merging them one by one in Python (which cost
 merge with Chan, Golub and LeVeque's pairwise update.
 """
 
+from functools import lru_cache
+
 import numpy as np
 from numba import njit
 
@@ -15,28 +17,37 @@ from ._kernels import _jit
 
 
 @njit(**_jit)
-def _merge_rows(raw, means, m2, counts, lo, hi):
-    """Reduce rows ``lo .. hi - 1`` into row ``lo``; return their count."""
-    if hi - lo == 1:
-        return counts[lo]
-    mid = lo + (hi - lo + 1) // 2
-    n_left = _merge_rows(raw, means, m2, counts, lo, mid)
-    n_right = _merge_rows(raw, means, m2, counts, mid, hi)
-    for i in range(raw.shape[1]):
-        raw[lo, i] += raw[mid, i]
-    n = n_left + n_right
-    if n_left == 0 and n_right > 0:
-        for i in range(means.shape[1]):
-            means[lo, i] = means[mid, i]
-            m2[lo, i] = m2[mid, i]
-    elif n_left > 0 and n_right > 0:
-        mean_weight = n_right / n
-        m2_weight = (n_left * n_right) / n
-        for i in range(means.shape[1]):
-            delta = means[mid, i] - means[lo, i]
-            means[lo, i] = means[lo, i] + delta * mean_weight
-            m2[lo, i] = delta * delta * m2_weight + m2[lo, i] + m2[mid, i]
-    return n
+def _merge_rows(raw, means, m2, counts, merges):
+    """For each ``(lo, mid)`` of ``merges`` in turn, merge row ``mid`` into row ``lo``."""
+    for k in range(merges.shape[0]):
+        lo, mid = merges[k, 0], merges[k, 1]
+        for i in range(raw.shape[1]):
+            raw[lo, i] += raw[mid, i]
+        n_left, n_right = counts[lo], counts[mid]
+        n = n_left + n_right
+        counts[lo] = n
+        if n_left == 0 and n_right > 0:
+            for i in range(means.shape[1]):
+                means[lo, i] = means[mid, i]
+                m2[lo, i] = m2[mid, i]
+        elif n_left > 0 and n_right > 0:
+            mean_weight = n_right / n
+            m2_weight = (n_left * n_right) / n
+            for i in range(means.shape[1]):
+                delta = means[mid, i] - means[lo, i]
+                means[lo, i] = means[lo, i] + delta * mean_weight
+                m2[lo, i] = delta * delta * m2_weight + m2[lo, i] + m2[mid, i]
+
+
+@lru_cache(maxsize=64)
+def tree_merges(size):
+    """The merges ``(lo, mid)`` of the tree of ``0 .. size - 1``, children first."""
+    from ._walk import reduce_tree
+
+    merges = reduce_tree(0, size, np.inf, lambda a, b: (a, []),
+                         lambda left, right: (left[0], left[1] + right[1]
+                                              + [(left[0], right[0])]))[1]
+    return np.array(merges, dtype=np.int64).reshape(-1, 2)
 
 
 def reduce_walked(raw, marginals, counted):
@@ -50,7 +61,8 @@ def reduce_walked(raw, marginals, counted):
     raw_rows = (np.empty((n_walks, 0)) if raw is None
                 else raw.reshape(n_walks, -1))
     m2 = np.zeros_like(marginals)
-    n_counted = _merge_rows(raw_rows, marginals, m2,
-                            np.asarray(counted, dtype=np.int64), 0, n_walks)
-    return (None if raw is None else raw[0], int(n_counted),
+    counts = np.asarray(counted, dtype=np.int64).copy()
+    _merge_rows(raw_rows, marginals, m2, counts, tree_merges(n_walks))
+    n_counted = int(counts[0])
+    return (None if raw is None else raw[0], n_counted,
             marginals[0] if n_counted else None, m2[0] if n_counted else None)
