@@ -31,6 +31,7 @@ The walk measured is the estimator's default and, when the estimator has a
 """
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -366,16 +367,18 @@ def dask():
     import distributed
     from joblib import parallel_config
 
-    once = ("WalkProblem", "SeededDraws")
+    once = ("WalkProblem", "SubspaceProblem", "SeededDraws")
+    variants = {**walks(), "default, noise='iid'": {"noise": "iid"}}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        for n, k, rounds in ((8000, 64, 3), (100_000, 32, 1)):
+        for (walk, params), (n, k, rounds) in itertools.product(
+                variants.items(), ((8000, 64, 3), (100_000, 32, 1))):
             X, y, X_val, y_val = classification(n)
             d = X.shape[1]
             make = lambda **kw: DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
                                                epsilon=1.0, random_state=0, noise_seed=0,
-                                               **kw)
+                                               **params, **kw)
             local, on_dask = make(n_jobs=1), make(n_jobs=-1)
             local.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # compiles
             with parallel_config(backend="dask"):
@@ -398,7 +401,7 @@ def dask():
             between = lambda keep: sum(size for who, key, size in sent
                                        if who is not None and keep(key))
             one, two = np.array(seconds["local"]), np.array(seconds["dask"])
-            emit(case="dask", n=n, k=k, d=d, n_val=len(X_val),
+            emit(case="dask", walk=walk, n=n, k=k, d=d, n_val=len(X_val),
                  workers="2 processes x 1 thread", repeats=rounds,
                  seconds_1_job=round(float(np.median(one)), 3),
                  seconds_dask=round(float(np.median(two)), 3),

@@ -338,12 +338,16 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
     problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)
     state = client.submit(WalkState.start, *initial, workers=[home], pure=False)
+    use_rolling = initial[1] is not None
     pending = []
     for start, stop in waves:
         # Nodes read the rolling mean from the state (the state's other parts
-        # are O(n) numbers, sent with it rather than split off by a task).
-        nodes = [client.submit(walk_node_of_state, problem, draw, lo, hi, x_tt[lo:hi],
-                               counted[lo:hi], state, workers=[workers[i % len(workers)]],
+        # are O(n) numbers, sent with it rather than split off by a task);
+        # without one (i.i.d. noise) a wave's nodes wait for nothing.
+        walk, source = ((walk_node_of_state, state) if use_rolling
+                        else (walk_node, None))
+        nodes = [client.submit(walk, problem, draw, lo, hi, x_tt[lo:hi],
+                               counted[lo:hi], source, workers=[workers[i % len(workers)]],
                                allow_other_workers=True, pure=False)
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
         state = client.submit(end_wave, state, start, stop, depth, *nodes,

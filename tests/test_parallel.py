@@ -46,13 +46,15 @@ def test_values_identical_for_any_n_jobs_and_backend(data, noise,
 
 
 def test_values_identical_on_a_dask_cluster(data):
-    serial = values(data, n_jobs=1)
+    noises = ("correlated", "iid")  # i.i.d. waves do not wait for each other
+    serial = [values(data, noise=noise, n_jobs=1) for noise in noises]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
                                   processes=False, dashboard_address=None) as cluster:
         with distributed.Client(cluster):
             with parallel_config(backend="dask"):
-                on_dask = values(data, n_jobs=-1)
-    assert_array_equal(on_dask, serial)
+                on_dask = [values(data, noise=noise, n_jobs=-1) for noise in noises]
+    for got, expected in zip(on_dask, serial):
+        assert_array_equal(got, expected)
 
 
 def test_wave_size_changes_correlated_values_but_not_iid(data):
