@@ -10,7 +10,7 @@ Permutations run in waves of ``batch_permutations``. The permutations of a
 wave are independent and run in parallel; with a rolling mean all of them
 read each party's mean of its releases as of the end of the previous wave,
 which is updated once the wave is done. Every permutation draws its order
-and its noise from its own seeds.
+and its noise from its own random streams (:class:`SeededDraws`).
 
 Each wave is reduced over a fixed binary tree of its permutations (halves,
 the larger one first), whatever the number of workers: a task walks one node
@@ -30,7 +30,8 @@ Where the tasks run:
 - Dask (``joblib.parallel_config(backend="dask")``): the problem and the
   draws are sent to every worker once, each task is pinned to a worker, and
   the waves are merged on a worker, so that per wave only the nodes' sums
-  and the new rolling means cross the network;
+  and the new rolling means cross the network (without a rolling mean,
+  i.i.d. noise, the waves do not wait for each other);
 - any other joblib backend (loky, multiprocessing): ``joblib.Parallel``.
 """
 
