@@ -1,19 +1,79 @@
-"""A walked chunk's reduction over its tree, in place, in one kernel call.
+"""A wave's tree, and the sums merged over it.
 
-The permutations a node walks in one call are summed over the wave's tree
-(halves, the larger first; :func:`skdpval._walk.reduce_tree`) with the very
-operations of :func:`skdpval._walk.merge_sums`, in the same order, so that
-the sums are bit-identical to merging them one by one in Python (which cost
-~4 us a permutation): the raw releases add up, and the counted marginals
-merge with Chan, Golub and LeVeque's pairwise update.
+A wave of permutations is summed over a fixed binary tree (halves, the
+larger first), whatever the number of workers, so that its sums are
+bit-identical however it is split (:mod:`skdpval._walk`). Nodes merge with
+:func:`merge_sums`; the permutations a node walks in one call are reduced by
+one kernel call (:func:`reduce_walked`) with the very operations of
+:func:`merge_sums`, in the same order (merging them one by one in Python
+cost ~4 us a permutation): the raw releases add up, and the counted
+marginals merge with Chan, Golub and LeVeque's pairwise update.
 """
 
+from collections import namedtuple
 from functools import lru_cache
 
 import numpy as np
 from numba import njit
 
 from ._kernels import _jit
+
+NodeSums = namedtuple("NodeSums", ["raw_sum", "n_counted", "mean", "m2", "end_utility"])
+NodeSums.__doc__ = """What a node of a wave's tree sends back.
+
+``raw_sum``: its raw releases summed (None without a rolling mean);
+``n_counted``, ``mean``, ``m2``: count, mean and sum of squared deviations
+of its counted marginals (``mean`` None when none counts, ``m2`` None for
+zeros); ``end_utility``: each permutation's final utility, in order.
+"""
+
+
+def _halves(lo, hi):
+    return lo + (hi - lo + 1) // 2
+
+
+def reduce_tree(lo, hi, depth, leaf, merge, leaf_size=1):
+    """Merge ``leaf(a, b)`` over the tree of permutations ``lo .. hi - 1``.
+
+    The tree halves a node (the larger half first) until ``depth`` levels
+    or nodes of at most ``leaf_size`` permutations; ``merge(left, right)``
+    combines two siblings.
+    """
+    if depth == 0 or hi - lo <= leaf_size:
+        return leaf(lo, hi)
+    mid = _halves(lo, hi)
+    return merge(reduce_tree(lo, mid, depth - 1, leaf, merge, leaf_size),
+                 reduce_tree(mid, hi, depth - 1, leaf, merge, leaf_size))
+
+
+def tree_nodes(lo, hi, depth):
+    """The nodes ``(a, b)`` of the tree of ``lo .. hi - 1`` at ``depth``, in order."""
+    return reduce_tree(lo, hi, depth, lambda a, b: [(a, b)], lambda x, y: x + y)
+
+
+def merge_sums(left, right, in_place=False):
+    """Merge two sibling nodes (``left`` first), reusing left's arrays if asked.
+
+    Counted marginals merge with Chan, Golub and LeVeque's pairwise update;
+    the raw releases add up.
+    """
+    raw_sum = left.raw_sum
+    if raw_sum is not None:
+        raw_sum = (np.add(raw_sum, right.raw_sum, out=raw_sum) if in_place
+                   else raw_sum + right.raw_sum)
+    n_left, n_right = left.n_counted, right.n_counted
+    n = n_left + n_right
+    mean, m2 = (left.mean, left.m2) if n_right == 0 else (right.mean, right.m2)
+    if n_left and n_right:
+        delta = right.mean - left.mean
+        mean = (np.add(left.mean, delta * (n_right / n), out=left.mean)
+                if in_place else left.mean + delta * (n_right / n))
+        m2 = delta * delta * (n_left * n_right / n)
+        for part in (left.m2, right.m2):
+            if part is not None:
+                m2 += part
+    end_utility = np.concatenate([left.end_utility, right.end_utility])
+    return NodeSums(raw_sum, n, mean, m2, end_utility)
 
 
 @njit(**_jit)
@@ -42,8 +102,6 @@ def _merge_rows(raw, means, m2, counts, merges):
 @lru_cache(maxsize=64)
 def tree_merges(size):
     """The merges ``(lo, mid)`` of the tree of ``0 .. size - 1``, children first."""
-    from ._walk import reduce_tree
-
     merges = reduce_tree(0, size, np.inf, lambda a, b: (a, []),
                          lambda left, right: (left[0], left[1] + right[1]
                                               + [(left[0], right[0])]))[1]

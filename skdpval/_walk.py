@@ -51,7 +51,7 @@ from threadpoolctl import ThreadpoolController
 
 from . import _kernels, _orders
 from ._noise import gaussian_noise
-from ._reduction import reduce_walked
+from ._reduction import NodeSums, merge_sums, reduce_tree, reduce_walked, tree_nodes
 
 _WalkProblemFields = namedtuple("WalkProblem", [
     "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
@@ -163,70 +163,12 @@ class SeededDraws:
         return _orders.permutations(self.order_words[lo:hi], self.n_parties)
 
 
-# --- a wave's reduction tree ----------------------------------------------------
-
-NodeSums = namedtuple("NodeSums", ["raw_sum", "n_counted", "mean", "m2", "end_utility"])
-NodeSums.__doc__ = """What a node of a wave's tree sends back.
-
-``raw_sum``: its raw releases summed (None without a rolling mean);
-``n_counted``, ``mean``, ``m2``: count, mean and sum of squared deviations
-of its counted marginals (``mean`` None when none counts, ``m2`` None for
-zeros); ``end_utility``: each permutation's final utility, in order.
-"""
-
+# --- a node's walk ---------------------------------------------------------------
 
 def _diverged_walks_are_reported_later():
     """Non-finite marginals or releases (a diverged walk) are reported by the
     caller, with a remedy: numpy's warnings here would only repeat it."""
     return np.errstate(invalid="ignore", over="ignore")
-
-
-def _halves(lo, hi):
-    return lo + (hi - lo + 1) // 2
-
-
-def reduce_tree(lo, hi, depth, leaf, merge, leaf_size=1):
-    """Merge ``leaf(a, b)`` over the tree of permutations ``lo .. hi - 1``.
-
-    The tree halves a node (the larger half first) until ``depth`` levels
-    or nodes of at most ``leaf_size`` permutations; ``merge(left, right)``
-    combines two siblings.
-    """
-    if depth == 0 or hi - lo <= leaf_size:
-        return leaf(lo, hi)
-    mid = _halves(lo, hi)
-    return merge(reduce_tree(lo, mid, depth - 1, leaf, merge, leaf_size),
-                 reduce_tree(mid, hi, depth - 1, leaf, merge, leaf_size))
-
-
-def tree_nodes(lo, hi, depth):
-    """The nodes ``(a, b)`` of the tree of ``lo .. hi - 1`` at ``depth``, in order."""
-    return reduce_tree(lo, hi, depth, lambda a, b: [(a, b)], lambda x, y: x + y)
-
-
-def merge_sums(left, right, in_place=False):
-    """Merge two sibling nodes (``left`` first), reusing left's arrays if asked.
-
-    Counted marginals merge with Chan, Golub and LeVeque's pairwise update;
-    the raw releases add up.
-    """
-    raw_sum = left.raw_sum
-    if raw_sum is not None:
-        raw_sum = (np.add(raw_sum, right.raw_sum, out=raw_sum) if in_place
-                   else raw_sum + right.raw_sum)
-    n_left, n_right = left.n_counted, right.n_counted
-    n = n_left + n_right
-    mean, m2 = (left.mean, left.m2) if n_right == 0 else (right.mean, right.m2)
-    if n_left and n_right:
-        delta = right.mean - left.mean
-        mean = (np.add(left.mean, delta * (n_right / n), out=left.mean)
-                if in_place else left.mean + delta * (n_right / n))
-        m2 = delta * delta * (n_left * n_right / n)
-        for part in (left.m2, right.m2):
-            if part is not None:
-                m2 += part
-    end_utility = np.concatenate([left.end_utility, right.end_utility])
-    return NodeSums(raw_sum, n, mean, m2, end_utility)
 
 
 # A node walks its permutations in subtrees of at most this many bytes of

@@ -3,12 +3,11 @@
 import itertools
 
 import numpy as np
+from reference import xoshiro_permutation
 from scipy.stats import chisquare
 
 from skdpval._orders import permutations
 from skdpval._walk import stream_words
-
-from reference import xoshiro_permutation
 
 
 def test_orders_match_the_reference_generator():
