@@ -6,7 +6,7 @@ the public ``random_state`` (a SeedSequence). Each permutation having its
 own stream, the orders do not depend on how permutations are grouped or
 scheduled. Drawn here rather than by numpy's ``Generator.permutation``:
 setting a Generator's state and shuffling cost ~5.6 us a permutation of 300
-parties, this kernel ~1 us for a whole chunk's call plus ~1.5 ns a swap.
+parties, this kernel 0.7 us (11 us for a chunk of 16).
 
 Only public randomness is drawn here; the noise comes from numpy's
 Generators (:mod:`skdpval._walk`).
