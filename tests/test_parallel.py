@@ -236,3 +236,25 @@ def test_a_walked_chunk_reduces_as_merges_one_by_one(size):
             continue
         assert_array_equal(mean, expected.mean)
         assert_array_equal(m2, np.zeros(n) if expected.m2 is None else expected.m2)
+
+
+def test_the_public_direction_runs_on_one_blas_thread(data, monkeypatch):
+    """OpenBLAS's threads would spin on the walk's cores after scipy's L-BFGS."""
+    import skdpval._valuator as valuator_module
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    original = valuator_module.minimize
+
+    def recording(*args, **kwargs):
+        seen.extend(info["num_threads"] for info in threadpool_info()
+                    if info["user_api"] == "blas")
+        return original(*args, **kwargs)
+
+    blas_threads = lambda: [info["num_threads"] for info in threadpool_info()
+                            if info["user_api"] == "blas"]
+    before = blas_threads()
+    monkeypatch.setattr(valuator_module, "minimize", recording)
+    values(data, n_permutations=2)
+    assert seen and set(seen) == {1}
+    assert blas_threads() == before  # the limit ends with the search
