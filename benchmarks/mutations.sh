@@ -8,7 +8,7 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-python}
 declare -A edits=(
-  [walk]='skdpval/_walk.py|s/, noise_std,$/, 0.5 * noise_std,/'
+  [walk]='skdpval/_walk.py|s/, self.noise_std,$/, 0.5 * self.noise_std,/'
   [federated]='skdpval/_federated.py|s/gaussian_noise(secret, noise_std,/gaussian_noise(secret, 0.5 * noise_std,/'
   [label_score]='skdpval/_label_quality.py|s/gaussian_noise(generator, noise_std,/gaussian_noise(generator, 0.5 * noise_std,/'
   [laplace]='skdpval/_layered.py|s/)), scale, /)), 0.5 * scale, /'
