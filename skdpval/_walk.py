@@ -295,12 +295,9 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
         state = client.submit(end_wave, state, start, stop, depth, *nodes,
                               workers=[home], allow_other_workers=True, pure=False)
-        # With a rolling mean a wave waits for the previous one's state: keep
-        # one wave queued behind the running one. Without, queue them all (a
-        # merge, submitted before later nodes, runs before them: few sums
-        # wait). Report finished waves.
+        # Keep one wave queued behind the running one; report finished waves.
         pending.append((state, stop - start))
-        if use_rolling and len(pending) == 2:
+        if len(pending) == 2:
             finished, size = pending.pop(0)
             wait(finished)
             progress.update(size)
