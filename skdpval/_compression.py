@@ -64,10 +64,18 @@ def sensitivity(compression, clipping, clip_norm, n_params):
 
 
 def clip(g, clipping, clip_norm):
-    """Clip a flat gradient: to L2 norm ``clip_norm`` or coordinate-wise."""
+    """Clip a flat gradient: to L2 norm ``clip_norm`` or coordinate-wise.
+
+    What is not finite (an overflow in a private row) becomes zero: the NaN
+    coordinates, or under L2 clipping the whole gradient, whose release is
+    then pure noise (the zero-out slot).
+    """
     if clipping == "coordinate":
-        return np.clip(g, -clip_norm, clip_norm)
-    norm = np.linalg.norm(g)
+        return np.clip(np.nan_to_num(g, nan=0.0), -clip_norm, clip_norm)
+    with np.errstate(over="ignore"):
+        norm = np.linalg.norm(g)
+    if not np.isfinite(norm):
+        return np.zeros_like(g)
     return g if norm <= clip_norm else g * (clip_norm / norm)
 
 

@@ -4,7 +4,12 @@ from collections import namedtuple
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_feature_names, check_array, validate_data
+from sklearn.utils.validation import (
+    _check_feature_names,
+    check_array,
+    column_or_1d,
+    validate_data,
+)
 
 from . import _kernels
 from ._models import classifier_targets
@@ -77,10 +82,12 @@ def _class_index(labels, classes):
 def encode_training_labels(y, classes):
     """Class index of each training label; an error for a label outside ``classes``.
 
-    The message names no label: the training labels are private.
+    The message names no label: the training labels are private. (No
+    ``check_classification_targets`` here: its warning on many distinct
+    labels and its error on a non-integer float label, even one in the public
+    class set, would tell the private labels without noise.)
     """
-    check_classification_targets(y)
-    index, unknown = _class_index(np.asarray(y), classes)
+    index, unknown = _class_index(column_or_1d(y), classes)
     if np.any(unknown):
         raise ValueError(
             f"y has labels outside the class set {classes.tolist()!r}, which "
@@ -211,6 +218,20 @@ def validation_scale(X_val):
     return mean, np.where(std > 0, std, 1.0)
 
 
+def scale_features(X, scale):
+    """``X`` scaled by ``scale``, the validation set's ``(mean, std)``.
+
+    A finite value that overflows (near the largest float, over a small std)
+    becomes the largest finite float, silently: a warning or an infinity
+    here would tell the private rows without noise. Clipping then bounds the
+    row's gradient (a gradient that is not finite is released as zero).
+    """
+    mean, std = scale
+    with np.errstate(over="ignore"):
+        scaled = (X - mean) / std
+    return np.nan_to_num(scaled, copy=False)
+
+
 def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                     classes, validation_fraction, split_seed, standardize,
                     stacklevel=2):
@@ -265,7 +286,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     scale = None
     if standardize:
         scale = validation_scale(X_val)
-        X, X_val = (X - scale[0]) / scale[1], (X_val - scale[0]) / scale[1]
+        X, X_val = scale_features(X, scale), scale_features(X_val, scale)
 
     n_parties = len(train_parties)
     position = np.full(n_all_parties, -1)

@@ -24,6 +24,7 @@ from ._data import (
     hold_out_parties,
     kernel_targets,
     public_classes,
+    scale_features,
     validation_scale,
     with_intercept,
 )
@@ -281,8 +282,8 @@ class DPFederatedValuator(BaseEstimator):
             clients, n_unprotected = np.arange(len(self.groups_)), 0
         warn_if_unscaled(X_val, standardize=self.standardize, stacklevel=3)
         if self.standardize:
-            mean, std = validation_scale(X_val)
-            X, X_val = (X - mean) / std, (X_val - mean) / std
+            scale = validation_scale(X_val)
+            X, X_val = scale_features(X, scale), scale_features(X_val, scale)
         classes = None
         if spec.is_classifier:
             classes = public_classes(y_val, self.classes)

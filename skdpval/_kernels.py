@@ -302,14 +302,33 @@ def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
 
 @njit(**_scalar)
 def clip_l2(g, clip_norm):
-    """Scale ``g`` in place to L2 norm at most ``clip_norm``; return the old norm."""
+    """Scale ``g`` in place to L2 norm at most ``clip_norm``; return the old norm.
+
+    A gradient that is not finite (an overflow in a private row) is set to
+    zero: its release is then pure noise, the zero-out slot, and no infinity
+    or NaN from a private row reaches the walk.
+    """
     n_outputs, n_columns = g.shape
     sq = 0.0
     for k in range(n_outputs):
         for c in range(n_columns):
             sq += g[k, c] * g[k, c]
     norm = np.sqrt(sq)
-    if norm > clip_norm:
+    if norm == np.inf:  # the squares overflowed: measure in units of the largest
+        largest = 0.0
+        for k in range(n_outputs):
+            for c in range(n_columns):
+                largest = max(largest, abs(g[k, c]))
+        sq = 0.0
+        for k in range(n_outputs):
+            for c in range(n_columns):
+                sq += (g[k, c] / largest) ** 2
+        norm = largest * np.sqrt(sq)
+    if not np.isfinite(norm):
+        for k in range(n_outputs):
+            for c in range(n_columns):
+                g[k, c] = 0.0
+    elif norm > clip_norm:
         scale = clip_norm / norm
         for k in range(n_outputs):
             for c in range(n_columns):

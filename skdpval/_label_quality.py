@@ -214,9 +214,15 @@ class DPLabelQuality(BaseEstimator):
         return self
 
     def _party_scores(self, parties):
-        """Each training party's mean clipped score (before noise)."""
-        row_scores = np.clip(self._row_scores(parties.X, parties.y),
-                             -self.clip, self.clip)
+        """Each training party's mean clipped score (before noise).
+
+        A score that is not a number (an overflow in a private row) counts
+        as 0, the middle of the range, and overflows raise no warning: either
+        would tell a private row without noise.
+        """
+        with np.errstate(all="ignore"):
+            row_scores = self._row_scores(parties.X, parties.y)
+        row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip, self.clip)
         sizes = np.diff(parties.offsets)
         return np.add.reduceat(row_scores, parties.offsets[:-1]) / sizes
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 
 from helpers import FixedDraws
 from reference import LOSSES, algorithm1, loss_and_dloss
@@ -164,6 +164,20 @@ def test_clip_l2_matches_numpy():
         got = g.copy()
         _kernels.clip_l2(got, 1.0)
         assert_allclose(got, expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_clip_l2_zeroes_a_gradient_that_is_not_finite(bad):
+    """An overflow in a private row releases pure noise, not NaN or infinity."""
+    g = np.array([[0.5, bad, 1.0]])
+    _kernels.clip_l2(g, 1.0)
+    assert_array_equal(g, np.zeros_like(g))
+
+
+def test_clip_l2_clips_a_finite_gradient_whose_squares_overflow():
+    g = np.array([[3e200, -4e200, 0.0]])
+    assert _kernels.clip_l2(g, 2.0) == pytest.approx(5e200)
+    assert_allclose(g, [[1.2, -1.6, 0.0]], rtol=1e-14)
 
 
 def test_fast_softplus_matches_numpy_to_1e14():

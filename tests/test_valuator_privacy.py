@@ -1,12 +1,15 @@
 """What DPDataValuator and DPLabelQuality output depends on private data only
 through the noisy releases: a test per leak the privacy review found."""
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
-from sklearn.datasets import make_classification
+from sklearn.datasets import make_classification, make_regression
+from sklearn.linear_model import Ridge
 
-from skdpval import DPDataValuator, DPLabelQuality
+from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
 
 PUBLIC = ("classes_", "learning_rate_", "clip_norm_", "subspace_", "q_")
 
@@ -78,3 +81,66 @@ def test_report_names_zero_out_and_replace_one(data):
         assert report["adjacency"].startswith("zero-out one sample (n public")
         assert report["epsilon_replace_one"] > report["epsilon"]
         assert "add/remove" not in str(report)
+
+
+def test_training_labels_are_not_checked_beyond_the_public_class_set():
+    """sklearn's target check on y would warn on many distinct private labels
+    and reject a float label, even one in the class set: neither may happen."""
+    rng = np.random.default_rng(0)
+    X, X_val = rng.normal(size=(40, 3)), rng.normal(size=(90, 3))
+    classes = np.arange(30.0)
+    # 30 distinct labels in 40 private rows (sklearn warns above half); the
+    # public validation set has 3 rows a class.
+    y, y_val = rng.permutation(np.arange(40) % 30).astype(float), np.arange(90) % 30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPLabelQuality(classes=classes, random_state=0).fit(X, y, X_val=X_val,
+                                                            y_val=y_val)
+    halves = np.array([0.0, 0.5, 1.0])
+    y_val = np.arange(90) % 3 / 2
+    y = np.zeros(40)
+    y[0] = 0.5  # in the public class set, but not an integer
+    DPDataValuator(n_permutations=2, classes=halves, random_state=0).fit(
+        X, y, X_val=X_val, y_val=y_val)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPDataValuator(Ridge(), n_permutations=4, random_state=0),
+    lambda: DPDataValuator(Ridge(), n_permutations=4, subspace=None, random_state=0),
+    lambda: DPFederatedValuator(Ridge(), n_rounds=3, n_permutations_per_round=4,
+                                utility="r2", random_state=0),
+    lambda: DPFederatedValuator(Ridge(), n_rounds=3, n_permutations_per_round=4,
+                                utility="r2", clipping="coordinate", random_state=0),
+])
+def test_an_extreme_private_target_warns_nothing_and_values_stay_finite(make):
+    """A target near the largest float overflows its gradient: that party
+    releases pure noise; no warning, error or NaN tells it."""
+    X, y = make_regression(n_samples=60, n_features=3, noise=1.0, random_state=0)
+    X_val, y_val = X[40:], y[40:]
+    X, y = X[:40], y[:40].copy()
+    y[0] = 1.7e308
+    groups = np.arange(40) // 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        valuator = make()
+        if isinstance(valuator, DPFederatedValuator):
+            valuator.fit(X, y, groups, X_val=X_val, y_val=y_val)
+        else:
+            valuator.fit(X, y, X_val=X_val, y_val=y_val)
+    assert np.all(np.isfinite(valuator.values_))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPDataValuator(n_permutations=4, random_state=0),
+    lambda: DPLabelQuality(random_state=0),
+])
+def test_an_extreme_private_feature_warns_nothing_and_values_stay_finite(data, make):
+    """Scaling a finite feature near the largest float by the validation std
+    overflows: no warning, no error, finite values."""
+    X, y, X_val, y_val = data
+    X = X.copy()
+    X[0, 0] = 1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        valuator = make().fit(X, y, X_val=X_val, y_val=y_val)
+    assert np.all(np.isfinite(valuator.values_))
