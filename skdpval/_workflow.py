@@ -380,6 +380,11 @@ def _model_spend(estimator):
     spend.units.append("sample")
     spend.notes.append(f"{name}(epsilon={epsilon:g}): pure epsilon-DP fit "
                        "(counted as private because it has an epsilon parameter)")
+    if is_classifier(estimator):
+        spend.notes.append(
+            f"{name} takes its classes_ from the labels of the rows it is fitted on "
+            "(the kept private rows): the class set is assumed public, as "
+            "y_val's; a class with no kept row would be missing from classes_")
     for bound in _DATA_BOUNDS:
         if bound in params and params[bound] is None:
             spend.leak(f"{name}({bound}=None) reads {bound} from the private data "

@@ -13,7 +13,7 @@ import pytest
 from dp_accounting.pld import common, privacy_loss_distribution
 from scipy.optimize import brentq
 from scipy.stats import norm
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
@@ -252,6 +252,29 @@ def test_filter_with_a_private_final_model(data, dp_logistic):
     assert report["private"] is True and report["leaks"] == []
     assert report["valuation"]["epsilon"] == pytest.approx(1.0)
     assert privacy_spent(model)["epsilon"] == report["epsilon"]
+
+
+class EpsilonClassifier(ClassifierMixin, BaseEstimator):
+    """A stand-in for a DP classifier (diffprivlib's): classes_ from its y."""
+
+    def __init__(self, epsilon=1.0):
+        self.epsilon = epsilon
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def test_a_private_final_classifier_states_its_class_set_assumption(data):
+    """Its classes_ come from the kept private labels: the report says so."""
+    X, y, val = data
+    model = DPFilteredClassifier(DPDataValuator(**FAST), EpsilonClassifier(2.0))
+    report = model.fit(X, y, **val).privacy_report_
+    assert report["final_model_private"] and report["private"]
+    assert "classes_" in report["final_model"] and "assumed public" in report["final_model"]
 
 
 def test_filter_with_a_non_private_final_model_says_so(data):
