@@ -163,7 +163,8 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
                               noise="correlated", q=0.5, epsilon=2.0,
                               clip_norm=C, n_permutations=k, learning_rate=0.3,
                               subspace=None, standardize=False,
-                              batch_permutations=1, random_state=0).fit(X_train, y_train, X_val=X_val,
+                              batch_permutations=1, random_state=0,
+                              noise_seed=0).fit(X_train, y_train, X_val=X_val,
                                                   y_val=y_val)
     ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
     psi, _ = algorithm1(
@@ -175,7 +176,8 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
         noise=np.array([z for _, z in draws]), x_tt=1.0 / np.arange(1, k + 1),
         q=0.5, weights=semivalue_weights("banzhaf", 12))
     assert_allclose(valuator.values_, psi, rtol=1e-10, atol=1e-12)
-    # The noise drawn is the calibrated noise.
+    # The noise drawn is the calibrated noise (seeded: a fresh draw of these 360
+    # numbers strays past 10% about once in 140 runs).
     assert_allclose(np.std(np.array([z for _, z in draws])),
                     valuator.noise_multiplier_ * C, rtol=0.1)
 
