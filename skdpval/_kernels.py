@@ -319,12 +319,14 @@ def clip_l2(g, clip_norm):
         for k in range(n_outputs):
             for c in range(n_columns):
                 largest = max(largest, abs(g[k, c]))
-        sq = 0.0
-        for k in range(n_outputs):
-            for c in range(n_columns):
-                sq += (g[k, c] / largest) ** 2
-        norm = largest * np.sqrt(sq)
-    if not np.isfinite(norm):
+        if largest < np.inf:
+            sq = 0.0
+            for k in range(n_outputs):
+                for c in range(n_columns):
+                    ratio = g[k, c] / largest
+                    sq += ratio * ratio
+            norm = largest * np.sqrt(sq)
+    if not norm < np.inf:  # NaN or infinite
         for k in range(n_outputs):
             for c in range(n_columns):
                 g[k, c] = 0.0
