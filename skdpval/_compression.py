@@ -28,6 +28,8 @@ from numbers import Integral
 
 import numpy as np
 
+from . import _kernels
+
 
 def check_compression(compression, n_params):
     """Return ``(kind, amount)``, or raise a ValueError naming the options."""
@@ -67,16 +69,15 @@ def clip(g, clipping, clip_norm):
     """Clip a flat gradient: to L2 norm ``clip_norm`` or coordinate-wise.
 
     What is not finite (an overflow in a private row) becomes zero: the NaN
-    coordinates, or under L2 clipping the whole gradient, whose release is
-    then pure noise (the zero-out slot).
+    coordinates, or under L2 clipping the whole gradient (as the walk's
+    :func:`~skdpval._kernels.clip_l2` does), whose release is then pure
+    noise (the zero-out slot).
     """
     if clipping == "coordinate":
         return np.clip(np.nan_to_num(g, nan=0.0), -clip_norm, clip_norm)
-    with np.errstate(over="ignore"):
-        norm = np.linalg.norm(g)
-    if not np.isfinite(norm):
-        return np.zeros_like(g)
-    return g if norm <= clip_norm else g * (clip_norm / norm)
+    clipped = np.array(g, dtype=np.float64).reshape(1, -1)
+    _kernels.clip_l2(clipped, clip_norm)
+    return clipped.ravel()
 
 
 def compress(g, compression, clip_norm, mask_rng, rounding_rng):
