@@ -211,25 +211,23 @@ or None.
 """
 
 
-def validation_scale(X_val):
-    """Mean and std of the validation columns (a std of 0 counts as 1)."""
+def standardize_by_validation(X, X_val):
+    """``X`` and ``X_val`` standardised by the validation set's own statistics.
+
+    Returns ``(X, X_val, (mean, std))``; a validation std of 0 counts as 1.
+    The statistics are public (the validation set's), the scaled private
+    rows are not: a finite value that overflows (near the largest float,
+    over a small std) becomes the largest finite float, silently, since a
+    warning or an infinity here would tell the private rows without noise.
+    Clipping then bounds the row's gradient (a gradient that is not finite
+    is released as zero).
+    """
     mean = X_val.mean(axis=0)
     std = X_val.std(axis=0)
-    return mean, np.where(std > 0, std, 1.0)
-
-
-def scale_features(X, scale):
-    """``X`` scaled by ``scale``, the validation set's ``(mean, std)``.
-
-    A finite value that overflows (near the largest float, over a small std)
-    becomes the largest finite float, silently: a warning or an infinity
-    here would tell the private rows without noise. Clipping then bounds the
-    row's gradient (a gradient that is not finite is released as zero).
-    """
-    mean, std = scale
+    std = np.where(std > 0, std, 1.0)
     with np.errstate(over="ignore"):
-        scaled = (X - mean) / std
-    return np.nan_to_num(scaled, copy=False)
+        return (np.nan_to_num((X - mean) / std, copy=False),
+                np.nan_to_num((X_val - mean) / std, copy=False), (mean, std))
 
 
 def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
@@ -285,8 +283,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                          f"{len(train_parties)}.")
     scale = None
     if standardize:
-        scale = validation_scale(X_val)
-        X, X_val = scale_features(X, scale), scale_features(X_val, scale)
+        X, X_val, scale = standardize_by_validation(X, X_val)
 
     n_parties = len(train_parties)
     position = np.full(n_all_parties, -1)

@@ -24,8 +24,7 @@ from ._data import (
     hold_out_parties,
     kernel_targets,
     public_classes,
-    scale_features,
-    validation_scale,
+    standardize_by_validation,
     with_intercept,
 )
 from ._models import model_spec
@@ -282,8 +281,7 @@ class DPFederatedValuator(BaseEstimator):
             clients, n_unprotected = np.arange(len(self.groups_)), 0
         warn_if_unscaled(X_val, standardize=self.standardize, stacklevel=3)
         if self.standardize:
-            scale = validation_scale(X_val)
-            X, X_val = scale_features(X, scale), scale_features(X_val, scale)
+            X, X_val, _ = standardize_by_validation(X, X_val)
         classes = None
         if spec.is_classifier:
             classes = public_classes(y_val, self.classes)

@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from ._kernels import (
+    _f64,
     _jit,
     clip_l2,
     kernel_codes,
@@ -45,6 +46,7 @@ from ._kernels import (
     utility_of_margins,
     validation_scratch,
 )
+from ._walk import PartiesByOffsets
 
 
 @njit(**_jit)
@@ -145,10 +147,6 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
 
 # --- Python side ----------------------------------------------------------------
 
-def _f64(a):
-    return np.ascontiguousarray(a, dtype=np.float64)
-
-
 def project_rows(basis, X, n_outputs):
     """``F[r, i, k] = <basis_i[k, :], X[r]>``: ``(n_rows, m, n_outputs)``."""
     per_output = np.reshape(basis, (basis.shape[0], n_outputs, -1))
@@ -204,17 +202,13 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
     return marginals, end_utility, ends
 
 
-class SubspaceProblem(namedtuple("SubspaceProblem", [
+class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         "F", "T", "offsets", "F_val", "T_val_t", "labels_val", "loss", "utility",
         "huber_epsilon", "l2", "penalty", "clip_norm", "learning_rate",
         "total_sum_squares", "weights"])):
     """The walk's inputs in a subspace, contiguous (see the module docstring)."""
 
     __slots__ = ()
-
-    @property
-    def n_parties(self):
-        return self.offsets.shape[0] - 1
 
     @property
     def release_shape(self):

@@ -60,14 +60,21 @@ _WalkProblemFields = namedtuple("WalkProblem", [
     "total_sum_squares", "theta_init", "weights"])
 
 
-class WalkProblem(_WalkProblemFields):
-    """The full-space walk: parameters ``(n_outputs, n_columns)``, released whole."""
+class PartiesByOffsets:
+    """A walk problem's ``n_parties``: party ``j`` owns rows
+    ``offsets[j]:offsets[j + 1]`` (a base for its namedtuple)."""
 
     __slots__ = ()
 
     @property
     def n_parties(self):
         return self.offsets.shape[0] - 1
+
+
+class WalkProblem(PartiesByOffsets, _WalkProblemFields):
+    """The full-space walk: parameters ``(n_outputs, n_columns)``, released whole."""
+
+    __slots__ = ()
 
     @property
     def release_shape(self):
@@ -96,12 +103,12 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
     ``X[offsets[j]:offsets[j + 1]]``; the validation set is given by rows
     (stored transposed and padded, see :mod:`skdpval._kernels`).
     """
-    f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)
+    f64, i64 = _kernels._f64, _kernels._i64
     n_outputs = T.shape[1]
     return WalkProblem(
-        f64(X), f64(T), np.ascontiguousarray(offsets, dtype=np.int64),
+        f64(X), f64(T), i64(offsets),
         _kernels.pad_columns(X_val), _kernels.pad_columns(T_val),
-        np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
+        i64(labels_val), int(loss),
         int(utility), float(huber_epsilon), float(l2), int(n_penalized),
         float(clip_norm), float(learning_rate), float(total_sum_squares),
         np.zeros((n_outputs, X.shape[1])), f64(weights))
