@@ -144,6 +144,24 @@ def seeded_generator(words):
     return generator
 
 
+# A stream no noise comes from (state 0, increment 1).
+_BLANK_STREAM = {"bit_generator": "PCG64", "state": {"state": 0, "inc": 1},
+                 "has_uint32": 0, "uinteger": 0}
+
+
+def forget_stream():
+    """Set this thread's Generator to a blank stream.
+
+    The Generator outlives the fit (a module global): left on the last
+    noise stream, it would let any later code in the process rewind that
+    stream and, since a SeedSequence's words can be inverted, regenerate
+    every noise number of the fit.
+    """
+    generator = getattr(_THREAD, "generator", None)
+    if generator is not None:
+        generator.bit_generator.state = _BLANK_STREAM
+
+
 class SeededDraws:
     """The draws of permutations ``lo .. hi - 1`` from their own streams (picklable).
 
@@ -165,9 +183,12 @@ class SeededDraws:
 
     def __call__(self, lo, hi, noise_out):
         if noise_out is not None:
-            for i, t in enumerate(range(lo, hi)):
-                gaussian_noise(seeded_generator(self.noise_words[t]), self.noise_std,
-                               noise_out[i])
+            try:
+                for i, t in enumerate(range(lo, hi)):
+                    gaussian_noise(seeded_generator(self.noise_words[t]),
+                                   self.noise_std, noise_out[i])
+            finally:
+                forget_stream()
         return _orders.permutations(self.order_words[lo:hi], self.n_parties)
 
 

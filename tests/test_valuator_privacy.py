@@ -9,7 +9,7 @@ from numpy.testing import assert_array_equal
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import Ridge
 
-from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
+from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality, _walk
 
 PUBLIC = ("classes_", "learning_rate_", "clip_norm_", "subspace_", "q_")
 
@@ -144,3 +144,17 @@ def test_an_extreme_private_feature_warns_nothing_and_values_stay_finite(data, m
         warnings.simplefilter("error")
         valuator = make().fit(X, y, X_val=X_val, y_val=y_val)
     assert np.all(np.isfinite(valuator.values_))
+
+
+def test_no_noise_stream_outlives_the_fit(data):
+    # The walk re-sets one Generator per thread to each permutation's noise
+    # stream. Left on the last one after the fit, any later code could rewind
+    # it and (a SeedSequence's words invert) regenerate all of the fit's noise.
+    X, y, X_val, y_val = data
+    k = 6
+    DPDataValuator(n_permutations=k, epsilon=1.0, random_state=0, noise_seed=3,
+                   n_jobs=1).fit(X, y, X_val=X_val, y_val=y_val)
+    noise_words = _walk.stream_words(np.random.SeedSequence(3), k)
+    increments = {int(w[2]) << 64 | int(w[3]) | 1 for w in noise_words}
+    generator = _walk._THREAD.generator  # this thread walked every permutation
+    assert generator.bit_generator.state["state"]["inc"] not in increments
