@@ -141,7 +141,8 @@ class DPFederatedValuator(BaseEstimator):
         ``None`` draws the noise and the stochastic-rounding coins from 128
         bits of fresh OS entropy, so that they stay secret. An int makes them
         reproducible (for tests and papers); the guarantee then holds only
-        while that seed is secret.
+        while that seed is secret and serves one fit: two fits with the same
+        seed draw the same noise, which cancels between them.
 
     Attributes
     ----------

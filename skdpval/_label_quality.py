@@ -78,7 +78,9 @@ class DPLabelQuality(BaseEstimator):
 
     noise_seed : int >= 0 or None, default=None
         ``None`` draws the noise from fresh OS entropy. An int makes it
-        reproducible; the guarantee then holds only while it is secret.
+        reproducible; the guarantee then holds only while it is secret and
+        serves one fit (two fits with one seed draw the same noise, which
+        cancels between them).
 
     Attributes
     ----------

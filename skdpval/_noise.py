@@ -79,7 +79,8 @@ def secret_seed_sequence(noise_seed):
     """The seed of the noise: fresh OS entropy (128 bits) unless ``noise_seed``.
 
     ``noise_seed`` (an int) makes the noise reproducible, for tests and
-    papers; the guarantee then holds only while that seed stays secret.
+    papers; the guarantee then holds only while that seed stays secret and
+    serves one fit: two fits with one seed draw the same numbers.
     """
     return np.random.SeedSequence(noise_seed)
 
@@ -111,4 +112,5 @@ def noise_source(noise_seed, has_noise=True):
         return ("fresh OS entropy (numpy SeedSequence, 128 bits), independent "
                 "of random_state")
     return ("noise_seed: reproducible noise; the guarantee holds only while "
-            "that seed is secret")
+            "that seed is secret and serves this one fit (another fit with the "
+            "same seed draws the same noise, which cancels between the two)")

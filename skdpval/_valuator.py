@@ -214,7 +214,9 @@ class DPDataValuator(BaseEstimator):
     noise_seed : int >= 0 or None, default=None
         ``None`` draws the noise from 128 bits of fresh OS entropy, so that
         it stays secret. An int makes the noise reproducible (for tests and
-        papers); the guarantee then holds only while that seed is secret.
+        papers); the guarantee then holds only while that seed is secret
+        and serves one fit: two fits with the same seed draw the same noise,
+        which cancels between them (``privacy_spent`` lists it as a leak).
 
     verbose : int, default=0
         Print progress (permutations per second, time left) to stderr when

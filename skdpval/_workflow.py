@@ -11,9 +11,11 @@ them exactly too, through the worst case of each (randomized response):
 What is fitted on the private data *without* noise is not counted: it is
 listed under ``"leaks"`` (a scaler fitted on private rows, a non-private
 final model, the scores a search ranks its candidates by, folds stratified
-on private labels, rows held out as a validation set).
+on private labels, rows held out as a validation set, one noise_seed fixed
+in several fits).
 """
 
+from collections import Counter
 from numbers import Integral, Real
 
 import numpy as np
@@ -50,10 +52,11 @@ _STRATIFIED = (StratifiedKFold, RepeatedStratifiedKFold, StratifiedShuffleSplit,
 _DATA_BOUNDS = ("data_norm", "bounds", "bounds_X", "bounds_y")
 
 ADJACENCY = (
-    "zero-out one party (n public) for the Gaussian releases; the pure-DP "
-    "parts hold under replace-one, which covers zero-out with the empty slot "
-    "read as any fixed record. epsilon_replace_one doubles the Gaussian "
-    "sensitivity.")
+    "zero-out one party (n public) for the Gaussian releases and for "
+    "LayeredShapleyValuator's Laplace values; a final model's pure-DP fit "
+    "holds under replace-one, which covers zero-out with the empty slot read "
+    "as any fixed record. epsilon_replace_one doubles the Gaussian "
+    "sensitivity and the Laplace values' epsilon.")
 METHOD = (
     "Gaussian fits compose exactly in GDP (mu = sqrt(sum mu_i^2)); pure "
     "epsilon-DP parts compose with them exactly through their worst case, "
@@ -67,15 +70,20 @@ class _Spend:
 
     def __init__(self):
         self.gaussian = []  # (mu, count)
-        self.pure = []      # (epsilon, count)
+        self.pure = []      # (epsilon, epsilon under replace-one, count)
         self.deltas = []    # delta of each Gaussian fit
+        self.noise_seeds = []  # the fixed noise_seed of each fit that has one
+        self.holds_out = False  # a fitted valuator held out private rows
         self.units = []
         self.notes = []     # plain words on each private part
         self.leaks = []     # plain words on each non-private part
 
     def add(self, other, times=1):
         self.gaussian += [(mu, count * times) for mu, count in other.gaussian]
-        self.pure += [(epsilon, count * times) for epsilon, count in other.pure]
+        self.pure += [(epsilon, replace_one, count * times)
+                      for epsilon, replace_one, count in other.pure]
+        self.noise_seeds += other.noise_seeds * times
+        self.holds_out |= other.holds_out
         for mine, theirs in ((self.deltas, other.deltas), (self.units, other.units),
                              (self.notes, other.notes), (self.leaks, other.leaks)):
             mine += [item for item in theirs if item not in mine]
@@ -88,6 +96,13 @@ class _Spend:
     def gaussian_mu(self):
         return float(np.sqrt(sum(count * mu**2 for mu, count in self.gaussian)))
 
+    def pure_counts(self, replace_one=False):
+        """Sorted ``(epsilon, count)`` of the pure parts, under either adjacency."""
+        counts = Counter()
+        for epsilon, epsilon_replace_one, count in self.pure:
+            counts[epsilon_replace_one if replace_one else epsilon] += count
+        return sorted((e, c) for e, c in counts.items() if c > 0)
+
     def summary(self, delta, max_fits):
         """The dict :func:`privacy_spent` returns."""
         leaks = list(self.leaks)
@@ -99,18 +114,23 @@ class _Spend:
                 "part (group privacy), which is not counted here")
         if delta is None:
             delta = max(self.deltas, default=0.0)
+        for seed, uses in Counter(self.noise_seeds).items():
+            if uses > 1:
+                leaks.append(
+                    f"noise_seed={seed!r} is fixed in {uses} fits: they draw the same "
+                    "noise numbers, which cancel between the fits, so the "
+                    "composition above does not hold. Leave noise_seed=None (fresh "
+                    "secret noise every fit)")
         gaussian_mu = self.gaussian_mu()
-        counts = {}
-        for epsilon, count in self.pure:
-            counts[epsilon] = counts.get(epsilon, 0) + count
-        pure = sorted((e, c) for e, c in counts.items() if c > 0)
+        pure = self.pure_counts()
         mu = float(np.sqrt(gaussian_mu**2 + sum(count * pure_dp_mu(epsilon) ** 2
                                                 for epsilon, count in pure)))
         return {
             "mu": mu,
             "epsilon": composed_epsilon(gaussian_mu, pure, delta),
             "delta": float(delta),
-            "epsilon_replace_one": composed_epsilon(2 * gaussian_mu, pure, delta),
+            "epsilon_replace_one": composed_epsilon(
+                2 * gaussian_mu, self.pure_counts(replace_one=True), delta),
             "max_fits_per_party": int(max_fits),
             "gaussian_mu": gaussian_mu,
             "pure_epsilons": [(float(e), int(c)) for e, c in pure],
@@ -151,8 +171,10 @@ def privacy_spent(obj, *, delta=None):
     ``epsilon`` parameter, a diffprivlib model left to read its bounds
     from the data, the cross-validation scores a search picks its
     candidate by, folds stratified on the private labels, samples held out
-    as a validation set. The workflow is private (``"private": True``) only
-    when nothing leaks.
+    as a validation set (by every fit of a search whose ``fit`` got no
+    ``X_val``), and a ``noise_seed`` fixed in more than one fit (the same
+    noise twice cancels). The workflow is private (``"private": True``)
+    only when nothing leaks.
 
     Parameters
     ----------
@@ -310,7 +332,9 @@ def _valuator_spend(valuator):
                 "budget grows with the number of values, which depends on the "
                 "fold size. Count its fits one by one.")
         n_values = int(np.sum(~np.isnan(valuator.values_)))
-        spend.pure.append((report["epsilon_per_value"], n_values - 1))
+        spend.pure.append((report["epsilon_per_value"],
+                           report["epsilon_replace_one_per_value"], n_values - 1))
+        _count_noise_seed(spend, params)
         spend.notes.append(f"{name}: {n_values - 1} other values of Laplace noise, "
                            f"each {report['epsilon_per_value']:g}-DP")
         spend.leak(f"{name}: {report['not_protected']} ({report['mechanism']})")
@@ -328,15 +352,23 @@ def _valuator_spend(valuator):
                            "are chosen from private data (compression='topk')")
         if np.isfinite(mu):
             spend.notes.append(f"{name}: {mu:.6g}-GDP (Gaussian releases)")
+            _count_noise_seed(spend, params)
         else:
             spend.leak(f"{name}(noise='none') adds no noise: its values are not "
                        "private")
     if fitted and np.any(np.isnan(valuator.values_)):
+        spend.holds_out = True
         spend.leak(
             f"{int(np.sum(np.isnan(valuator.values_)))} samples held out by {name} "
             "as its validation set are used without noise and are not protected: "
             "pass X_val, y_val (a public validation set)")
     return spend
+
+
+def _count_noise_seed(spend, params):
+    """A fit's fixed noise_seed: the same seed in two fits is the same noise."""
+    if params.get("noise_seed") is not None:
+        spend.noise_seeds.append(params["noise_seed"])
 
 
 def _planned_gaussian(params):
@@ -376,7 +408,7 @@ def _model_spend(estimator):
     if not (isinstance(epsilon, Real) and 0 < epsilon < np.inf):
         spend.leak(f"{name}(epsilon={epsilon!r}) gives no finite privacy")
         return spend
-    spend.pure.append((float(epsilon), 1))
+    spend.pure.append((float(epsilon), float(epsilon), 1))
     spend.units.append("sample")
     spend.notes.append(f"{name}(epsilon={epsilon:g}): pure epsilon-DP fit "
                        "(counted as private because it has an epsilon parameter)")
@@ -416,6 +448,16 @@ def _search_spend(search):
                 f"{fitted.gaussian} but its parameters plan {planned.gaussian}; "
                 "the count of the search would be wrong. Please report this.")
         spend.add(fitted)
+        if fitted.holds_out:
+            spend.leak("the search's fit got no X_val: each of its fits held out its "
+                       "own validation rows from the private data and used them "
+                       "without noise (the count above is the refit's); pass X_val, "
+                       "y_val")
+    elif spend.gaussian or spend.pure:
+        spend.leak("refit=False: privacy_spent cannot tell whether the search's "
+                   "fits got X_val; without it each fit held out its own "
+                   "validation rows from the private data and used them without "
+                   "noise")
     spend.leak("model selection: the cross-validation scores (cv_results_) and "
                "the choice of best_params_ are computed on the private data "
                "without noise; only the fits are counted")

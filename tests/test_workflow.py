@@ -398,6 +398,11 @@ def test_layered_shapley_counts_its_laplace_values(data):
     assert spent["pure_epsilons"] == [(0.1, 11)]  # the 11 other values
     assert spent["epsilon"] == pytest.approx(composed_epsilon(0.0, [(0.1, 11)], 0.0))
     assert any("own value" in leak for leak in spent["leaks"])
+    # Replacing a point doubles each Laplace value's sensitivity: 2 epsilon.
+    assert spent["epsilon_replace_one"] == pytest.approx(
+        valuator.privacy_report_["epsilon_others_values_replace_one"])
+    assert spent["epsilon_replace_one"] == pytest.approx(
+        composed_epsilon(0.0, [(0.2, 11)], 0.0))
     search = GridSearchCV(DPFilteredClassifier(valuator), {"drop_fraction": [0.1]},
                           cv=KFold(2)).fit(X01, y[:12], X_val=X_val01,
                                            y_val=val["y_val"])
@@ -463,3 +468,38 @@ def test_bad_input(data, obj, kwargs, error, match):
         obj = DPDataValuator(**FAST).fit(X, y, **val)
     with pytest.raises(error, match=match):
         privacy_spent(obj, **kwargs)
+
+
+def test_a_noise_seed_fixed_in_two_fits_leaks(data):
+    """The same seed draws the same normals: two fits at different budgets
+    give the noiseless scores exactly, (s1 v2 - s2 v1) / (s1 - s2)."""
+    X, y, val = data
+    fit = lambda epsilon, seed: DPLabelQuality(epsilon=epsilon, noise_seed=seed).fit(
+        X, y, **val)
+    a, b = fit(1.0, 7), fit(2.0, 7)
+    s1, s2 = (m.privacy_report_["noise_std"] for m in (a, b))
+    clean = (s1 * b.values_ - s2 * a.values_) / (s1 - s2)
+    assert np.all(np.abs(clean) <= 1 + 1e-9)  # the clipped scores, recovered
+    spent = privacy_spent([a, b])
+    assert not spent["private"]
+    assert any("noise_seed=7 is fixed in 2 fits" in leak for leak in spent["leaks"])
+    for pair in ([fit(1.0, 7), fit(2.0, 8)], [fit(1.0, None), fit(2.0, None)]):
+        assert privacy_spent(pair)["private"]
+    # A party is in one training fold of KFold(2), and in the refit.
+    search = GridSearchCV(DPFilteredClassifier(DPDataValuator(noise_seed=7, **FAST)),
+                          {"drop_fraction": [0.1]}, cv=KFold(2)).fit(X, y, **val)
+    assert any("noise_seed=7 is fixed in 2 fits" in leak
+               for leak in privacy_spent(search)["leaks"])
+
+
+@pytest.mark.parametrize("refit", [True, False])
+def test_a_search_without_x_val_holds_out_rows_in_every_fit(data, refit):
+    X, y, val = data
+    search = GridSearchCV(DPFilteredClassifier(DPDataValuator(**FAST)),
+                          {"drop_fraction": [0.1]}, cv=KFold(2), refit=refit)
+    leaks = " ".join(privacy_spent(search.fit(X, y))["leaks"])
+    assert ("each of its fits held out its own" in leaks if refit
+            else "without it each fit held out its own" in leaks)
+    if refit:
+        leaks = " ".join(privacy_spent(search.fit(X, y, **val))["leaks"])
+        assert "held out" not in leaks
