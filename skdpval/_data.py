@@ -211,6 +211,26 @@ or None.
 """
 
 
+def validate_private_data(estimator, X, y, **check_params):
+    """``validate_data`` on the private training rows, with errors that quote no value.
+
+    scikit-learn's and numpy's messages can quote the data ("could not
+    convert string to float: 'salary=183000'", a 1-D ``X`` printed whole):
+    such an error keeps the type and first line of its message, without the
+    value, and is raised outside the handler, so that it holds no reference
+    to the original.
+    """
+    try:
+        return validate_data(estimator, X, y, **check_params)
+    except (TypeError, ValueError) as error:
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        message = str(error).split("\n", 1)[0].rstrip(":")
+        if message.startswith(("could not convert", "invalid literal")):
+            message = message.split(":", 1)[0]  # the rest is the value
+    raise kind(f"{message} (in the training data X, y; the values of private "
+               "data are not shown)")
+
+
 def standardize_by_validation(X, X_val):
     """``X`` and ``X_val`` standardised by the validation set's own statistics.
 
@@ -246,8 +266,8 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     """
     if (X_val is None) != (y_val is None):
         raise ValueError("X_val and y_val must be given together.")
-    X, y = validate_data(estimator, X, y, dtype=np.float64, order="C",
-                         y_numeric=not is_classifier, ensure_min_samples=2)
+    X, y = validate_private_data(estimator, X, y, dtype=np.float64, order="C",
+                                 y_numeric=not is_classifier, ensure_min_samples=2)
     if groups is None:
         party_of_sample = np.arange(len(X))
         for name in ("groups_", "sample_values_"):  # from an earlier fit

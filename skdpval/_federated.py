@@ -8,7 +8,6 @@ from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from . import _kernels
 from ._accounting import noise_std_for_budget, privacy_report
@@ -25,6 +24,7 @@ from ._data import (
     kernel_targets,
     public_classes,
     standardize_by_validation,
+    validate_private_data,
     with_intercept,
 )
 from ._models import model_spec
@@ -259,8 +259,9 @@ class DPFederatedValuator(BaseEstimator):
         spec = model_spec(estimator, n_samples=1)
         check_utility(self.utility, spec.is_classifier)
         warn_if_default_epsilon(self, stacklevel=3)
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
-                             y_numeric=not spec.is_classifier, ensure_min_samples=2)
+        X, y = validate_private_data(self, X, y, dtype=np.float64, order="C",
+                                     y_numeric=not spec.is_classifier,
+                                     ensure_min_samples=2)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
         self.groups_, client_of_sample = check_groups(

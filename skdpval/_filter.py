@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
+from ._data import validate_private_data
 from ._valuator import DPDataValuator
 from ._workflow import step_privacy_report
 
@@ -222,7 +223,7 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
         self : object
         """
         valuator, estimator = self._defaults()
-        X, y = validate_data(self, X, y, dtype=None, ensure_min_samples=2)
+        X, y = validate_private_data(self, X, y, dtype=None, ensure_min_samples=2)
         self.valuator_, values = _fit_values(valuator, X, y, fit_params)
         self.kept_mask_ = _kept_mask(values, self.drop_fraction, None)
         self.estimator_ = clone(estimator).fit(X[self.kept_mask_], y[self.kept_mask_])

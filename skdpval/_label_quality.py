@@ -16,6 +16,8 @@ from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT
 from .exceptions import warn_if_default_epsilon
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 
 class DPLabelQuality(BaseEstimator):
     """Private label-quality score: how well each label fits a public model.
@@ -220,10 +222,13 @@ class DPLabelQuality(BaseEstimator):
 
         A score that is not a number (an overflow in a private row) counts
         as 0, the middle of the range, and overflows raise no warning: either
-        would tell a private row without noise.
+        would tell a private row without noise. For the same reason the
+        features are first clipped to the float32 range, past which models
+        that compute in float32 (trees, forests) raise an error.
         """
+        X = np.clip(parties.X, -_FLOAT32_MAX, _FLOAT32_MAX)
         with np.errstate(all="ignore"):
-            row_scores = self._row_scores(parties.X, parties.y)
+            row_scores = self._row_scores(X, parties.y)
         row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip, self.clip)
         sizes = np.diff(parties.offsets)
         return np.add.reduceat(row_scores, parties.offsets[:-1]) / sizes

@@ -7,9 +7,18 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.datasets import make_classification, make_regression
+from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import Ridge
+from sklearn.tree import DecisionTreeClassifier
 
-from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality, _walk
+from skdpval import (
+    DPDataValuator,
+    DPFederatedValuator,
+    DPFilteredClassifier,
+    DPLabelQuality,
+    DPValueFilter,
+    _walk,
+)
 
 PUBLIC = ("classes_", "learning_rate_", "clip_norm_", "subspace_", "q_")
 
@@ -133,6 +142,10 @@ def test_an_extreme_private_target_warns_nothing_and_values_stay_finite(make):
 @pytest.mark.parametrize("make", [
     lambda: DPDataValuator(n_permutations=4, random_state=0),
     lambda: DPLabelQuality(random_state=0),
+    # Trees compute in float32, past whose range sklearn raises an error.
+    lambda: DPLabelQuality(DecisionTreeClassifier(random_state=0), random_state=0),
+    lambda: DPLabelQuality(RandomForestClassifier(n_estimators=3, random_state=0),
+                           random_state=0),
 ])
 def test_an_extreme_private_feature_warns_nothing_and_values_stay_finite(data, make):
     """Scaling a finite feature near the largest float by the validation std
@@ -158,3 +171,44 @@ def test_no_noise_stream_outlives_the_fit(data):
     increments = {int(w[2]) << 64 | int(w[3]) | 1 for w in noise_words}
     generator = _walk._THREAD.generator  # this thread walked every permutation
     assert generator.bit_generator.state["state"]["inc"] not in increments
+
+
+SECRET = "patient-HIV-positive"
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPDataValuator(n_permutations=2, random_state=0),
+    lambda: DPLabelQuality(random_state=0),
+    lambda: DPFilteredClassifier(DPDataValuator(n_permutations=2, random_state=0)),
+    lambda: DPValueFilter(DPDataValuator(n_permutations=2, random_state=0)),
+])
+@pytest.mark.parametrize("corrupt", ["a string in X", "X one-dimensional"])
+def test_errors_about_private_data_quote_no_value(data, make, corrupt):
+    """scikit-learn's messages quote the data (the string that did not
+    convert, a 1-D X printed whole); ours keep the first line only."""
+    X, y, X_val, y_val = data
+    binary = y < 2
+    X, y = X[binary].astype(object), y[binary]
+    if corrupt == "a string in X":
+        X[3, 1] = SECRET
+    else:
+        X = X[:, 0]
+    with pytest.raises(ValueError) as error:
+        make().fit(X, y, X_val=X_val[y_val < 2], y_val=y_val[y_val < 2])
+    message = str(error.value)
+    assert "values of private data are not shown" in message
+    assert SECRET not in message and repr(X[0])[:6] not in message
+    assert error.value.__context__ is None  # the original is not kept either
+
+
+def test_errors_about_a_private_regression_target_quote_no_value():
+    X, y = make_regression(n_samples=30, n_features=3, random_state=0)
+    y = y.astype(object)
+    y[4] = "salary=183000"
+    for valuator in (DPDataValuator(Ridge(), n_permutations=2, random_state=0),
+                     DPFederatedValuator(Ridge(), n_rounds=2, utility="r2",
+                                         n_permutations_per_round=2, random_state=0)):
+        args = (np.arange(30) // 5,) if isinstance(valuator, DPFederatedValuator) else ()
+        with pytest.raises(ValueError, match="could not convert") as error:
+            valuator.fit(X, y, *args, X_val=X[:10], y_val=np.zeros(10))
+        assert "183000" not in str(error.value)
