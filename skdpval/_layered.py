@@ -21,7 +21,12 @@ Where the code departs from the paper, to keep its guarantee true:
   a sample that never held it, whereas conditioning a coalition on holding
   a point changes the rest of its members; and the sample would have to be
   secret. The Laplace scale is the Appendix D sensitivity over epsilon,
-  which holds for every draw.
+  which holds for every draw;
+- the bound's assumptions are enforced, not trusted: with ``epsilon``, the
+  private rows are clipped to [0, 1] and scaled down so that the norm of
+  ``(x, 1)`` is at most ``kappa`` (:func:`project_rows`, as diffprivlib
+  does with ``data_norm``), and ``lipschitz`` is at least 1, the Lipschitz
+  constant of the log loss that every coalition is fitted with.
 """
 
 from itertools import combinations
@@ -31,11 +36,10 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import validate_data
 
 from . import _kernels
 from ._accounting import validation_set_statement
@@ -45,6 +49,7 @@ from ._data import (
     encode_training_labels,
     hold_out_parties,
     public_classes,
+    validate_private_data,
 )
 from ._noise import laplace_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT
@@ -113,6 +118,22 @@ def inclusion_probability(n, m, w):
     return float(-np.expm1(log_missed))
 
 
+def project_rows(X, kappa):
+    """Rows of ``X`` scaled down so that the norm of ``(x, 1)`` is at most ``kappa``.
+
+    A per-row map (``kappa > 1``): a row with ``|x|^2 + 1 <= kappa^2`` is
+    left as it is, any other is multiplied by ``sqrt(kappa^2 - 1) / |x|``.
+    Features in [0, 1] stay in [0, 1]. It is applied silently, as
+    diffprivlib applies ``data_norm``: a warning about it would tell the
+    private rows without noise.
+    """
+    limit = np.sqrt(kappa**2 - 1.0)
+    norms = np.linalg.norm(X, axis=1)
+    over = norms > limit
+    factor = np.where(over, limit / np.where(over, norms, 1.0), 1.0)
+    return X * factor[:, None]
+
+
 def laplace_scale(n, epsilon, lipschitz, kappa, lam):
     """Appendix D: ``(scale, sensitivity)``, sensitivity ``L^2 kappa^2 / (n lambda) H_{n-1}``.
 
@@ -144,9 +165,18 @@ class LayeredShapleyValuator(BaseEstimator):
     With ``epsilon``, each value gets Laplace noise of scale
     ``noise_scale_`` (Theorem 3.5 with the sensitivity of Appendix D,
     without the paper's amplification by sampling: see the module notes).
-    That guarantee needs a trusted curator holding all the data, features in
-    [0, 1] (so that ``|x| <= kappa``), the exact regularised minimiser
-    (uniform stability) and an ``L``-Lipschitz loss. What it covers:
+    That guarantee needs a trusted curator holding all the data, feature
+    vectors with ``|(x, 1)| <= kappa``, the exact regularised minimiser
+    (uniform stability) and an ``L``-Lipschitz loss. The first is enforced
+    on the private data, silently (an error or a warning would depend on a
+    private value without noise): each row of ``X`` is clipped to [0, 1],
+    the declared domain, then scaled down so that ``|(x, 1)| <= kappa``
+    (a no-op for rows in [0, 1] with ``kappa="auto"``), before anything
+    else reads it; the validation rows are scaled down the same way (the
+    stability bound holds the validation loss to ``kappa`` too), and must
+    lie in [0, 1] (``X_val`` is public: outside it is an error). The loss
+    is the log loss, 1-Lipschitz in the margin, so ``lipschitz >= 1``.
+    What it covers:
 
     - adjacency: zero-out (Appendix D's removal stability: the point's loss
       is taken out of every coalition it is in); replacing a point doubles
@@ -174,11 +204,18 @@ class LayeredShapleyValuator(BaseEstimator):
         ``L^2 kappa^2 / lambda`` would make every layer exhaustive).
     epsilon : float > 0 or None, default=None
         Privacy budget of each released value; None for no noise.
-    lipschitz : float > 0, default=1.0
-        Lipschitz constant ``L`` of the loss in the margin (1 for log loss).
-    kappa : float > 0 or "auto", default="auto"
-        Bound on the norm of a feature vector with its intercept feature;
-        ``"auto"`` is ``sqrt(n_features + 1)`` for features in [0, 1].
+    lipschitz : float >= 1, default=1.0
+        Lipschitz constant ``L`` of the loss in the margin. The coalitions
+        are fitted with the log loss, which is 1-Lipschitz, so values below
+        1 would understate the sensitivity and are refused; a larger value
+        only adds noise.
+    kappa : float > 1 or "auto", default="auto"
+        Bound on the norm of a feature vector with its intercept feature 1,
+        ``|(x, 1)| <= kappa``. With ``epsilon``, each row of ``X`` and
+        ``X_val`` is scaled down to meet it (the intercept feature stays 1,
+        hence ``kappa > 1``). ``"auto"`` is ``sqrt(n_features + 1)``, which
+        every row in [0, 1] already meets; a smaller value means less noise
+        but shrinks the rows that exceed it.
     utility : {"neg_loss"}, default="neg_loss"
         The negative validation log loss.
     skip_below_baseline : bool, default=True
@@ -200,7 +237,8 @@ class LayeredShapleyValuator(BaseEstimator):
         With ``epsilon``: ``None`` draws the noise from 128 bits of fresh OS
         entropy, so that it stays secret; an int makes it reproducible (for
         tests and papers), and the guarantee then holds only while that seed
-        is secret.
+        is secret and serves one fit (two fits with one seed draw the same
+        noise, which cancels between them).
 
     Attributes
     ----------
@@ -237,8 +275,9 @@ class LayeredShapleyValuator(BaseEstimator):
         "beta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "c": [Interval(Real, 0.0, None, closed="neither"), StrOptions({"auto"})],
         "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
-        "lipschitz": [Interval(Real, 0.0, None, closed="neither")],
-        "kappa": [Interval(Real, 0.0, None, closed="neither"), StrOptions({"auto"})],
+        # The log loss is 1-Lipschitz in the margin; (x, 1) has norm >= 1.
+        "lipschitz": [Interval(Real, 1.0, None, closed="left")],
+        "kappa": [Interval(Real, 1.0, None, closed="neither"), StrOptions({"auto"})],
         "utility": [StrOptions({"neg_loss"})],
         "skip_below_baseline": ["boolean"],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
@@ -276,11 +315,19 @@ class LayeredShapleyValuator(BaseEstimator):
     def _inverse_regularisation(self):
         """The estimator's ``C``, checked."""
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
-        if not isinstance(estimator, LogisticRegression):
+        if (not isinstance(estimator, LogisticRegression)
+                or isinstance(estimator, LogisticRegressionCV)):
             raise TypeError("LayeredShapleyValuator values data for an "
-                            "L2-regularised LogisticRegression only, got "
+                            "L2-regularised LogisticRegression only (with C=...), got "
                             f"{type(estimator).__name__}.")
         params = estimator.get_params()
+        # The coalition solver fits an unweighted, penalised intercept.
+        if params.get("class_weight") is not None or not params["fit_intercept"]:
+            raise ValueError(
+                "LayeredShapleyValuator fits every coalition with an intercept "
+                "and equal sample weights: the estimator's "
+                f"class_weight={params.get('class_weight')!r} and "
+                f"fit_intercept={params['fit_intercept']!r} must be None and True.")
         if params.get("l1_ratio") or params.get("penalty") in ("l1", "elasticnet", None):
             raise ValueError("LayeredShapleyValuator needs the L2 penalty "
                              "(its stability bound): use LogisticRegression(C=...).")
@@ -291,11 +338,12 @@ class LayeredShapleyValuator(BaseEstimator):
 
     @staticmethod
     def _check_unit_box(X, name):
+        """Public data only: an error here must never read the private ``X``."""
         if X.size and (X.min() < -1e-9 or X.max() > 1 + 1e-9):
             raise ValueError(
                 f"{name} must lie in [0, 1] when epsilon is set (the privacy "
-                "bound needs |x| <= kappa): scale it with "
-                "sklearn.preprocessing.MinMaxScaler.")
+                "bound needs |(x, 1)| <= kappa): scale it with "
+                "sklearn.preprocessing.MinMaxScaler fitted on public data.")
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, X_val=None, y_val=None):
@@ -304,10 +352,18 @@ class LayeredShapleyValuator(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            In [0, 1] when ``epsilon`` is set (the privacy bound needs it).
+            The private training data. With ``epsilon``, each row is clipped
+            to [0, 1] and then scaled down so that ``|(x, 1)| <= kappa``,
+            silently (the privacy bound needs it; an error would tell a
+            private value): scale it into [0, 1] with public bounds, e.g. a
+            ``MinMaxScaler`` fitted on the validation rows. Without
+            ``epsilon`` it is used as given.
         y : array-like of shape (n_samples,), two classes
         X_val, y_val : array-like, default=None
-            The validation set of ``v``; held out of ``X`` when omitted.
+            The validation set of ``v`` (public); held out of ``X`` when
+            omitted. With ``epsilon``, ``X_val`` must lie in [0, 1] (an
+            error otherwise) and its rows are scaled down to ``kappa`` as
+            those of ``X`` are.
 
         Returns
         -------
@@ -316,9 +372,15 @@ class LayeredShapleyValuator(BaseEstimator):
         C = self._inverse_regularisation()
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        X, y = validate_private_data(self, X, y, dtype=np.float64,
+                                     ensure_min_samples=2)
+        kappa = np.sqrt(X.shape[1] + 1) if self.kappa == "auto" else float(self.kappa)
         if self.epsilon is not None:
-            self._check_unit_box(X, "X")
+            # The declared domain, enforced per row before anything reads X
+            # (held-out validation rows included): clipped to [0, 1], then
+            # |(x, 1)| <= kappa. Silent, since an error or a warning would
+            # depend on a private value without noise.
+            X = project_rows(np.clip(X, 0.0, 1.0), kappa)
         rs = check_random_state(self.random_state)
         split_seed, coalition_seed = rs.randint(MAX_INT, size=2)
         if X_val is None:
@@ -330,7 +392,13 @@ class LayeredShapleyValuator(BaseEstimator):
         else:
             X_val = check_validation_features(self, X_val, dtype=np.float64)
             if self.epsilon is not None:
+                # X_val is public: outside [0, 1] stays an error. Its rows
+                # need |(x, 1)| <= kappa as well: uniform stability bounds
+                # the loss change at every point of the domain, and the
+                # validation loss moves by L |(x_val, 1)| |w - w'|. Scaled
+                # (a no-op with kappa="auto"), as held-out rows of X are.
                 self._check_unit_box(X_val, "X_val")
+                X_val = project_rows(X_val, kappa)
             train, n_unprotected = np.arange(len(X)), 0
         self.classes_ = public_classes(y_val, self.classes)
         if len(self.classes_) != 2:
@@ -345,7 +413,6 @@ class LayeredShapleyValuator(BaseEstimator):
         # kept fixed for every coalition (the stability bound needs one lambda).
         lam = 1.0 / (2.0 * C * n)
         c = 1.0 if self.c == "auto" else float(self.c)
-        kappa = np.sqrt(X.shape[1] + 1) if self.kappa == "auto" else float(self.kappa)
 
         ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
         signs = lambda labels: np.where(labels == 1, 1.0, -1.0)
@@ -371,6 +438,10 @@ class LayeredShapleyValuator(BaseEstimator):
             self.privacy_report_ = self._report(
                 n, inclusion_probability(n, m, w), sensitivity, scale, kappa, lam,
                 n_unprotected)
+        else:  # no noise: a report from an earlier fit would describe noise
+            for name in ("noise_scale_", "privacy_report_"):
+                if hasattr(self, name):
+                    delattr(self, name)
         self.values_ = np.full(len(X), np.nan)
         self.values_[train] = values
         self.rank_ = np.zeros(len(X), dtype=np.int64)
@@ -401,10 +472,12 @@ class LayeredShapleyValuator(BaseEstimator):
                              f"theorems' conditions (p = {p:.3g} is reported "
                              "for information)",
             "noise_source": noise_source(self.noise_seed),
-            "assumptions": "trusted curator; features in [0, 1] so |x| <= "
-                           f"kappa = {kappa:.3g}; exact L2-regularised "
-                           f"minimiser (lambda = {lam:.3g}); loss "
-                           f"{self.lipschitz:.3g}-Lipschitz in the margin",
+            "assumptions": "trusted curator; private features clipped to "
+                           "[0, 1] and every row (validation included) "
+                           f"scaled to |(x, 1)| <= kappa = {kappa:.3g}, "
+                           "silently; exact L2-regularised minimiser "
+                           f"(lambda = {lam:.3g}); log loss, 1-Lipschitz in "
+                           f"the margin (L = {self.lipschitz:.3g} used)",
             "not_protected": "each point from its own value; the validation set",
             "validation_set": validation_set_statement(n_unprotected),
         }

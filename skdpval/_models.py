@@ -27,6 +27,7 @@ from sklearn.base import clone
 from sklearn.linear_model import (
     LinearRegression,
     LogisticRegression,
+    LogisticRegressionCV,
     Ridge,
     RidgeClassifier,
     SGDClassifier,
@@ -82,6 +83,10 @@ def model_spec(estimator, n_samples):
     Raises a TypeError for an unsupported estimator class and a ValueError for
     an unsupported loss or penalty.
     """
+    if isinstance(estimator, LogisticRegressionCV):
+        raise TypeError(
+            "LogisticRegressionCV chooses C by cross-validation on the data, "
+            "which the private walk cannot do: use LogisticRegression(C=...).")
     params = estimator.get_params(deep=False)
     if isinstance(estimator, (SGDClassifier, SGDRegressor)):
         _check_common(estimator, params)

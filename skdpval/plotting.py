@@ -109,13 +109,12 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> from sklearn.datasets import load_breast_cancer
-    >>> from sklearn.preprocessing import StandardScaler
     >>> from skdpval import DPDataValuator
     >>> from skdpval.plotting import plot_values
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> X = StandardScaler().fit_transform(X)[:120]
+    >>> # No scaler: the valuator standardises with the validation statistics.
     >>> valuator = DPDataValuator(noise="none", q=0.0, n_permutations=20,
-    ...                           random_state=0).fit(X, y[:120])
+    ...                           random_state=0).fit(X[:120], y[:120])
     >>> ax = plot_values(valuator)
     >>> ax.get_xlabel()
     'parties, by increasing value'

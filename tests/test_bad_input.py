@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from scipy import sparse
-from sklearn.linear_model import LinearRegression, Ridge
+from sklearn.linear_model import LinearRegression, LogisticRegressionCV, Ridge
 from sklearn.svm import SVC
 
 import skdpval._walk as walk_module
@@ -73,6 +73,8 @@ CASES = {
                              ValueError, "'batch_permutations'"),
     "unsupported estimator": (fit(DPDataValuator(SVC(), **FAST)), TypeError,
                               "supported estimators"),
+    "C chosen by cross-validation": (fit(DPDataValuator(LogisticRegressionCV(), **FAST)),
+                                     TypeError, "LogisticRegression\\(C=...\\)"),
     "classifier utility on regressor": (
         fit(DPDataValuator(LinearRegression(), utility="accuracy", **FAST),
             y=X[:, 0]), ValueError, "utility='accuracy'"),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import minimize
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, Ridge
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdpval import LayeredShapleyValuator
@@ -187,18 +187,96 @@ def test_classes_and_split_never_read_the_training_labels(unit_data):
                        ["a", "b"])
 
 
+@pytest.mark.parametrize("given_validation", [True, False])
+def test_private_values_outside_the_unit_box_are_clipped_silently(unit_data,
+                                                                  given_validation):
+    """With epsilon, the private X is clipped to [0, 1]: no error, no warning
+    (either would tell a private value without noise), the values of the
+    clipped data; held-out validation rows of X are clipped too."""
+    import warnings
+
+    X, y = unit_data
+    X_out = X.copy()
+    X_out[3] = [1.7, -0.4, 0.5]
+    X_out[10, 2] = -3.0
+    X_out[20, 0] = 25.0
+    copy = X_out.copy()
+    X_val, y_val = np.random.default_rng(2).random((30, 3)), np.tile([0, 1], 15)
+    extra = dict(X_val=X_val, y_val=y_val) if given_validation else {}
+    make = lambda **params: LayeredShapleyValuator(alpha=0.3, random_state=0,
+                                                   noise_seed=0, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error" if given_validation else "ignore")
+        outside = make(epsilon=1.0).fit(X_out, y, **extra)
+    clipped = make(epsilon=1.0).fit(np.clip(X_out, 0, 1), y, **extra)
+    assert_allclose(outside.values_, clipped.values_, rtol=0, atol=1e-12)
+    assert_array_equal(X_out, copy)  # the caller's array is left alone
+    assert "clipped to [0, 1]" in outside.privacy_report_["assumptions"]
+    # The clip matters: the unclipped rows give other values.
+    unclipped = make().fit(X_out, y, **extra).values_ - make().fit(
+        np.clip(X_out, 0, 1), y, **extra).values_
+    assert np.nanmax(np.abs(unclipped)) > 1e-4
+
+
+def test_kappa_is_enforced_by_scaling_rows_down(unit_data):
+    """A small kappa gives the values of rows pre-projected to |(x, 1)| <= kappa,
+    training and validation rows alike (the stability bound holds the
+    validation loss to kappa too)."""
+    X, y = unit_data
+    X_val, y_val = np.random.default_rng(2).random((30, 3)), np.tile([0, 1], 15)
+    kappa = 1.2
+
+    def projected(A):
+        norms = np.sqrt(np.sum(A**2, axis=1))
+        return A * np.minimum(1.0, np.sqrt(kappa**2 - 1) / norms)[:, None]
+
+    assert np.mean(np.linalg.norm(np.c_[X, np.ones(len(X))], axis=1) > kappa) > 0.9
+    # epsilon so large that the noise is negligible: the private fit must be
+    # the non-private one (which never projects) on the projected rows.
+    private = LayeredShapleyValuator(alpha=0.3, epsilon=1e15, kappa=kappa,
+                                     random_state=0, noise_seed=0).fit(
+        X, y, X_val=X_val, y_val=y_val)
+    assert private.noise_scale_ < 1e-12
+    fit = lambda A, A_val: LayeredShapleyValuator(alpha=0.3, random_state=0).fit(
+        A, y, X_val=A_val, y_val=y_val).values_
+    assert_allclose(private.values_, fit(projected(X), projected(X_val)),
+                    rtol=1e-9, atol=1e-12)
+    assert np.max(np.abs(fit(X, projected(X_val)) - fit(projected(X), projected(X_val)))) > 1e-4
+    assert np.max(np.abs(fit(projected(X), X_val) - fit(projected(X), projected(X_val)))) > 1e-4
+    # kappa="auto" = sqrt(d + 1) changes nothing for rows in [0, 1].
+    auto = LayeredShapleyValuator(alpha=0.3, epsilon=1e15, random_state=0,
+                                  noise_seed=0).fit(X, y, X_val=X_val, y_val=y_val)
+    assert_allclose(auto.values_, fit(X, X_val), rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("make, fit_args, match", [
-    (lambda: LayeredShapleyValuator(epsilon=1.0), dict(shift=2.0), "must lie in \\[0, 1\\]"),
+    # X_val is public: outside [0, 1] it is an error (the private X is clipped).
+    (lambda: LayeredShapleyValuator(epsilon=1.0), dict(X_val_shift=2.0),
+     "X_val must lie in \\[0, 1\\]"),
+    (lambda: LayeredShapleyValuator(epsilon=1.0), dict(X_val_shift=-0.5),
+     "X_val must lie in \\[0, 1\\]"),
+    # The log loss is 1-Lipschitz; (x, 1) has norm >= 1.
+    (lambda: LayeredShapleyValuator(lipschitz=0.5), {},
+     "'lipschitz' parameter .* range \\[1.0, inf\\)"),
+    (lambda: LayeredShapleyValuator(kappa=1.0), {}, "'kappa' parameter .* range \\(1.0, inf\\)"),
+    (lambda: LayeredShapleyValuator(kappa=0.001), {},
+     "'kappa' parameter .* range \\(1.0, inf\\)"),
     (lambda: LayeredShapleyValuator(Ridge()), {}, "LogisticRegression only"),
     (lambda: LayeredShapleyValuator(LogisticRegression(l1_ratio=1.0)), {}, "L2 penalty"),
+    (lambda: LayeredShapleyValuator(LogisticRegressionCV()), {}, "LogisticRegression only"),
+    (lambda: LayeredShapleyValuator(LogisticRegression(class_weight="balanced")), {},
+     "class_weight='balanced'"),
+    (lambda: LayeredShapleyValuator(LogisticRegression(fit_intercept=False)), {},
+     "fit_intercept=False"),
     (lambda: LayeredShapleyValuator(alpha=0.0), {}, "'alpha'"),
     (lambda: LayeredShapleyValuator(classes=[0, 1, 2]), {}, "binary"),
     (lambda: LayeredShapleyValuator(), dict(X_val_only=True), "together"),
 ])
 def test_bad_input(unit_data, make, fit_args, match):
     X, y = unit_data
-    X = X + fit_args.get("shift", 0.0)
     extra = {"X_val": X[:5]} if fit_args.get("X_val_only") else {}
+    if "X_val_shift" in fit_args:
+        extra = {"X_val": X[:5] + fit_args["X_val_shift"], "y_val": y[:5]}
     with pytest.raises((ValueError, TypeError), match=match):
         make().fit(X, y, **extra)
 
@@ -225,3 +303,13 @@ def test_removing_high_layered_values_hurts_more_than_random():
                           for s in range(20)])
         gaps.append(random - high)
     assert np.mean(gaps) > 0.02, gaps
+
+
+def test_a_refit_without_noise_keeps_no_privacy_report(unit_data):
+    X, y = unit_data
+    valuator = LayeredShapleyValuator(alpha=0.5, beta=0.5, epsilon=1.0, random_state=0)
+    valuator.fit(X, y)
+    assert hasattr(valuator, "privacy_report_")
+    valuator.set_params(epsilon=None).fit(X, y)
+    assert not hasattr(valuator, "privacy_report_")
+    assert not hasattr(valuator, "noise_scale_")
