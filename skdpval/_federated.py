@@ -29,7 +29,7 @@ from ._data import (
 )
 from ._models import model_spec
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
-from ._valuator import MAX_INT
+from ._valuator import MAX_INT, check_converged
 from .exceptions import (
     warn_if_default_epsilon,
     warn_if_many_classes,
@@ -347,35 +347,43 @@ class DPFederatedValuator(BaseEstimator):
         released = np.zeros((n_clients, n_params))
         round_values = np.empty((self.n_rounds, n_clients))
         self.history_ = np.empty(self.n_rounds)
-        for t in range(self.n_rounds):
-            public = np.random.default_rng(public_seeds[t])
-            secret = np.random.default_rng(secret_seeds[t])
-            gradients = _kernels.party_gradients(
-                theta, X, T, offsets, loss=loss, huber_epsilon=spec.huber_epsilon,
-                l2=spec.l2_per_sample, n_penalized=shape[1] - spec.fit_intercept)
-            fresh = np.empty((n_clients, n_params))
-            for i, gradient in enumerate(gradients.reshape(n_clients, -1)):
-                release, noised = compress(clip(gradient, self.clipping, self.clip_norm),
-                                           self.compression, self.clip_norm,
-                                           public, secret)
-                if noise_std > 0:
-                    release[noised] += gaussian_noise(secret, noise_std,
-                                                      np.empty(noised.sum()))
-                fresh[i] = release
-            if isinstance(self.noise, str) and self.noise in ("iid", "none"):
-                released = fresh
-            else:  # the moving average of App. D.2 (released starts at 0)
-                released = (1 - x_t[t]) * released + x_t[t] * fresh
-            round_values[t] = self._round_shapley(
-                theta, released, X_val, T_val, labels_val, utility_args, public)
-            theta = theta - self.learning_rate * self._aggregate(released).reshape(shape)
-            self.history_[t] = _kernels.utility_of_theta(
-                theta, X_val, T_val, labels_val, **utility_args)
+        # A diverging run is reported once, below, with a remedy.
+        with np.errstate(invalid="ignore", over="ignore"):
+            for t in range(self.n_rounds):
+                public = np.random.default_rng(public_seeds[t])
+                secret = np.random.default_rng(secret_seeds[t])
+                gradients = _kernels.party_gradients(
+                    theta, X, T, offsets, loss=loss, huber_epsilon=spec.huber_epsilon,
+                    l2=spec.l2_per_sample, n_penalized=shape[1] - spec.fit_intercept)
+                fresh = np.empty((n_clients, n_params))
+                for i, gradient in enumerate(gradients.reshape(n_clients, -1)):
+                    release, noised = compress(
+                        clip(gradient, self.clipping, self.clip_norm),
+                        self.compression, self.clip_norm, public, secret)
+                    if noise_std > 0:
+                        release[noised] += gaussian_noise(secret, noise_std,
+                                                          np.empty(noised.sum()))
+                    fresh[i] = release
+                if isinstance(self.noise, str) and self.noise in ("iid", "none"):
+                    released = fresh
+                else:  # the moving average of App. D.2 (released starts at 0)
+                    released = (1 - x_t[t]) * released + x_t[t] * fresh
+                round_values[t] = self._round_shapley(
+                    theta, released, X_val, T_val, labels_val, utility_args, public)
+                step = self._aggregate(released).reshape(shape)
+                theta = theta - self.learning_rate * step
+                self.history_[t] = _kernels.utility_of_theta(
+                    theta, X_val, T_val, labels_val, **utility_args)
         counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
+        values = round_values[counted].mean(axis=0)
+        check_converged(values, self.history_, _kernels.utility_of_theta(
+            np.zeros(shape), X_val, T_val, labels_val, **utility_args),
+            self.learning_rate, self.utility, "federated training", "a round",
+            stacklevel=3, auto_learning_rate=False)
         self.round_values_ = np.full((self.n_rounds, len(self.groups_)), np.nan)
         self.round_values_[:, clients] = round_values
         self.values_ = np.full(len(self.groups_), np.nan)
-        self.values_[clients] = round_values[counted].mean(axis=0)
+        self.values_[clients] = values
         return self
 
     def __sklearn_tags__(self):

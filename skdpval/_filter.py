@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from ._data import validate_private_data
+from ._data import check_validation_features, validate_private_data
 from ._valuator import DPDataValuator
 from ._workflow import step_privacy_report
 
@@ -48,6 +48,16 @@ def _fit_values(valuator, X, y, fit_params):
             f"valuator {type(valuator).__name__} did not set values_ with one "
             "value per sample after fit.")
     return valuator, np.asarray(values, dtype=np.float64)
+
+
+def _check_no_groups(filter_, fit_params):
+    """The filters keep or drop samples: a valuation of groups has one value
+    per group, which they cannot use."""
+    if fit_params.get("groups") is not None:
+        raise ValueError(
+            f"{type(filter_).__name__} keeps or drops samples and takes no "
+            "groups: value the groups with the valuator's fit(X, y, groups=...) "
+            "and drop rows by its sample_values_.")
 
 
 def _kept_mask(values, drop_fraction, threshold):
@@ -163,6 +173,7 @@ class DPValueFilter(BaseEstimator):
         self : object
         """
         self._check_rule()
+        _check_no_groups(self, fit_params)
         self.valuator_, values = _fit_values(self._defaults()[0], X, y, fit_params)
         self.n_features_in_ = self.valuator_.n_features_in_
         if hasattr(self.valuator_, "feature_names_in_"):
@@ -223,7 +234,13 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
         self : object
         """
         valuator, estimator = self._defaults()
+        _check_no_groups(self, fit_params)
         X, y = validate_private_data(self, X, y, dtype=None, ensure_min_samples=2)
+        if fit_params.get("X_val") is not None:
+            # X reaches the valuator as an array: X_val's column names are
+            # checked here, against X's.
+            fit_params = {**fit_params, "X_val": check_validation_features(
+                self, fit_params["X_val"], dtype=None)}
         self.valuator_, values = _fit_values(valuator, X, y, fit_params)
         self.kept_mask_ = _kept_mask(values, self.drop_fraction, None)
         self.estimator_ = clone(estimator).fit(X[self.kept_mask_], y[self.kept_mask_])

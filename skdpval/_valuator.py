@@ -36,6 +36,29 @@ from ._walk import SeededDraws, make_problem, one_blas_thread, run_walks
 from .exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
+
+
+def check_converged(values, utilities, initial_utility, learning_rate, utility,
+                    process, step, stacklevel, auto_learning_rate=True):
+    """Raise when ``values`` or ``utilities`` are not finite; warn when the
+    median utility after a ``step`` fell far below ``initial_utility``.
+
+    Both are computed from the noisy releases only (post-processing).
+    """
+    auto = " (or 'auto')" if auto_learning_rate else ""
+    remedy = (f"Use a smaller learning_rate{auto}, or scale the features "
+              "(standardize=True).")
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(utilities))):
+        raise FloatingPointError(
+            f"The {process} diverged with learning_rate={learning_rate:g}: "
+            f"utilities or values are not finite. {remedy}")
+    scale = max(1.0, abs(initial_utility))
+    if utility != "accuracy" and np.median(utilities) < initial_utility - 100 * scale:
+        warnings.warn(
+            f"The {process} diverges with learning_rate={learning_rate:g}: the "
+            f"median validation utility after {step} is "
+            f"{np.median(utilities):.3g}, against {initial_utility:.3g} before "
+            f"it. {remedy}", ConvergenceWarning, stacklevel=stacklevel + 1)
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # learning_rate="auto" keeps the noise of a walk's validation margins (after n
@@ -674,22 +697,9 @@ class DPDataValuator(BaseEstimator):
             game, np.zeros((game.T.shape[1], game.X.shape[1])),
             np.arange(len(game.X_val)), game.utility)
         self.final_utilities_ = result.end_utility
-        remedy = ("Use a smaller learning_rate (or 'auto'), or scale the "
-                  "features (standardize=True).")
-        if not (np.all(np.isfinite(values))
-                and np.all(np.isfinite(self.final_utilities_))):
-            raise FloatingPointError(
-                f"The walk diverged with learning_rate={self.learning_rate_:g}: "
-                f"utilities or values are not finite. {remedy}")
-        scale = max(1.0, abs(self.initial_utility_))
-        if (self.utility != "accuracy" and np.median(self.final_utilities_)
-                < self.initial_utility_ - 100 * scale):
-            warnings.warn(
-                f"The walk diverges with learning_rate={self.learning_rate_:g}: "
-                f"the median validation utility after a permutation is "
-                f"{np.median(self.final_utilities_):.3g}, against "
-                f"{self.initial_utility_:.3g} before it. {remedy}",
-                ConvergenceWarning, stacklevel=3)
+        check_converged(values, self.final_utilities_, self.initial_utility_,
+                        self.learning_rate_, self.utility, "walk", "a permutation",
+                        stacklevel=4)
         self.n_marginals_ = result.n_counted
         train, n_all = parties.train_parties, parties.n_all_parties
         self.marginal_mean_ = np.full(n_all, np.nan)

@@ -85,6 +85,31 @@ def test_pandas_in_pandas_out_and_string_labels():
     assert list(model.feature_names_in_) == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("make", [DPFilteredClassifier, DPValueFilter])
+def test_x_val_columns_are_checked_against_x(make):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(40, 3)), columns=["a", "b", "c"])
+    y = (X["a"] > 0).astype(int)
+    X_val = pd.DataFrame(rng.normal(size=(20, 3)), columns=["a", "b", "c"])
+    y_val = (X_val["a"] > 0).astype(int)
+    make(DPDataValuator(**FAST)).fit(X, y, X_val=X_val, y_val=y_val)
+    with pytest.raises(ValueError, match="feature names should match"):
+        make(DPDataValuator(**FAST)).fit(X, y, X_val=X_val[["c", "b", "a"]],
+                                         y_val=y_val)
+
+
+class NeverFitted(DPDataValuator):
+    def fit(self, X, y, **fit_params):
+        raise AssertionError("the valuation ran")
+
+
+@pytest.mark.parametrize("make", [DPFilteredClassifier, DPValueFilter])
+def test_groups_are_refused_before_the_valuation(make):
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20) % 2
+    with pytest.raises(ValueError, match="takes no groups"):
+        make(NeverFitted()).fit(X, y, groups=np.arange(20) // 2)
+
+
 def test_in_an_imblearn_pipeline(noisy):
     pipe = imblearn_pipeline.Pipeline([
         ("filter", DPValueFilter(DPDataValuator(noise="none", q=0.0,

@@ -5,9 +5,9 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LinearRegression
+from sklearn.linear_model import LinearRegression, Ridge
 
-from skdpval import DPDataValuator
+from skdpval import DPDataValuator, DPFederatedValuator
 from skdpval.metrics import membership_inference_auc
 
 
@@ -57,6 +57,23 @@ def test_divergence_is_an_error_or_a_warning_naming_the_remedy():
     with pytest.warns(ConvergenceWarning, match="smaller learning_rate"):
         valuator.fit(X, y)
     assert np.all(np.isfinite(valuator.values_[~np.isnan(valuator.values_)]))
+
+
+def test_federated_divergence_is_an_error_or_a_warning_naming_the_remedy():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    y = X @ [1.0, 2.0, 3.0, 4.0]
+    groups = np.arange(60) % 5
+    valuator = DPFederatedValuator(Ridge(), utility="neg_mse", learning_rate=1e300,
+                                   n_rounds=3, n_permutations_per_round=4,
+                                   epsilon=2.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warnings included
+        with pytest.raises(FloatingPointError, match="smaller learning_rate"):
+            valuator.fit(X[:60], y[:60], groups, X_val=X[60:], y_val=y[60:])
+    valuator.set_params(learning_rate=100.0)
+    with pytest.warns(ConvergenceWarning, match="smaller learning_rate"):
+        valuator.fit(X[:60], y[:60], groups, X_val=X[60:], y_val=y[60:])
 
 
 def test_a_sane_walk_does_not_warn():
