@@ -1,10 +1,13 @@
 """Small noisy-label data sets built from scikit-learn's bundled data."""
 
+from numbers import Integral, Real
+
 import numpy as np
 from sklearn import datasets as sk_datasets
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch, check_random_state
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 def _digits_3_vs_8():
@@ -40,7 +43,8 @@ def flip_labels(y, fraction, random_state=None, *, independent=False):
     Parameters
     ----------
     y : array-like of shape (n_samples,)
-        Class labels, at least two distinct ones.
+        Class labels (binary or multiclass, no NaN), at least two distinct
+        ones.
     fraction : float in [0, 1]
         Fraction of samples to flip (rounded to the nearest count), or with
         ``independent=True`` the probability that each label is flipped.
@@ -68,8 +72,16 @@ def flip_labels(y, fraction, random_state=None, *, independent=False):
     3
     """
     y = column_or_1d(y)
-    if not 0 <= fraction <= 1:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}.")
+    if not isinstance(fraction, Real) or not 0 <= fraction <= 1:
+        raise ValueError(f"fraction must be a real number in [0, 1], got {fraction!r}.")
+    if not isinstance(independent, (bool, np.bool_)):
+        raise ValueError(f"independent must be a bool, got {independent!r}.")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y must not contain NaN or infinite labels.")
+    target_type = type_of_target(y, input_name="y")
+    if target_type not in ("binary", "multiclass"):
+        raise ValueError("flip_labels needs class labels: y must be a binary or "
+                         f"multiclass target, got a {target_type!r} one.")
     classes = np.unique(y)
     if len(classes) < 2:
         raise ValueError("flip_labels needs y with at least two classes.")
@@ -109,19 +121,21 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
         its median; ``"digits_3_vs_8"`` the digits 3 (class 0) and 8 (class
         1); ``"classification"`` is ``make_classification(600, 20,
         n_informative=5, random_state=0)``.
-    n_train : int or None, default=None
-        Training samples to keep (at most what the split leaves); ``None``
-        keeps all.
+    n_train : int >= 2 or None, default=None
+        Training samples to keep (at most what the split leaves; they must
+        hold at least two classes); ``None`` keeps all.
     flip_fraction : float in [0, 1], default=0.3
         Fraction of training labels to flip.
     independent_flips : bool, default=False
         Flip each training label independently with probability
         ``flip_fraction`` (see :func:`flip_labels`).
     validation_size : float in (0, 1), default=0.2
-        Fraction of all samples for the validation split.
+        Fraction of all samples for the validation split;
+        ``validation_size + test_size`` must be below 1.
     test_size : float in [0, 1), default=0.2
         Fraction of all samples for the test split; 0 for none (the returned
-        ``X_test`` and ``y_test`` are then empty).
+        ``X_test`` and ``y_test`` are then empty). Each split must get at
+        least one sample of every class.
     scale : bool, default=True
         Standardise the features with the validation split's statistics;
         False keeps them raw.
@@ -143,22 +157,50 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
     """
     if name not in _LOADERS:
         raise ValueError(f"name must be one of {sorted(_LOADERS)}, got {name!r}.")
+    if n_train is not None and (not isinstance(n_train, Integral) or n_train < 2
+                                or isinstance(n_train, (bool, np.bool_))):
+        raise ValueError(f"n_train must be an int >= 2 or None, got {n_train!r}.")
+    if not isinstance(flip_fraction, Real) or not 0 <= flip_fraction <= 1:
+        raise ValueError(f"flip_fraction must be a real number in [0, 1], "
+                         f"got {flip_fraction!r}.")
+    for arg, flag in (("independent_flips", independent_flips), ("scale", scale)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{arg} must be a bool, got {flag!r}.")
+    if not isinstance(validation_size, Real) or not 0 < validation_size < 1:
+        raise ValueError(f"validation_size must be a real number in (0, 1), "
+                         f"got {validation_size!r}.")
+    if not isinstance(test_size, Real) or not 0 <= test_size < 1:
+        raise ValueError(f"test_size must be a real number in [0, 1), "
+                         f"got {test_size!r}.")
+    if not validation_size + test_size < 1:
+        raise ValueError(f"validation_size + test_size must be below 1 (some samples "
+                         f"must be left to train on), got {validation_size!r} + "
+                         f"{test_size!r}.")
     raw = _LOADERS[name]()
     X, y = raw.data, raw.target
     if name == "diabetes":
         y = (y > np.median(y)).astype(int)
     rs = check_random_state(random_state)
     split_seed = rs.randint(2**31 - 1)
-    if test_size > 0:
-        X_rest, X_test, y_rest, y_test = train_test_split(
-            X, y, test_size=test_size, stratify=y, random_state=split_seed)
-    else:
-        X_rest, y_rest, X_test, y_test = X, y, X[:0], y[:0]
-    X_train, X_val, y_train, y_val = train_test_split(
-        X_rest, y_rest, test_size=validation_size / (1 - test_size),
-        stratify=y_rest, random_state=rs.randint(2**31 - 1))
+    try:
+        if test_size > 0:
+            X_rest, X_test, y_rest, y_test = train_test_split(
+                X, y, test_size=test_size, stratify=y, random_state=split_seed)
+        else:
+            X_rest, y_rest, X_test, y_test = X, y, X[:0], y[:0]
+        X_train, X_val, y_train, y_val = train_test_split(
+            X_rest, y_rest, test_size=validation_size / (1 - test_size),
+            stratify=y_rest, random_state=rs.randint(2**31 - 1))
+    except ValueError as exc:
+        raise ValueError(
+            f"validation_size={validation_size!r} and test_size={test_size!r} do not "
+            f"split {name!r} ({len(y)} samples, {len(np.unique(y))} classes) into "
+            f"stratified parts with every class in each: {exc}") from exc
     if n_train is not None and n_train < len(X_train):
         X_train, y_train = X_train[:n_train], y_train[:n_train]
+        if len(np.unique(y_train)) < 2:
+            raise ValueError(f"n_train={n_train} keeps a single class of {name!r}: "
+                             "increase n_train.")
     scaler = StandardScaler(with_mean=scale, with_std=scale).fit(X_val)
     y_noisy, is_noisy = flip_labels(y_train, flip_fraction, random_state=rs,
                                     independent=independent_flips)

@@ -1,12 +1,19 @@
 """Measures of how well data values find bad data."""
 
+from numbers import Real
+
 import numpy as np
 from scipy.stats import norm
 from sklearn.base import clone, is_classifier
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_X_y, column_or_1d
+from sklearn.utils.validation import (
+    check_array,
+    check_is_fitted,
+    check_X_y,
+    column_or_1d,
+)
 
 from ._accounting import gdp_mu, noisy_label_auc_limit
 
@@ -41,10 +48,10 @@ def detection_auc_limit(epsilon, delta):
     >>> [round(detection_auc_limit(eps, 5e-5), 3) for eps in (1, 3, 10)]
     [0.663, 0.866, 0.999]
     """
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}.")
+    if not isinstance(epsilon, Real) or not epsilon > 0:
+        raise ValueError(f"epsilon must be a real number > 0, got {epsilon!r}.")
+    if not isinstance(delta, Real) or not 0 < delta < 1:
+        raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}.")
     if np.isinf(epsilon):
         return 1.0
     return noisy_label_auc_limit(gdp_mu(epsilon, delta))
@@ -59,7 +66,8 @@ def noisy_label_auc(values, is_noisy):
         Data values; lower means more likely noisy. Must be finite: select
         the valued samples first (held-out validation samples have NaN).
     is_noisy : array-like of bool of shape (n_samples,)
-        True for the samples whose label is noisy.
+        True for the samples whose label is noisy (bool, or numbers that
+        are all 0 or 1).
 
     Returns
     -------
@@ -74,7 +82,15 @@ def noisy_label_auc(values, is_noisy):
     1.0
     """
     values = column_or_1d(values).astype(np.float64)
-    is_noisy = column_or_1d(is_noisy).astype(bool)
+    is_noisy = column_or_1d(is_noisy)
+    if is_noisy.dtype != bool:
+        bad = (~np.isin(is_noisy, (0, 1)) if is_noisy.dtype.kind in "iuf"
+               else np.ones(len(is_noisy), dtype=bool))
+        if np.any(bad):
+            example = is_noisy[bad][:1].tolist()[0]
+            raise ValueError("is_noisy must be an array of bool (or of 0 and 1), got "
+                             f"{is_noisy.dtype} values such as {example!r}.")
+        is_noisy = is_noisy.astype(bool)
     if len(values) != len(is_noisy):
         raise ValueError(f"values and is_noisy have different lengths "
                          f"({len(values)} and {len(is_noisy)}).")
@@ -99,7 +115,9 @@ def removal_curve(X, y, X_test, y_test, values, estimator, fractions, *,
     estimator : estimator object
         Cloned and refitted on what is left; scored with its ``score``.
     fractions : array-like of float in [0, 1)
-        Fractions of the training samples to remove.
+        Fractions of the training samples to remove; ``round(fraction *
+        n_samples)`` are removed, and at least one sample must stay:
+        ``round(fraction * n_samples) <= n_samples - 1``.
     order : {"high", "low", "random"}, default="high"
         Remove the highest values first (good values make the score drop
         fast), the lowest first, or a random subset.
@@ -132,8 +150,15 @@ def removal_curve(X, y, X_test, y_test, values, estimator, fractions, *,
         raise ValueError(f"values has {len(values)} entries for {len(y)} samples.")
     if not np.all(np.isfinite(values)):
         raise ValueError("values must be finite: drop held-out (NaN) samples first.")
-    if np.any((fractions < 0) | (fractions >= 1)):
-        raise ValueError("fractions must lie in [0, 1).")
+    n_samples = len(values)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(fractions) | (fractions < 0) | (fractions >= 1)
+        bad |= np.round(fractions * n_samples) > n_samples - 1
+    if np.any(bad):
+        raise ValueError(
+            f"fractions must be finite, lie in [0, 1) and leave at least one of the "
+            f"{n_samples} samples (round(fraction * {n_samples}) <= {n_samples - 1}), "
+            f"got {fractions[bad]!r}.")
     if order == "high":
         ranking = np.argsort(-values, kind="stable")
     elif order == "low":
@@ -145,7 +170,7 @@ def removal_curve(X, y, X_test, y_test, values, estimator, fractions, *,
     X_test = check_array(X_test, dtype=None)
     scores = np.empty(len(fractions))
     for i, fraction in enumerate(fractions):
-        keep = ranking[int(round(fraction * len(values))):]
+        keep = ranking[int(round(fraction * n_samples)):]
         model = clone(estimator)
         if is_classifier(estimator) and len(np.unique(y[keep])) < 2:
             model = DummyClassifier(strategy="constant", constant=y[keep][0])
@@ -176,7 +201,8 @@ def mean_adjusted_variance(marginals=None, *, valuator=None):
     valuator : fitted DPDataValuator, default=None
         Instead of ``marginals``: uses its running statistics
         (``marginal_mean_``, ``marginal_var_``, ``n_marginals_``) of the
-        counted permutations, over the valued samples.
+        counted permutations, over the valued samples. An unfitted
+        valuator raises :class:`~sklearn.exceptions.NotFittedError`.
 
     Returns
     -------
@@ -191,6 +217,7 @@ def mean_adjusted_variance(marginals=None, *, valuator=None):
     if (marginals is None) == (valuator is None):
         raise ValueError("Give exactly one of marginals and valuator.")
     if valuator is not None:
+        check_is_fitted(valuator)
         k = valuator.n_marginals_
         valued = ~np.isnan(valuator.marginal_mean_)
         mean = valuator.marginal_mean_[valued]
@@ -269,7 +296,9 @@ def membership_inference_auc(valuator, X_members, y_members, X_nonmembers,
         The validation set of every valuation (the service's own).
     n_shadow : int, default=32
         Number of shadow rounds; every target needs at least 2 IN and 2
-        OUT values.
+        OUT values. The rounds depend only on ``random_state`` and the
+        numbers of members and non-members, and are checked before any
+        valuation.
     random_state : int, RandomState instance or None, default=None
         The attacker's randomness: its shadow rounds and their noise seeds.
 
@@ -311,20 +340,24 @@ def membership_inference_auc(valuator, X_members, y_members, X_nonmembers,
                              np.concatenate([y_rest, y_targets[inside]]), X_targets,
                              y_targets, X_val, y_val, noise_seed)
 
-    released = query(is_member, None)
-    shadow_values = np.empty((n_shadow, n_targets))
+    # The plan (rounds and noise seeds, drawn in the order of the rounds)
+    # depends only on rs: draw and check it before any valuation.
     shadow_inside = np.zeros((n_shadow, n_targets), dtype=bool)
+    noise_seeds = np.empty(n_shadow, dtype=np.int64)
     for round_ in range(n_shadow):
         if round_ % 2 == 0:
             order = rs.permutation(n_targets)
         chosen = order[:n_members] if round_ % 2 == 0 else order[-n_members:]
         shadow_inside[round_, chosen] = True
-        shadow_values[round_] = query(shadow_inside[round_],
-                                      int(rs.randint(np.iinfo(np.int32).max)))
+        noise_seeds[round_] = rs.randint(np.iinfo(np.int32).max)
     counts = shadow_inside.sum(axis=0)
     if counts.min() < 2 or (n_shadow - counts).min() < 2:
         raise ValueError(f"n_shadow={n_shadow} leaves a target with fewer than 2 "
                          "IN or OUT shadow values: increase n_shadow.")
+    released = query(is_member, None)
+    shadow_values = np.empty((n_shadow, n_targets))
+    for round_ in range(n_shadow):
+        shadow_values[round_] = query(shadow_inside[round_], int(noise_seeds[round_]))
     score = np.empty(n_targets)
     for target in range(n_targets):
         gaussians = []

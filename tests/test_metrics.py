@@ -3,11 +3,19 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from sklearn.linear_model import LogisticRegression
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression, Ridge
 
+import skdpval.metrics as metrics_module
 from skdpval import DPDataValuator
 from skdpval.datasets import flip_labels, load_noisy_classification
-from skdpval.metrics import mean_adjusted_variance, noisy_label_auc, removal_curve
+from skdpval.metrics import (
+    detection_auc_limit,
+    mean_adjusted_variance,
+    membership_inference_auc,
+    noisy_label_auc,
+    removal_curve,
+)
 
 
 def test_noisy_label_auc_known_answers():
@@ -118,3 +126,99 @@ def test_load_noisy_classification(name):
     assert np.all(data.y_train[~data.is_noisy] == data.y_train_clean[~data.is_noisy])
     assert np.all(data.y_train[data.is_noisy] != data.y_train_clean[data.is_noisy])
     assert len(np.unique(data.y_val)) >= 2
+
+
+def test_noisy_label_auc_validates_is_noisy():
+    values = [0.3, -0.2, 0.1, -0.5]
+    assert noisy_label_auc(values, [0, 1, 0, 1]) == 1.0
+    assert noisy_label_auc(values, [0.0, 1.0, 0.0, 1.0]) == 1.0
+    for is_noisy in (["False", "True", "False", "True"], [np.nan, 1, 0, 1],
+                     [0, 2, 0, 1]):
+        with pytest.raises(ValueError, match="is_noisy must be an array of bool"):
+            noisy_label_auc(values, is_noisy)
+
+
+@pytest.mark.parametrize("fraction", [0.95, 0.92, np.nan, np.inf])
+@pytest.mark.parametrize("estimator", [LogisticRegression(), Ridge()])
+def test_removal_curve_keeps_at_least_one_sample(fraction, estimator):
+    X = np.array([[0.0], [1.0], [2.0], [3.0], [-1.0], [4.0]])
+    y = np.array([0, 0, 1, 1, 1, 0])
+    values = np.array([1.0, 1.0, 1.0, 1.0, -1.0, -2.0])
+    # round(0.9 * 6) = 5 of 6 removed: one sample is left.
+    assert np.isfinite(removal_curve(X, y, X, y, values, estimator, [0.9])).all()
+    with pytest.raises(ValueError, match=r"fractions must be finite, lie in \[0, 1\)"):
+        removal_curve(X, y, X, y, values, estimator, [0.5, fraction])
+
+
+@pytest.mark.parametrize("n_members, n_nonmembers, n_shadow", [(5, 5, 3), (2, 10, 8)])
+def test_membership_inference_checks_the_shadow_plan_before_any_valuation(
+        monkeypatch, n_members, n_nonmembers, n_shadow):
+    def no_valuation(*args, **kwargs):
+        raise AssertionError("a valuation ran before n_shadow was checked")
+
+    monkeypatch.setattr(metrics_module, "_query_values", no_valuation)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n_members + n_nonmembers + 6, 3))
+    y = (X[:, 0] > 0).astype(int)
+    m, t = n_members, n_members + n_nonmembers
+    with pytest.raises(ValueError, match=f"n_shadow={n_shadow} leaves a target"):
+        membership_inference_auc(DPDataValuator(), X[:m], y[:m], X[m:t], y[m:t],
+                                 X[t:t + 2], y[t:t + 2], X[t + 2:], y[t + 2:],
+                                 n_shadow=n_shadow, random_state=0)
+
+
+def test_mean_adjusted_variance_unfitted_valuator():
+    with pytest.raises(NotFittedError):
+        mean_adjusted_variance(valuator=DPDataValuator())
+
+
+def test_scalar_arguments_of_the_wrong_type_are_named():
+    with pytest.raises(ValueError, match=r"epsilon must be a real number > 0, got '1'"):
+        detection_auc_limit("1", 5e-5)
+    with pytest.raises(ValueError, match=r"delta must be a real number in \(0, 1\)"):
+        detection_auc_limit(1.0, "5e-5")
+    with pytest.raises(ValueError, match=r"fraction must be a real number in \[0, 1\]"):
+        flip_labels([0, 1] * 5, "0.5")
+
+
+def test_flip_labels_needs_finite_class_labels():
+    with pytest.raises(ValueError, match="NaN"):
+        flip_labels(np.array([0.0, 1.0, np.nan, 0.0, 1.0, 0.0]), 1.0, random_state=0)
+    with pytest.raises(ValueError, match="'continuous'"):
+        flip_labels(np.linspace(0, 1, 10) + 0.01, 0.5, random_state=0)
+    with pytest.raises(ValueError, match="independent must be a bool"):
+        flip_labels([0, 1] * 5, 0.5, independent="no")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_train=-5), r"n_train must be an int >= 2 or None, got -5"),
+    (dict(n_train=0), r"n_train must be an int >= 2"),
+    (dict(n_train=2.5), r"n_train must be an int >= 2"),
+    (dict(flip_fraction="0.3"), r"flip_fraction must be a real number in \[0, 1\]"),
+    (dict(flip_fraction=np.nan), r"flip_fraction must be a real number in \[0, 1\]"),
+    (dict(independent_flips="no"), "independent_flips must be a bool"),
+    (dict(scale="no"), "scale must be a bool"),
+    (dict(test_size=-0.1), r"test_size must be a real number in \[0, 1\), got -0.1"),
+    (dict(validation_size=1.25), r"validation_size must be a real number in \(0, 1\)"),
+    (dict(validation_size=0.0), r"validation_size must be a real number in \(0, 1\)"),
+    (dict(validation_size=0.6, test_size=0.5), r"validation_size \+ test_size must"),
+])
+def test_load_noisy_classification_validates_arguments_first(kwargs, match,
+                                                            monkeypatch):
+    import skdpval.datasets as datasets_module
+
+    def no_loading():
+        raise AssertionError("the data set was loaded before the arguments "
+                             "were checked")
+
+    monkeypatch.setitem(datasets_module._LOADERS, "iris", no_loading)
+    with pytest.raises(ValueError, match=match):
+        load_noisy_classification("iris", random_state=0, **kwargs)
+
+
+def test_load_noisy_classification_names_splits_too_small_for_the_classes():
+    with pytest.raises(ValueError, match="validation_size=0.01 and test_size=0.2"):
+        load_noisy_classification("iris", validation_size=0.01, random_state=0)
+    # Two training samples of one class: flip_labels could not flip them.
+    with pytest.raises(ValueError, match="n_train=2 keeps a single class"):
+        load_noisy_classification("iris", n_train=2, random_state=3)
