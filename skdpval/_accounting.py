@@ -50,10 +50,14 @@ def gdp_mu(epsilon, delta):
         return log_delta(epsilon, np.exp(log_mu)) - target
 
     lo, hi = np.log(_MU_BRACKET[0]), np.log(_MU_BRACKET[1])
-    if gap(lo) > 0 or gap(hi) < 0:
+    with np.errstate(all="ignore"):  # a huge epsilon makes the gap NaN
+        supported = gap(lo) <= 0 <= gap(hi)
+    if not supported:
+        low, high = (gdp_epsilon(mu, delta) for mu in _MU_BRACKET)
         raise ValueError(
-            f"epsilon={epsilon} and delta={delta} are outside the range the "
-            "calibration supports.")
+            f"epsilon={epsilon!r} is outside the range the calibration supports "
+            f"at delta={delta!r}: epsilon in [{low:.3g}, {high:.3g}] (mu-GDP with "
+            f"mu in [{_MU_BRACKET[0]:g}, {_MU_BRACKET[1]:g}]).")
     return float(np.exp(brentq(gap, lo, hi, xtol=1e-14, rtol=1e-14)))
 
 

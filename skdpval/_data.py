@@ -12,6 +12,7 @@ from sklearn.utils.validation import (
 )
 
 from . import _kernels
+from ._accounting import gdp_mu
 from ._models import classifier_targets
 from .exceptions import (
     warn_if_many_classes,
@@ -29,14 +30,17 @@ CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
 REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
 
 
-def check_budget(epsilon, noise_multiplier, noise):
-    """Exactly one of epsilon and noise_multiplier, unless there is no noise."""
+def check_budget(epsilon, noise_multiplier, noise, delta):
+    """Exactly one of epsilon and noise_multiplier, unless there is no noise;
+    an epsilon the calibration supports at ``delta``."""
     if noise_multiplier is not None and epsilon is not None:
         raise ValueError("Give either epsilon or noise_multiplier, not both: set "
                          "epsilon=None to use noise_multiplier.")
-    if (noise_multiplier is None and epsilon is None
-            and not (isinstance(noise, str) and noise == "none")):
+    no_noise = isinstance(noise, str) and noise == "none"
+    if noise_multiplier is None and epsilon is None and not no_noise:
         raise ValueError("epsilon is None: give epsilon or noise_multiplier.")
+    if epsilon is not None and not no_noise:
+        gdp_mu(epsilon, delta)  # raises, naming the range, before any work
 
 
 def check_utility(utility, is_classifier):

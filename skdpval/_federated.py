@@ -254,7 +254,7 @@ class DPFederatedValuator(BaseEstimator):
         -------
         self : object
         """
-        check_budget(self.epsilon, self.noise_multiplier, self.noise)
+        check_budget(self.epsilon, self.noise_multiplier, self.noise, self.delta)
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
         check_utility(self.utility, spec.is_classifier)

@@ -465,7 +465,7 @@ class DPDataValuator(BaseEstimator):
             The fitted valuator.
         """
         check_semivalue(self.semivalue)
-        check_budget(self.epsilon, self.noise_multiplier, self.noise)
+        check_budget(self.epsilon, self.noise_multiplier, self.noise, self.delta)
         estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
