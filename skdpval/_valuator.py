@@ -38,12 +38,28 @@ from .exceptions import warn_if_default_epsilon
 MAX_INT = np.iinfo(np.int32).max
 
 
-def check_converged(values, utilities, initial_utility, learning_rate, utility,
-                    process, step, stacklevel, auto_learning_rate=True):
-    """Raise when ``values`` or ``utilities`` are not finite; warn when the
-    median utility after a ``step`` fell far below ``initial_utility``.
+def _lowest_utility_bound(values, weights, utility):
+    """A utility that some walk's validation utility fell to, or below.
 
-    Both are computed from the noisy releases only (post-processing).
+    A marginal is ``w (v' - v)`` with ``|w| <= max |weights|``; the
+    utilities are at most ``top`` (0 for a loss or an MSE, 1 for R^2), so
+    ``|v' - v| <= top - min(v, v')``; a value is a mean of marginals.
+    """
+    top = 1.0 if utility == "r2" else 0.0
+    largest = np.max(np.abs(weights), initial=0.0)
+    if largest == 0:
+        return top
+    return top - float(np.max(np.abs(values), initial=0.0) / largest)
+
+
+def check_converged(values, utilities, initial_utility, learning_rate, utility,
+                    process, step, stacklevel, auto_learning_rate=True,
+                    lowest_utility=np.inf):
+    """Raise when ``values`` or ``utilities`` are not finite; warn when the
+    median utility after a ``step`` fell far below ``initial_utility``, or
+    when the utility fell to ``lowest_utility`` (or lower) on the way.
+
+    All are computed from the noisy releases only (post-processing).
     """
     auto = " (or 'auto')" if auto_learning_rate else ""
     remedy = (f"Use a smaller learning_rate{auto}, or scale the features "
@@ -53,7 +69,13 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
             f"The {process} diverged with learning_rate={learning_rate:g}: "
             f"utilities or values are not finite. {remedy}")
     scale = max(1.0, abs(initial_utility))
-    if utility != "accuracy" and np.median(utilities) < initial_utility - 100 * scale:
+    if utility != "accuracy" and lowest_utility < initial_utility - 100 * scale:
+        warnings.warn(
+            f"The {process} diverges with learning_rate={learning_rate:g}: along "
+            f"{step} the validation utility fell to {lowest_utility:.3g} or lower, "
+            f"against {initial_utility:.3g} before it. {remedy}",
+            ConvergenceWarning, stacklevel=stacklevel + 1)
+    elif utility != "accuracy" and np.median(utilities) < initial_utility - 100 * scale:
         warnings.warn(
             f"The {process} diverges with learning_rate={learning_rate:g}: the "
             f"median validation utility after {step} is "
@@ -699,7 +721,8 @@ class DPDataValuator(BaseEstimator):
         self.final_utilities_ = result.end_utility
         check_converged(values, self.final_utilities_, self.initial_utility_,
                         self.learning_rate_, self.utility, "walk", "a permutation",
-                        stacklevel=4)
+                        stacklevel=4, lowest_utility=_lowest_utility_bound(
+                            values, game.weights, self.utility))
         self.n_marginals_ = result.n_counted
         train, n_all = parties.train_parties, parties.n_all_parties
         self.marginal_mean_ = np.full(n_all, np.nan)

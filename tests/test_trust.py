@@ -59,6 +59,19 @@ def test_divergence_is_an_error_or_a_warning_naming_the_remedy():
     assert np.all(np.isfinite(valuator.values_[~np.isnan(valuator.values_)]))
 
 
+def test_a_walk_that_diverges_and_comes_back_still_warns():
+    """A huge step on separable data: every final utility is back near 0,
+    but the marginals show the utility fell far on the way."""
+    rng = np.random.default_rng(0)
+    X, X_val = rng.normal(size=(30, 4)), rng.normal(size=(20, 4))
+    y, y_val = (X[:, 0] > 0).astype(int), (X_val[:, 0] > 0).astype(int)
+    valuator = DPDataValuator(learning_rate=1e3, n_permutations=5, epsilon=2.0,
+                              random_state=0, noise_seed=0)
+    with pytest.warns(ConvergenceWarning, match="fell to .* or lower"):
+        valuator.fit(X, y, X_val=X_val, y_val=y_val)
+    assert np.median(valuator.final_utilities_) > valuator.initial_utility_ - 100
+
+
 def test_federated_divergence_is_an_error_or_a_warning_naming_the_remedy():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 4))
