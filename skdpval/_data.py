@@ -64,6 +64,7 @@ def public_classes(y_val, classes=None):
             raise ValueError(f"classes must list at least two class labels, got "
                              f"{classes!r}.")
         return labels
+    y_val = check_array(y_val, ensure_2d=False, dtype=None, input_name="y_val")
     check_classification_targets(y_val)
     labels = np.unique(y_val)
     if len(labels) < 2:
@@ -246,8 +247,14 @@ def standardize_by_validation(X, X_val):
     Clipping then bounds the row's gradient (a gradient that is not finite
     is released as zero).
     """
-    mean = X_val.mean(axis=0)
-    std = X_val.std(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = X_val.mean(axis=0), X_val.std(axis=0)
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
+        columns = np.flatnonzero(~(np.isfinite(mean) & np.isfinite(std)))
+        raise ValueError(
+            f"X_val's columns {columns.tolist()} overflow their mean or standard "
+            "deviation: rescale X_val and X (e.g. divide by a public constant), "
+            "or pass standardize=False.")
     std = np.where(std > 0, std, 1.0)
     with np.errstate(over="ignore"):
         return (np.nan_to_num((X - mean) / std, copy=False),
@@ -272,6 +279,8 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         raise ValueError("X_val and y_val must be given together.")
     X, y = validate_private_data(estimator, X, y, dtype=np.float64, order="C",
                                  y_numeric=not is_classifier, ensure_min_samples=2)
+    if not is_classifier and hasattr(estimator, "classes_"):
+        del estimator.classes_  # from an earlier fit as a classifier
     if groups is None:
         party_of_sample = np.arange(len(X))
         for name in ("groups_", "sample_values_"):  # from an earlier fit

@@ -289,6 +289,8 @@ class DPFederatedValuator(BaseEstimator):
             classes = public_classes(y_val, self.classes)
             warn_if_many_classes(y_val, classes, stacklevel=3)
             self.classes_ = classes
+        elif hasattr(self, "classes_"):
+            del self.classes_  # from an earlier fit as a classifier
         y_val = check_validation_targets(y_val, len(X_val), classes)
         # The valued clients' rows, client by client.
         position = np.full(len(self.groups_), -1)

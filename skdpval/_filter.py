@@ -178,6 +178,8 @@ class DPValueFilter(BaseEstimator):
         self.n_features_in_ = self.valuator_.n_features_in_
         if hasattr(self.valuator_, "feature_names_in_"):
             self.feature_names_in_ = self.valuator_.feature_names_in_
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_  # from an earlier fit on a DataFrame
         self.sample_indices_ = np.flatnonzero(
             _kept_mask(values, self.drop_fraction, self.threshold))
         self.privacy_report_ = step_privacy_report(self)

@@ -102,3 +102,47 @@ def test_check_validation_features_checks_column_names():
     fitted.feature_names_in_ = np.array(["a", "b"], dtype=object)
     with pytest.raises(ValueError, match="feature names"):
         check_validation_features(fitted, pd.DataFrame({"b": [1.0], "a": [2.0]}))
+
+
+def test_refits_keep_no_attribute_of_an_earlier_fit():
+    pd = pytest.importorskip("pandas")
+    from skdpval import DPFederatedValuator, DPLabelQuality, DPValueFilter
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    for make, args in ((lambda e: DPDataValuator(e, n_permutations=2, epsilon=2.0,
+                                                 random_state=0), ()),
+                       (lambda e: DPLabelQuality(e, epsilon=2.0, random_state=0), ()),
+                       (lambda e: DPFederatedValuator(e, n_rounds=2, epsilon=2.0,
+                                                      utility="neg_loss",
+                                                      random_state=0),
+                        (np.arange(40) % 4,))):
+        valuator = make(None).fit(X, y, *args)
+        assert hasattr(valuator, "classes_")
+        valuator.set_params(estimator=Ridge()).fit(X, X[:, 1], *args)
+        assert not hasattr(valuator, "classes_")
+    step = DPValueFilter(DPDataValuator(n_permutations=2, epsilon=2.0, random_state=0))
+    step.fit(pd.DataFrame(X, columns=["a", "b", "c"]), y)
+    assert hasattr(step, "feature_names_in_")
+    assert not hasattr(step.fit(X, y), "feature_names_in_")
+
+
+def test_y_val_with_nan_names_y_val():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(float)
+    y_val = y[:10].copy()
+    y_val[0] = np.nan
+    with pytest.raises(ValueError, match="y_val contains NaN"):
+        DPDataValuator(n_permutations=2, epsilon=2.0).fit(X, y, X_val=X[:10], y_val=y_val)
+
+
+def test_x_val_whose_statistics_overflow_is_an_error():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    X_val = X[:10].copy()
+    X_val[:, 2] *= 1e160
+    with pytest.raises(ValueError, match="X_val's columns \\[2\\] overflow"):
+        DPDataValuator(n_permutations=2, epsilon=2.0).fit(X, y, X_val=X_val, y_val=y[:10])
