@@ -279,6 +279,9 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         raise ValueError("X_val and y_val must be given together.")
     X, y = validate_private_data(estimator, X, y, dtype=np.float64, order="C",
                                  y_numeric=not is_classifier, ensure_min_samples=2)
+    if not is_classifier and classes is not None:
+        raise ValueError(f"classes={classes!r} applies to classifiers: the "
+                         "estimator is a regressor.")
     if not is_classifier and hasattr(estimator, "classes_"):
         del estimator.classes_  # from an earlier fit as a classifier
     if groups is None:

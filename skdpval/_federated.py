@@ -258,6 +258,9 @@ class DPFederatedValuator(BaseEstimator):
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
         check_utility(self.utility, spec.is_classifier)
+        if not spec.is_classifier and self.classes is not None:
+            raise ValueError(f"classes={self.classes!r} applies to classifiers: "
+                             f"{type(estimator).__name__} is a regressor.")
         warn_if_default_epsilon(self, stacklevel=3)
         X, y = validate_private_data(self, X, y, dtype=np.float64, order="C",
                                      y_numeric=not spec.is_classifier,

@@ -293,7 +293,8 @@ _FILTERED_DOC = """{summary}
     ``estimator`` on the rest; prediction methods delegate to that estimator.
     Usable as the last step of a scikit-learn ``Pipeline`` and inside
     ``GridSearchCV`` (e.g. ``param_grid={{"valuator__q": [0.5, 0.9],
-    "valuator__epsilon": [1, 3]}}``). Tuning on private data spends privacy:
+    "valuator__epsilon": [1, 3]}}``, with ``valuator`` given: nested
+    parameters need the object). Tuning on private data spends privacy:
     each fit releases new noisy gradients of its training samples, and ``n``
     fits of ``mu``-GDP compose to ``mu * sqrt(n)``-GDP;
     :func:`skdpval.privacy_spent` counts a whole search.

@@ -4,7 +4,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.stats import rankdata
-from sklearn.base import BaseEstimator, _fit_context, is_classifier
+from sklearn.base import BaseEstimator, _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
@@ -196,6 +196,10 @@ class DPLabelQuality(BaseEstimator):
         self : object
         """
         estimator = LogisticRegression() if self.estimator is None else self.estimator
+        if not (is_classifier(estimator) or is_regressor(estimator)):
+            raise TypeError(
+                f"DPLabelQuality scores labels with a classifier or a regressor; "
+                f"estimator={type(estimator).__name__} is neither.")
         warn_if_default_epsilon(self, stacklevel=3)
         split_seed, model_seed = check_random_state(self.random_state).randint(
             MAX_INT, size=2)

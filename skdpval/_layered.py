@@ -282,7 +282,8 @@ class LayeredShapleyValuator(BaseEstimator):
         "skip_below_baseline": ["boolean"],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "classes": ["array-like", None],
-        "n_jobs": [Integral, None],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
     }

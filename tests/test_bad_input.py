@@ -9,9 +9,12 @@ from sklearn.svm import SVC
 import skdpval._walk as walk_module
 from skdpval import (
     DPDataValuator,
+    DPFederatedValuator,
     DPFilteredClassifier,
     DPFilteredRegressor,
+    DPLabelQuality,
     DPValueFilter,
+    LayeredShapleyValuator,
     _kernels,
 )
 from skdpval.datasets import flip_labels, load_noisy_classification
@@ -130,3 +133,38 @@ def test_string_labels_work():
     valuator = DPDataValuator(**FAST).fit(X, labels)
     assert list(valuator.classes_) == ["no", "yes"]
     assert np.isfinite(valuator.values_).sum() == 16
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPDataValuator(Ridge(), classes=[0, 1], n_permutations=2, epsilon=2.0),
+    lambda: DPLabelQuality(Ridge(), classes=[0, 1], epsilon=2.0),
+])
+def test_classes_with_a_regressor_is_an_error(make):
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match="classes=\\[0, 1\\] applies to classifiers"):
+        make().fit(X, X[:, 0])
+
+
+def test_federated_classes_with_a_regressor_is_an_error():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match="applies to classifiers: Ridge"):
+        DPFederatedValuator(Ridge(), classes=[0, 1], utility="r2", epsilon=2.0).fit(
+            X, X[:, 0], np.arange(20) % 4)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPDataValuator(n_jobs=0),
+    lambda: LayeredShapleyValuator(n_jobs=0),
+])
+def test_n_jobs_zero_is_refused_up_front(make):
+    X = np.random.default_rng(0).uniform(size=(20, 2))
+    with pytest.raises(ValueError, match="'n_jobs' parameter"):
+        make().fit(X, (X[:, 0] > 0.5).astype(int))
+
+
+def test_label_quality_needs_a_classifier_or_a_regressor():
+    from sklearn.cluster import KMeans
+
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(TypeError, match="KMeans is neither"):
+        DPLabelQuality(KMeans(2), epsilon=2.0).fit(X, (X[:, 0] > 0).astype(int))
