@@ -1,6 +1,9 @@
 """Plots of valuation quality (matplotlib: ``pip install "skdpval[plot]"``)."""
 
+from numbers import Real
+
 import numpy as np
+from sklearn.exceptions import NotFittedError
 
 
 def _axes(ax):
@@ -95,7 +98,7 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
         labels.
     mark_label : str, default="marked"
         Legend entry of the ``mark`` parties.
-    interval : float, default=2.0
+    interval : float >= 0, default=2.0
         Half-width of the error bars in standard errors (2: about 95%).
     ax : matplotlib Axes, default=None
         Where to draw; a new figure when None.
@@ -119,6 +122,12 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
     >>> ax.get_xlabel()
     'parties, by increasing value'
     """
+    if not hasattr(valuator, "values_"):
+        raise NotFittedError(f"plot_values needs a fitted valuator (with values_), "
+                             f"got an unfitted {type(valuator).__name__}: call fit "
+                             "first.")
+    if not (isinstance(interval, Real) and 0 <= interval < np.inf):
+        raise ValueError(f"interval must be a finite number >= 0, got {interval!r}.")
     values = np.asarray(valuator.values_, dtype=np.float64)
     stderr = getattr(valuator, "values_stderr_", None)
     stderr = (np.zeros_like(values) if stderr is None

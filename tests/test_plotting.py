@@ -55,3 +55,15 @@ def test_plot_values_without_stderr_draws_points_only():
 def test_plot_values_checks_the_mark():
     with pytest.raises(ValueError, match="mark must have one entry per value"):
         plot_values(_Values([0.5, -0.5]), mark=[True])
+
+
+def test_plot_values_checks_the_valuator_and_the_interval():
+    from sklearn.exceptions import NotFittedError
+
+    from skdpval import DPDataValuator
+
+    with pytest.raises(NotFittedError, match="call fit first"):
+        plot_values(DPDataValuator())
+    for interval in (-1.0, np.nan, np.inf, "2"):
+        with pytest.raises(ValueError, match="interval must be a finite number >= 0"):
+            plot_values(_Values([0.5, -0.5]), interval=interval)
