@@ -1,5 +1,6 @@
 """Input handling shared by the estimators: budgets, labels, kernel targets."""
 
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -102,16 +103,25 @@ def encode_training_labels(y, classes):
     return index
 
 
-def check_validation_features(estimator, X_val, **check_params):
+def check_validation_features(estimator, X_val, stacklevel=3, **check_params):
     """``X_val`` checked against the ``X`` that ``estimator`` was just fitted on.
 
     Every error names ``X_val`` (``validate_data`` would say ``X``): its
     column count against ``n_features_in_``, NaN or infinity, sparse input.
-    Column names are checked as ``validate_data(..., reset=False)`` does.
+    Column names are checked as ``validate_data(..., reset=False)`` does,
+    its warnings naming ``X_val`` too; ``stacklevel`` counts from the caller
+    of this function (3: a ``fit`` under ``_fit_context``, called by the user).
     ``check_params`` go to :func:`~sklearn.utils.check_array` (e.g.
     ``dtype=np.float64, order="C"``).
     """
-    _check_feature_names(estimator, X_val, reset=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _check_feature_names(estimator, X_val, reset=False)
+    for warning in caught:  # scikit-learn's text says X
+        message = str(warning.message)
+        if message.startswith("X "):
+            message = "X_val " + message[2:]
+        warnings.warn(message, warning.category, stacklevel=stacklevel + 1)
     try:
         X_val = check_array(X_val, input_name="X_val", **check_params)
     except ValueError as error:  # some of check_array's messages name no input
@@ -216,24 +226,51 @@ or None.
 """
 
 
+def call_on_private_data(function, describe, catch=(TypeError, ValueError)):
+    """``function()``; an exception it raises is replaced by one that quotes
+    no private value.
+
+    The new exception (a TypeError for a TypeError, else a ValueError) says
+    ``describe(error)`` and is raised outside the handler, so that it holds
+    no reference to the original, whose message may quote the data.
+    """
+    try:
+        return function()
+    except catch as error:
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        message = describe(error)
+    raise kind(message)
+
+
+def _first_line_without_value(error):
+    message = str(error).split("\n", 1)[0].rstrip(":")
+    if message.startswith(("could not convert", "invalid literal")):
+        message = message.split(":", 1)[0]  # the rest is the value
+    return (f"{message} (in the training data X, y; the values of private data "
+            "are not shown)")
+
+
 def validate_private_data(estimator, X, y, **check_params):
     """``validate_data`` on the private training rows, with errors that quote no value.
 
     scikit-learn's and numpy's messages can quote the data ("could not
     convert string to float: 'salary=183000'", a 1-D ``X`` printed whole):
-    such an error keeps the type and first line of its message, without the
-    value, and is raised outside the handler, so that it holds no reference
-    to the original.
+    such an error keeps its first line, without the value.
     """
-    try:
-        return validate_data(estimator, X, y, **check_params)
-    except (TypeError, ValueError) as error:
-        kind = TypeError if isinstance(error, TypeError) else ValueError
-        message = str(error).split("\n", 1)[0].rstrip(":")
-        if message.startswith(("could not convert", "invalid literal")):
-            message = message.split(":", 1)[0]  # the rest is the value
-    raise kind(f"{message} (in the training data X, y; the values of private "
-               "data are not shown)")
+    return call_on_private_data(
+        lambda: validate_data(estimator, X, y, **check_params),
+        _first_line_without_value)
+
+
+def check_classes_parameter(estimator, is_classifier, classes):
+    """``classes`` only for a classifier; drop a ``classes_`` of an earlier fit."""
+    if is_classifier:
+        return
+    if classes is not None:
+        raise ValueError(f"classes={classes!r} applies to classifiers: the "
+                         "estimator is a regressor.")
+    if hasattr(estimator, "classes_"):
+        del estimator.classes_  # from an earlier fit as a classifier
 
 
 def standardize_by_validation(X, X_val):
@@ -252,9 +289,9 @@ def standardize_by_validation(X, X_val):
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
         columns = np.flatnonzero(~(np.isfinite(mean) & np.isfinite(std)))
         raise ValueError(
-            f"X_val's columns {columns.tolist()} overflow their mean or standard "
-            "deviation: rescale X_val and X (e.g. divide by a public constant), "
-            "or pass standardize=False.")
+            f"The validation set's columns {columns.tolist()} overflow their mean "
+            "or standard deviation: rescale the features (e.g. divide by a "
+            "public constant), or pass standardize=False.")
     std = np.where(std > 0, std, 1.0)
     with np.errstate(over="ignore"):
         return (np.nan_to_num((X - mean) / std, copy=False),
@@ -279,11 +316,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         raise ValueError("X_val and y_val must be given together.")
     X, y = validate_private_data(estimator, X, y, dtype=np.float64, order="C",
                                  y_numeric=not is_classifier, ensure_min_samples=2)
-    if not is_classifier and classes is not None:
-        raise ValueError(f"classes={classes!r} applies to classifiers: the "
-                         "estimator is a regressor.")
-    if not is_classifier and hasattr(estimator, "classes_"):
-        del estimator.classes_  # from an earlier fit as a classifier
+    check_classes_parameter(estimator, is_classifier, classes)
     if groups is None:
         party_of_sample = np.arange(len(X))
         for name in ("groups_", "sample_values_"):  # from an earlier fit
@@ -302,8 +335,8 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
             n_unprotected, len(X), validation_fraction=validation_fraction,
             unit="sample" if groups is None else "group", stacklevel=stacklevel + 1)
     else:
-        X_val = check_validation_features(estimator, X_val, dtype=np.float64,
-                                          order="C")
+        X_val = check_validation_features(estimator, X_val, stacklevel + 1,
+                                          dtype=np.float64, order="C")
         train_parties = np.arange(n_all_parties)
         n_unprotected = 0
     warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)

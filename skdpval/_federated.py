@@ -18,6 +18,7 @@ from ._data import (
     check_groups,
     check_utility,
     check_validation_features,
+    check_classes_parameter,
     check_validation_targets,
     encode_training_labels,
     hold_out_parties,
@@ -258,9 +259,7 @@ class DPFederatedValuator(BaseEstimator):
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
         check_utility(self.utility, spec.is_classifier)
-        if not spec.is_classifier and self.classes is not None:
-            raise ValueError(f"classes={self.classes!r} applies to classifiers: "
-                             f"{type(estimator).__name__} is a regressor.")
+        check_classes_parameter(self, spec.is_classifier, self.classes)
         warn_if_default_epsilon(self, stacklevel=3)
         X, y = validate_private_data(self, X, y, dtype=np.float64, order="C",
                                      y_numeric=not spec.is_classifier,
@@ -292,8 +291,6 @@ class DPFederatedValuator(BaseEstimator):
             classes = public_classes(y_val, self.classes)
             warn_if_many_classes(y_val, classes, stacklevel=3)
             self.classes_ = classes
-        elif hasattr(self, "classes_"):
-            del self.classes_  # from an earlier fit as a classifier
         y_val = check_validation_targets(y_val, len(X_val), classes)
         # The valued clients' rows, client by client.
         position = np.full(len(self.groups_), -1)
@@ -351,7 +348,7 @@ class DPFederatedValuator(BaseEstimator):
         theta = np.zeros(shape)
         released = np.zeros((n_clients, n_params))
         round_values = np.empty((self.n_rounds, n_clients))
-        self.history_ = np.empty(self.n_rounds)
+        history = np.empty(self.n_rounds)
         # A diverging run is reported once, below, with a remedy.
         with np.errstate(invalid="ignore", over="ignore"):
             for t in range(self.n_rounds):
@@ -377,14 +374,15 @@ class DPFederatedValuator(BaseEstimator):
                     theta, released, X_val, T_val, labels_val, utility_args, public)
                 step = self._aggregate(released).reshape(shape)
                 theta = theta - self.learning_rate * step
-                self.history_[t] = _kernels.utility_of_theta(
+                history[t] = _kernels.utility_of_theta(
                     theta, X_val, T_val, labels_val, **utility_args)
         counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
         values = round_values[counted].mean(axis=0)
-        check_converged(values, self.history_, _kernels.utility_of_theta(
+        check_converged(values, history, _kernels.utility_of_theta(
             np.zeros(shape), X_val, T_val, labels_val, **utility_args),
             self.learning_rate, self.utility, "federated training", "a round",
             stacklevel=3, auto_learning_rate=False)
+        self.history_ = history
         self.round_values_ = np.full((self.n_rounds, len(self.groups_)), np.nan)
         self.round_values_[:, clients] = round_values
         self.values_ = np.full(len(self.groups_), np.nan)

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._accounting import noise_std_for_budget, privacy_report
-from ._data import prepare_parties
+from ._data import call_on_private_data, check_budget, prepare_parties
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT
@@ -200,6 +200,7 @@ class DPLabelQuality(BaseEstimator):
             raise TypeError(
                 f"DPLabelQuality scores labels with a classifier or a regressor; "
                 f"estimator={type(estimator).__name__} is neither.")
+        check_budget(self.epsilon, None, "iid" if self.epsilon else "none", self.delta)
         warn_if_default_epsilon(self, stacklevel=3)
         split_seed, model_seed = check_random_state(self.random_state).randint(
             MAX_INT, size=2)
@@ -232,10 +233,18 @@ class DPLabelQuality(BaseEstimator):
         """
         X = np.clip(parties.X, -_FLOAT32_MAX, _FLOAT32_MAX)
         with np.errstate(all="ignore"):
-            row_scores = self._row_scores(X, parties.y)
+            row_scores = call_on_private_data(
+                lambda: self._row_scores(X, parties.y), self._scoring_failed,
+                catch=Exception)
         row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip, self.clip)
         sizes = np.diff(parties.offsets)
         return np.add.reduceat(row_scores, parties.offsets[:-1]) / sizes
+
+    def _scoring_failed(self, error):
+        return (f"{type(self.estimator_).__name__} failed to score the private "
+                f"rows ({type(error).__name__}); its message is not shown, since "
+                "it may quote private values. Check that the estimator accepts "
+                "every value the training features can take.")
 
     def _row_scores(self, X, y):
         """Margin of each row's label under ``estimator_``, before clipping."""

@@ -24,9 +24,9 @@ Where the code departs from the paper, to keep its guarantee true:
   which holds for every draw;
 - the bound's assumptions are enforced, not trusted: with ``epsilon``, the
   private rows are clipped to [0, 1] and scaled down so that the norm of
-  ``(x, 1)`` is at most ``kappa`` (:func:`project_rows`, as diffprivlib
-  does with ``data_norm``), and ``lipschitz`` is at least 1, the Lipschitz
-  constant of the log loss that every coalition is fitted with.
+  ``(x, 1)`` is at most ``kappa`` (:func:`shrink_rows_to_kappa`, as
+  diffprivlib does with ``data_norm``), and ``lipschitz`` is at least 1, the
+  Lipschitz constant of the log loss that every coalition is fitted with.
 """
 
 from itertools import combinations
@@ -118,7 +118,7 @@ def inclusion_probability(n, m, w):
     return float(-np.expm1(log_missed))
 
 
-def project_rows(X, kappa):
+def shrink_rows_to_kappa(X, kappa):
     """Rows of ``X`` scaled down so that the norm of ``(x, 1)`` is at most ``kappa``.
 
     A per-row map (``kappa > 1``): a row with ``|x|^2 + 1 <= kappa^2`` is
@@ -381,7 +381,7 @@ class LayeredShapleyValuator(BaseEstimator):
             # (held-out validation rows included): clipped to [0, 1], then
             # |(x, 1)| <= kappa. Silent, since an error or a warning would
             # depend on a private value without noise.
-            X = project_rows(np.clip(X, 0.0, 1.0), kappa)
+            X = shrink_rows_to_kappa(np.clip(X, 0.0, 1.0), kappa)
         rs = check_random_state(self.random_state)
         split_seed, coalition_seed = rs.randint(MAX_INT, size=2)
         if X_val is None:
@@ -399,7 +399,7 @@ class LayeredShapleyValuator(BaseEstimator):
                 # validation loss moves by L |(x_val, 1)| |w - w'|. Scaled
                 # (a no-op with kappa="auto"), as held-out rows of X are.
                 self._check_unit_box(X_val, "X_val")
-                X_val = project_rows(X_val, kappa)
+                X_val = shrink_rows_to_kappa(X_val, kappa)
             train, n_unprotected = np.arange(len(X)), 0
         self.classes_ = public_classes(y_val, self.classes)
         if len(self.classes_) != 2:

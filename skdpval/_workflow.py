@@ -78,11 +78,13 @@ class _Spend:
         self.notes = []     # plain words on each private part
         self.leaks = []     # plain words on each non-private part
 
-    def add(self, other, times=1):
+    def add(self, other, times=1, fits=None):
+        """Add ``other`` for ``times`` fits a party is in, of ``fits`` fits
+        in all (``times`` by default): a noise seed repeats in every fit."""
         self.gaussian += [(mu, count * times) for mu, count in other.gaussian]
         self.pure += [(epsilon, replace_one, count * times)
                       for epsilon, replace_one, count in other.pure]
-        self.noise_seeds += other.noise_seeds * times
+        self.noise_seeds += other.noise_seeds * (times if fits is None else fits)
         self.holds_out |= other.holds_out
         for mine, theirs in ((self.deltas, other.deltas), (self.units, other.units),
                              (self.notes, other.notes), (self.leaks, other.leaks)):
@@ -435,7 +437,8 @@ def _search_spend(search):
     candidates = search.cv_results_["params"]
     spend = _Spend()
     for params in candidates:
-        spend.add(_spend_of(clone(search.estimator).set_params(**params)), folds)
+        spend.add(_spend_of(clone(search.estimator).set_params(**params)), folds,
+                  fits=search.n_splits_)
     refit = hasattr(search, "best_estimator_")
     if refit:
         fitted = _spend_of(search.best_estimator_)

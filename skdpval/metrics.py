@@ -84,7 +84,8 @@ def noisy_label_auc(values, is_noisy):
     values = column_or_1d(values).astype(np.float64)
     is_noisy = column_or_1d(is_noisy)
     if is_noisy.dtype != bool:
-        bad = (~np.isin(is_noisy, (0, 1)) if is_noisy.dtype.kind in "iuf"
+        # Object arrays of bools (a pandas object Series) hold True == 1.
+        bad = (~np.isin(is_noisy, (0, 1)) if is_noisy.dtype.kind in "iufO"
                else np.ones(len(is_noisy), dtype=bool))
         if np.any(bad):
             example = is_noisy[bad][:1].tolist()[0]

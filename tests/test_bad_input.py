@@ -6,6 +6,7 @@ from scipy import sparse
 from sklearn.linear_model import LinearRegression, LogisticRegressionCV, Ridge
 from sklearn.svm import SVC
 
+import skdpval._subspace as subspace_module
 import skdpval._walk as walk_module
 from skdpval import (
     DPDataValuator,
@@ -123,6 +124,9 @@ def test_bad_input_raises_a_clear_error_before_any_work(case, monkeypatch):
 
     monkeypatch.setattr(walk_module._kernels, "walk", no_kernel)
     monkeypatch.setattr(_kernels, "sgd_pass", no_kernel)
+    # The default walk's public direction is fitted before the walk.
+    monkeypatch.setattr(subspace_module, "sgd_pass", no_kernel)
+    monkeypatch.setattr(subspace_module, "mean_loss_and_gradient", no_kernel)
     run, error, match = CASES[case]
     with pytest.raises(error, match=match):
         run()
@@ -147,7 +151,7 @@ def test_classes_with_a_regressor_is_an_error(make):
 
 def test_federated_classes_with_a_regressor_is_an_error():
     X = np.random.default_rng(0).normal(size=(20, 2))
-    with pytest.raises(ValueError, match="applies to classifiers: Ridge"):
+    with pytest.raises(ValueError, match="applies to classifiers: the estimator is a"):
         DPFederatedValuator(Ridge(), classes=[0, 1], utility="r2", epsilon=2.0).fit(
             X, X[:, 0], np.arange(20) % 4)
 

@@ -222,3 +222,10 @@ def test_load_noisy_classification_names_splits_too_small_for_the_classes():
     # Two training samples of one class: flip_labels could not flip them.
     with pytest.raises(ValueError, match="n_train=2 keeps a single class"):
         load_noisy_classification("iris", n_train=2, random_state=3)
+
+
+def test_noisy_label_auc_takes_object_arrays_of_bools():
+    from skdpval.metrics import noisy_label_auc
+
+    flags = np.array([True, False, True, False], dtype=object)
+    assert noisy_label_auc([0.1, 0.5, 0.2, 0.9], flags) == 1.0

@@ -144,5 +144,15 @@ def test_x_val_whose_statistics_overflow_is_an_error():
     y = (X[:, 0] > 0).astype(int)
     X_val = X[:10].copy()
     X_val[:, 2] *= 1e160
-    with pytest.raises(ValueError, match="X_val's columns \\[2\\] overflow"):
+    with pytest.raises(ValueError, match="validation set's columns \\[2\\] overflow"):
         DPDataValuator(n_permutations=2, epsilon=2.0).fit(X, y, X_val=X_val, y_val=y[:10])
+
+
+def test_feature_name_warnings_about_the_validation_set_name_x_val():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(40, 3)), columns=["a", "b", "c"])
+    y = (X["a"] > 0).astype(int)
+    with pytest.warns(UserWarning, match="^X_val does not have valid feature names"):
+        DPDataValuator(n_permutations=2, epsilon=2.0).fit(
+            X, y, X_val=X.to_numpy()[:10], y_val=y[:10])

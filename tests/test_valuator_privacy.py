@@ -212,3 +212,33 @@ def test_errors_about_a_private_regression_target_quote_no_value():
         with pytest.raises(ValueError, match="could not convert") as error:
             valuator.fit(X, y, *args, X_val=X[:10], y_val=np.zeros(10))
         assert "183000" not in str(error.value)
+
+
+def test_a_foreign_model_failing_on_private_rows_quotes_no_value(data):
+    """A one-hot encoder meets a private category it never saw in X_val."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, X_val, y_val = data
+    binary, binary_val = y < 2, y_val < 2
+    X, y = np.round(X[binary]), y[binary]
+    X_val, y_val = np.round(X_val[binary_val]), y_val[binary_val]
+    X[5, 1] = 424242.0
+    model = make_pipeline(OneHotEncoder(), LogisticRegression())
+    with pytest.raises(ValueError, match="failed to score the private rows") as error:
+        DPLabelQuality(model, epsilon=2.0, standardize=False).fit(
+            X, y, X_val=X_val, y_val=y_val)
+    assert "424242" not in str(error.value) and error.value.__context__ is None
+
+
+def test_label_quality_refuses_an_unreachable_epsilon_before_any_work(data, monkeypatch):
+    import skdpval._label_quality as label_quality
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work ran")
+
+    monkeypatch.setattr(label_quality, "fit_on_validation", no_work)
+    X, y, X_val, y_val = data
+    with pytest.raises(ValueError, match="outside the range the calibration supports"):
+        DPLabelQuality(epsilon=1e300).fit(X, y, X_val=X_val, y_val=y_val)

@@ -485,11 +485,15 @@ def test_a_noise_seed_fixed_in_two_fits_leaks(data):
     assert any("noise_seed=7 is fixed in 2 fits" in leak for leak in spent["leaks"])
     for pair in ([fit(1.0, 7), fit(2.0, 8)], [fit(1.0, None), fit(2.0, None)]):
         assert privacy_spent(pair)["private"]
-    # A party is in one training fold of KFold(2), and in the refit.
-    search = GridSearchCV(DPFilteredClassifier(DPDataValuator(noise_seed=7, **FAST)),
-                          {"drop_fraction": [0.1]}, cv=KFold(2)).fit(X, y, **val)
-    assert any("noise_seed=7 is fixed in 2 fits" in leak
-               for leak in privacy_spent(search)["leaks"])
+    # Every fit draws the seed's noise: both folds of KFold(2) and the refit,
+    # although a party is in one training fold only (fits on disjoint halves
+    # with the same noise give the noiseless difference).
+    search = GridSearchCV(DPFilteredClassifier(DPDataValuator(**FAST)),
+                          {"valuator__noise_seed": [1, 2]}, cv=KFold(2)).fit(X, y, **val)
+    leaks = " ".join(privacy_spent(search)["leaks"])
+    best = search.best_params_["valuator__noise_seed"]
+    assert f"noise_seed={best} is fixed in 3 fits" in leaks
+    assert f"noise_seed={3 - best} is fixed in 2 fits" in leaks
 
 
 @pytest.mark.parametrize("refit", [True, False])
