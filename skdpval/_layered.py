@@ -127,7 +127,8 @@ def shrink_rows_to_kappa(X, kappa):
     diffprivlib applies ``data_norm``: a warning about it would tell the
     private rows without noise.
     """
-    limit = np.sqrt(kappa**2 - 1.0)
+    with np.errstate(over="ignore"):  # a huge kappa: no row is shrunk
+        limit = np.sqrt(np.float64(kappa) ** 2 - 1.0)
     norms = np.linalg.norm(X, axis=1)
     over = norms > limit
     factor = np.where(over, limit / np.where(over, norms, 1.0), 1.0)
@@ -337,6 +338,26 @@ class LayeredShapleyValuator(BaseEstimator):
                              "(lambda = 1 / (2 C n) > 0).")
         return float(params["C"])
 
+    def _check_sizes(self, n, c, kappa, lam):
+        """The layers' coalition counts and, with epsilon, the Laplace scale and
+        sensitivity; an error naming the parameters when one overflows, before
+        any coalition is fitted."""
+        with np.errstate(over="ignore"):
+            m, w = layer_sizes(n, self.alpha, self.beta, np.float64(c))
+            scale = sensitivity = None
+            if self.epsilon is not None:
+                scale, sensitivity = laplace_scale(
+                    n, self.epsilon, np.float64(self.lipschitz), np.float64(kappa), lam)
+        if not np.all(np.isfinite(m)):
+            raise ValueError(f"c={self.c!r} with alpha={self.alpha!r} makes the "
+                             "number of coalitions per layer overflow: use a smaller c.")
+        if scale is not None and not (np.isfinite(scale) and scale > 0):
+            raise ValueError(
+                f"lipschitz={self.lipschitz!r}, kappa={self.kappa!r}, epsilon="
+                f"{self.epsilon!r} and the estimator's C give a Laplace scale of "
+                f"{float(scale)!r}: it must be finite and > 0.")
+        return m, w, scale, sensitivity
+
     @staticmethod
     def _check_unit_box(X, name):
         """Public data only: an error here must never read the private ``X``."""
@@ -421,7 +442,7 @@ class LayeredShapleyValuator(BaseEstimator):
                     y_val=signs(y_val), lam=lam,
                     baseline=-np.log(2.0) - 1e-12 if self.skip_below_baseline
                     else -np.inf)
-        m, w = layer_sizes(n, self.alpha, self.beta, c)
+        m, w, scale, sensitivity = self._check_sizes(n, c, kappa, lam)
         cache = {}
         results = Parallel(n_jobs=self.n_jobs, prefer="threads")(
             delayed(_value_point)(i, n, m, w, data, cache, seed)
@@ -430,8 +451,6 @@ class LayeredShapleyValuator(BaseEstimator):
         self.n_coalitions_ = np.zeros(len(X), dtype=np.int64)
         self.n_coalitions_[train] = [count for _, count in results]
         if self.epsilon is not None:
-            scale, sensitivity = laplace_scale(n, self.epsilon, self.lipschitz,
-                                               kappa, lam)
             self.noise_scale_ = float(scale)
             noise = laplace_noise(np.random.default_rng(
                 secret_seed_sequence(self.noise_seed)), scale, n)

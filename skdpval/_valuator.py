@@ -55,9 +55,10 @@ def _lowest_utility_bound(values, weights, utility):
 def check_converged(values, utilities, initial_utility, learning_rate, utility,
                     process, step, stacklevel, auto_learning_rate=True,
                     lowest_utility=np.inf):
-    """Raise when ``values`` or ``utilities`` are not finite; warn when the
-    median utility after a ``step`` fell far below ``initial_utility``, or
-    when the utility fell to ``lowest_utility`` (or lower) on the way.
+    """Raise when ``values`` or ``utilities`` are not finite; warn when every
+    value is 0, when the median utility after a ``step`` fell far below
+    ``initial_utility``, or when the utility fell to ``lowest_utility`` (or
+    lower) on the way.
 
     All are computed from the noisy releases only (post-processing).
     """
@@ -68,6 +69,12 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
         raise FloatingPointError(
             f"The {process} diverged with learning_rate={learning_rate:g}: "
             f"utilities or values are not finite. {remedy}")
+    if np.size(values) and not np.any(values):
+        warnings.warn(
+            f"Every value is 0: the {process} never moved the validation utility "
+            f"(learning_rate={learning_rate:g}). Use a larger learning_rate, "
+            "clip_norm or number of permutations.", ConvergenceWarning,
+            stacklevel=stacklevel + 1)
     scale = max(1.0, abs(initial_utility))
     if utility != "accuracy" and lowest_utility < initial_utility - 100 * scale:
         warnings.warn(

@@ -313,3 +313,14 @@ def test_a_refit_without_noise_keeps_no_privacy_report(unit_data):
     valuator.set_params(epsilon=None).fit(X, y)
     assert not hasattr(valuator, "privacy_report_")
     assert not hasattr(valuator, "noise_scale_")
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(c=1e300), "c=1e\\+300 .* overflow"),
+    (dict(epsilon=1.0, kappa=1e300), "Laplace scale of inf"),
+    (dict(epsilon=1.0, lipschitz=1e300), "Laplace scale of inf"),
+])
+def test_parameters_that_overflow_are_named(unit_data, params, match):
+    X, y = unit_data
+    with pytest.raises(ValueError, match=match):
+        LayeredShapleyValuator(**params).fit(X, y)

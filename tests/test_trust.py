@@ -98,3 +98,13 @@ def test_a_sane_walk_does_not_warn():
         # The quiet path: a public validation set and an explicit budget.
         DPDataValuator(n_permutations=5, epsilon=2.0, random_state=0).fit(
             X[:30], y[:30], X_val=X[30:], y_val=y[30:])
+
+
+@pytest.mark.parametrize("params", [dict(clip_norm=1e-300), dict(learning_rate=1e-300)])
+def test_values_that_are_all_zero_warn(params):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(ConvergenceWarning, match="Every value is 0"):
+        DPDataValuator(n_permutations=4, epsilon=2.0, random_state=0, **params).fit(
+            X[:30], y[:30], X_val=X[30:], y_val=y[30:])
