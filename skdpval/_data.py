@@ -206,7 +206,12 @@ def check_groups(groups, n_samples):
     if groups.dtype == object and any(g is None or g != g for g in groups):
         raise ValueError("groups contains missing labels: every sample "
                          "needs a group label.")
-    labels, index = np.unique(groups, return_inverse=True)
+    try:
+        labels, index = np.unique(groups, return_inverse=True)
+    except TypeError:  # labels that do not compare, e.g. strings and numbers
+        types = sorted({type(g).__name__ for g in groups})
+        raise ValueError(f"groups must hold labels of one kind that sort, got a "
+                         f"mix of {types}.") from None
     if len(labels) < 2:
         raise ValueError("groups has a single group: valuing parties needs "
                          "at least 2.")

@@ -8,6 +8,7 @@ the samples it values. ``n`` fits that each give ``mu``-GDP (see
 sample up to ``G (F - 1) + 1`` times. :func:`skdpval.privacy_spent` counts it.
 """
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -27,6 +28,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 from ._data import check_validation_features, validate_private_data
 from ._valuator import DPDataValuator
 from ._workflow import step_privacy_report
+from .exceptions import SkdpvalWarning
 
 
 def _check_valuator(valuator):
@@ -66,6 +68,11 @@ def _kept_mask(values, drop_fraction, threshold):
     keep = np.ones(len(values), dtype=bool)
     if threshold is not None:
         keep[valued] = values[valued] >= threshold
+        if valued.any() and not keep[valued].any():  # noisy values: public
+            warnings.warn(f"threshold={threshold!r} keeps none of the {valued.sum()} "
+                          f"valued samples (the largest value is "
+                          f"{values[valued].max():.3g}).", SkdpvalWarning,
+                          stacklevel=4)
         return keep
     n_drop = int(np.floor(drop_fraction * valued.sum()))
     order = np.flatnonzero(valued)[np.argsort(values[valued], kind="stable")]

@@ -195,3 +195,13 @@ def test_bad_input(make, match):
             estimator.fit_resample(X, y)
         else:
             estimator.fit(X, y)
+
+
+def test_a_threshold_that_keeps_no_valued_sample_warns():
+    from skdpval.exceptions import SkdpvalWarning
+
+    X, y = np.random.default_rng(0).normal(size=(40, 2)), np.arange(40) % 2
+    step = DPValueFilter(DPDataValuator(**FAST), drop_fraction=None, threshold=1e9)
+    with pytest.warns(SkdpvalWarning, match="keeps none of the 20 valued samples"):
+        X_kept, _ = step.fit_resample(X, y)
+    assert len(X_kept) == 20  # the held-out validation rows stay

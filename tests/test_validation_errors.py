@@ -156,3 +156,11 @@ def test_feature_name_warnings_about_the_validation_set_name_x_val():
     with pytest.warns(UserWarning, match="^X_val does not have valid feature names"):
         DPDataValuator(n_permutations=2, epsilon=2.0).fit(
             X, y, X_val=X.to_numpy()[:10], y_val=y[:10])
+
+
+def test_groups_of_mixed_label_types_are_named():
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    groups = np.array([1, "a", 1, "a", 2, "b", 2, "b"], dtype=object)
+    with pytest.raises(ValueError, match="groups must hold labels of one kind"):
+        DPDataValuator(n_permutations=2, epsilon=2.0).fit(X, np.arange(8) % 2,
+                                                          groups=groups)
