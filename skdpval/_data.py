@@ -31,6 +31,13 @@ CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
 REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
 
 
+def check_epsilon(epsilon, delta):
+    """An error naming the supported range when the noise calibration cannot
+    reach ``epsilon`` at ``delta`` (None: no epsilon to reach)."""
+    if epsilon is not None:
+        gdp_mu(epsilon, delta)
+
+
 def check_budget(epsilon, noise_multiplier, noise, delta):
     """Exactly one of epsilon and noise_multiplier, unless there is no noise;
     an epsilon the calibration supports at ``delta``."""
@@ -40,8 +47,8 @@ def check_budget(epsilon, noise_multiplier, noise, delta):
     no_noise = isinstance(noise, str) and noise == "none"
     if noise_multiplier is None and epsilon is None and not no_noise:
         raise ValueError("epsilon is None: give epsilon or noise_multiplier.")
-    if epsilon is not None and not no_noise:
-        gdp_mu(epsilon, delta)  # raises, naming the range, before any work
+    if not no_noise:
+        check_epsilon(epsilon, delta)
 
 
 def check_utility(utility, is_classifier):

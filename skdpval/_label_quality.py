@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ._accounting import noise_std_for_budget, privacy_report
-from ._data import call_on_private_data, check_budget, prepare_parties
+from ._data import call_on_private_data, check_epsilon, prepare_parties
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT
@@ -200,7 +200,7 @@ class DPLabelQuality(BaseEstimator):
             raise TypeError(
                 f"DPLabelQuality scores labels with a classifier or a regressor; "
                 f"estimator={type(estimator).__name__} is neither.")
-        check_budget(self.epsilon, None, "iid" if self.epsilon else "none", self.delta)
+        check_epsilon(self.epsilon, self.delta)
         warn_if_default_epsilon(self, stacklevel=3)
         split_seed, model_seed = check_random_state(self.random_state).randint(
             MAX_INT, size=2)

@@ -36,6 +36,20 @@ from ._walk import SeededDraws, make_problem, one_blas_thread, run_walks
 from .exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
+# Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
+AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
+# learning_rate="auto" keeps the noise of a walk's validation margins (after n
+# noisy steps) at most this std, where marginals are first-order in the step
+# and i.i.d. and correlated noise both average out (benchmarks/quality.py).
+AUTO_MARGIN_NOISE = 0.1
+# clip_norm="auto": this percentile of the norms of the (projected) validation
+# gradients at the initial model. Most releases are clipped: under heavy noise
+# the sign of the signal is what a value can carry (10 beat 25 and 50 at
+# eps 1 and 3 and tied at eps 10: benchmarks/quality.py).
+AUTO_CLIP_PERCENTILE = 10
+# q="auto": the burn-in when releases are averaged (the seed paper's best);
+# i.i.d. releases gain nothing from a burn-in and lose the discarded ones.
+AUTO_BURN_IN = 0.9
 
 
 def _lowest_utility_bound(values, weights, utility):
@@ -88,20 +102,7 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
             f"median validation utility after {step} is "
             f"{np.median(utilities):.3g}, against {initial_utility:.3g} before "
             f"it. {remedy}", ConvergenceWarning, stacklevel=stacklevel + 1)
-# Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
-AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
-# learning_rate="auto" keeps the noise of a walk's validation margins (after n
-# noisy steps) at most this std, where marginals are first-order in the step
-# and i.i.d. and correlated noise both average out (benchmarks/quality.py).
-AUTO_MARGIN_NOISE = 0.1
-# clip_norm="auto": this percentile of the norms of the (projected) validation
-# gradients at the initial model. Most releases are clipped: under heavy noise
-# the sign of the signal is what a value can carry (10 beat 25 and 50 at
-# eps 1 and 3 and tied at eps 10: benchmarks/quality.py).
-AUTO_CLIP_PERCENTILE = 10
-# q="auto": the burn-in when releases are averaged (the seed paper's best);
-# i.i.d. releases gain nothing from a burn-in and lose the discarded ones.
-AUTO_BURN_IN = 0.9
+
 
 # The kernels' view of one valuation: rows with the intercept column,
 # targets, loss, utility, the semivalue weights.
