@@ -277,9 +277,25 @@ def end_wave(state, start, stop, depth, *nodes):
                      end_utility)
 
 
+# On Dask, a wave's tasks take the state before the wave, or for the first
+# wave the arguments of WalkState.start, so that no task builds the start
+# state (a scheduler round trip, ~5 ms, before the first node could run).
+
+def _state_or_start(state):
+    return state if isinstance(state, WalkState) else WalkState.start(*state)
+
+
 def walk_node_of_state(problem, draw, lo, hi, x_tt, counted, state):
     """:func:`walk_node` with the rolling mean of ``state`` (for Dask)."""
-    return walk_node(problem, draw, lo, hi, x_tt, counted, state.rolling_mean)
+    return walk_node(problem, draw, lo, hi, x_tt, counted,
+                     _state_or_start(state).rolling_mean)
+
+
+def end_wave_of_state(state, start, stop, depth, last, *nodes):
+    """:func:`end_wave` (for Dask); after the ``last`` wave, the result
+    without its rolling mean, which then never leaves the worker."""
+    state = end_wave(_state_or_start(state), start, stop, depth, *nodes)
+    return state.result() if last else state
 
 
 # --- where the tasks run --------------------------------------------------------
@@ -309,7 +325,7 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
     home = workers[0]
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
     problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)
-    state = client.submit(WalkState.start, *initial, workers=[home], pure=False)
+    state = initial
     use_rolling = initial[1] is not None
     pending = []
     for start, stop in waves:
@@ -322,7 +338,8 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                                counted[lo:hi], source, workers=[workers[i % len(workers)]],
                                allow_other_workers=True, pure=False)
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
-        state = client.submit(end_wave, state, start, stop, depth, *nodes,
+        state = client.submit(end_wave_of_state, state, start, stop, depth,
+                              stop == waves[-1][1], *nodes,
                               workers=[home], allow_other_workers=True, pure=False)
         # Keep one wave queued behind the running one; report finished waves.
         pending.append((state, stop - start))
@@ -330,7 +347,7 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
             finished, size = pending.pop(0)
             wait(finished)
             progress.update(size)
-    result = client.submit(WalkState.result, state, workers=[home], pure=False).result()
+    result = state.result()
     for _, size in pending:
         progress.update(size)
     return result
