@@ -357,7 +357,7 @@ def _transfers(dask_worker):
 def dask():
     """A LocalCluster of 2 worker processes x 1 thread against one local job.
 
-    The local fit and the Dask fit run in turn (5 pairs at n = 8000, 3 at
+    The local fit and the Dask fit run in turn (9 pairs at n = 8000, 5 at
     n = 100,000, after a warm-up); the speed-up is the median of the pairs'
     ratios. Bytes: what the workers sent each other (numpy's sizes,
     from Dask's transfer logs), split into what a fit sends once (the
@@ -373,7 +373,7 @@ def dask():
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         for (walk, params), (n, k, rounds) in itertools.product(
-                variants.items(), ((8000, 64, 5), (100_000, 32, 3))):
+                variants.items(), ((8000, 64, 9), (100_000, 32, 5))):
             X, y, X_val, y_val = classification(n)
             d = X.shape[1]
             make = lambda **kw: DPDataValuator(n_permutations=k, learning_rate=LEARNING_RATE,
