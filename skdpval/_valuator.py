@@ -33,7 +33,7 @@ from ._noise import (
 )
 from ._semivalues import check_semivalue, semivalue_weights
 from ._walk import SeededDraws, make_problem, one_blas_thread, run_walks
-from .exceptions import warn_if_default_epsilon
+from .exceptions import SkdpvalWarning, warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
@@ -302,7 +302,8 @@ class DPDataValuator(BaseEstimator):
         Standard error of each value, ``sqrt(marginal_var_ / n_marginals_)``:
         the spread of the Monte Carlo estimate and of the noise over the
         counted permutations, not the bias (the step size, the burn-in and,
-        with correlated noise, the dependence between permutations).
+        with correlated noise, the dependence between permutations). NaN,
+        with a warning, when fewer than two permutations are counted.
 
     n_marginals_ : int
         Number of counted permutations (past the burn-in).
@@ -721,6 +722,19 @@ class DPDataValuator(BaseEstimator):
         return make_problem(game.X, game.T, game.offsets, game.X_val, game.T_val,
                             game.labels_val, **settings)
 
+    def _standard_errors(self):
+        """``sqrt(marginal_var_ / n_marginals_)``; NaN, with a warning, below
+        two counted permutations (one marginal has no spread: 0 would claim
+        an exact value)."""
+        if self.n_marginals_ >= 2:
+            return np.sqrt(self.marginal_var_ / self.n_marginals_)
+        warnings.warn(
+            f"values_stderr_ is NaN: {self.n_marginals_} permutation was counted past "
+            f"the burn-in (q_={self.q_:g} of n_permutations={self.n_permutations}) "
+            f"and a standard error needs two; raise n_permutations or lower q.",
+            SkdpvalWarning, stacklevel=5)  # _set_values, fit, _fit_context, the user
+        return np.full_like(self.marginal_var_, np.nan)
+
     def _set_values(self, result, game, parties, groups):
         """Values, ranks, marginal statistics; checks the walk stayed finite."""
         values = result.marginal_mean
@@ -739,7 +753,7 @@ class DPDataValuator(BaseEstimator):
         self.marginal_var_ = np.full(n_all, np.nan)
         self.marginal_var_[train] = result.marginal_m2 / result.n_counted
         self.values_ = self.marginal_mean_.copy()
-        self.values_stderr_ = np.sqrt(self.marginal_var_ / self.n_marginals_)
+        self.values_stderr_ = self._standard_errors()
         self.rank_ = np.zeros(n_all, dtype=np.int64)
         self.rank_[train] = rankdata(-values, method="ordinal")
         if groups is not None:

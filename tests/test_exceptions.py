@@ -130,7 +130,7 @@ def _raw_breast_cancer():
 
 
 ESTIMATORS = [
-    lambda **p: DPDataValuator(n_permutations=2, random_state=0, **p),
+    lambda **p: DPDataValuator(n_permutations=2, q=0, random_state=0, **p),
     lambda **p: skdpval.DPLabelQuality(random_state=0, **p),
     lambda **p: DPFederatedValuator(n_rounds=2, n_permutations_per_round=2,
                                     random_state=0, **p),

@@ -96,7 +96,7 @@ def test_a_sane_walk_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         # The quiet path: a public validation set and an explicit budget.
-        DPDataValuator(n_permutations=5, epsilon=2.0, random_state=0).fit(
+        DPDataValuator(n_permutations=5, q=0, epsilon=2.0, random_state=0).fit(
             X[:30], y[:30], X_val=X[30:], y_val=y[30:])
 
 

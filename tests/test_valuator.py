@@ -362,6 +362,26 @@ def test_sparse_input_is_refused_clearly():
         DPDataValuator(n_permutations=2).fit(sparse.csr_matrix(X_OK), Y_OK)
 
 
+def test_values_stderr_is_nan_and_warns_below_two_counted_permutations():
+    """One counted marginal has no spread: a standard error of 0 would claim
+    an exact value."""
+    import warnings
+
+    from skdpval.exceptions import SkdpvalWarning
+
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    fit = lambda k: DPDataValuator(n_permutations=k, epsilon=2.0, random_state=0).fit(
+        X[:40], y[:40], X_val=X[40:], y_val=y[40:])
+    with pytest.warns(SkdpvalWarning, match="values_stderr_ is NaN.*n_permutations=10"):
+        one = fit(10)  # q="auto" is 0.9: the last permutation counts
+    assert one.n_marginals_ == 1 and np.isnan(one.values_stderr_).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SkdpvalWarning)
+        two = fit(20)
+    assert two.n_marginals_ == 2 and np.isfinite(two.values_stderr_).all()
+    assert (two.values_stderr_ > 0).any()
+
+
 def test_values_stderr_covers_the_exact_value():
     """On a tiny noiseless game, value +- 2 stderr holds the exact value ~95% of the time.
 

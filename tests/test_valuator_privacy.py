@@ -114,8 +114,8 @@ def test_training_labels_are_not_checked_beyond_the_public_class_set():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: DPDataValuator(Ridge(), n_permutations=4, random_state=0),
-    lambda: DPDataValuator(Ridge(), n_permutations=4, subspace=None, random_state=0),
+    lambda: DPDataValuator(Ridge(), n_permutations=4, q=0, random_state=0),
+    lambda: DPDataValuator(Ridge(), n_permutations=4, q=0, subspace=None, random_state=0),
     lambda: DPFederatedValuator(Ridge(), n_rounds=3, n_permutations_per_round=4,
                                 utility="r2", random_state=0),
     lambda: DPFederatedValuator(Ridge(), n_rounds=3, n_permutations_per_round=4,
@@ -140,7 +140,7 @@ def test_an_extreme_private_target_warns_nothing_and_values_stay_finite(make):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: DPDataValuator(n_permutations=4, random_state=0),
+    lambda: DPDataValuator(n_permutations=4, q=0, random_state=0),
     lambda: DPLabelQuality(random_state=0),
     # Trees compute in float32, past whose range sklearn raises an error.
     lambda: DPLabelQuality(DecisionTreeClassifier(random_state=0), random_state=0),
