@@ -180,7 +180,9 @@ class DPDataValuator(BaseEstimator):
         when giving ``noise_multiplier``.
 
     delta : float in (0, 1), default=5e-5
-        Privacy parameter delta.
+        Privacy parameter delta: a point on the mechanism's mu-GDP curve.
+        Keep it well below ``1 / n`` (the default is not, past 20,000
+        parties); see the user guide's privacy model.
 
     noise_multiplier : float > 0 or None, default=None
         Per-release noise std divided by ``clip_norm``, instead of
