@@ -30,7 +30,7 @@ then ``unscaled``: raw breast_cancer features (up to ~4000), no noise,
 defaults (the valuator standardises with validation statistics) against
 ``standardize=False``:
 
-    python benchmarks/quality.py > benchmarks/results/quality.jsonl
+    python benchmarks/quality.py --seeds 20 > benchmarks/results/quality.jsonl
 
 ``--suite swing`` measures why: at the initial model, how far flipping a
 label moves what the utility reads of a release, as a fraction of the

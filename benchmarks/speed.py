@@ -362,9 +362,13 @@ def dask():
     ratios. Bytes: what the workers sent each other (numpy's sizes,
     from Dask's transfer logs), split into what a fit sends once (the
     problem and the draws) and what every wave sends; and, as a cross-check,
-    every byte on the loopback during the Dask fits.
+    every byte on the loopback during the Dask fits. CPU: the seconds every
+    process of the machine's cluster (this one, which runs the scheduler,
+    and the workers) used per fit, against those of the local fit; and the
+    median round trip of an empty task, submit to result.
     """
     import distributed
+    import psutil
     from joblib import parallel_config
 
     once = ("WalkProblem", "SubspaceProblem", "SeededDraws")
@@ -372,6 +376,13 @@ def dask():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
+        processes = [psutil.Process(), *psutil.Process().children(recursive=True)]
+        cpu = lambda: sum(sum(p.cpu_times()[:2]) for p in processes)
+        round_trips = []
+        for _ in range(21):
+            started = time.perf_counter()
+            client.submit(int, pure=False).result()
+            round_trips.append(time.perf_counter() - started)
         for (walk, params), (n, k, rounds) in itertools.product(
                 variants.items(), ((8000, 64, 9), (100_000, 32, 5))):
             X, y, X_val, y_val = classification(n)
@@ -385,16 +396,19 @@ def dask():
                 on_dask.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # warms workers
             client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
             seconds = {"local": [], "dask": []}
+            cpu_seconds = {"local": [], "dask": []}
             loopback = 0
             for _ in range(rounds):
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), cpu()
                 local.fit(X, y, X_val=X_val, y_val=y_val)
                 seconds["local"].append(time.perf_counter() - started)
+                cpu_seconds["local"].append(cpu() - cpu_started)
                 with parallel_config(backend="dask"):
                     before = _loopback_bytes()
-                    started = time.perf_counter()
+                    started, cpu_started = time.perf_counter(), cpu()
                     on_dask.fit(X, y, X_val=X_val, y_val=y_val)
                     seconds["dask"].append(time.perf_counter() - started)
+                    cpu_seconds["dask"].append(cpu() - cpu_started)
                     loopback += _loopback_bytes() - before
             sent = [t for log in client.run(_transfers).values() for t in log]
             n_waves = rounds * -(-k // on_dask.batch_permutations)
@@ -409,6 +423,9 @@ def dask():
                  speedup_range=[round(float(np.min(one / two)), 3),
                                 round(float(np.max(one / two)), 3)],
                  values_identical=bool(np.array_equal(local.values_, on_dask.values_)),
+                 cpu_seconds_1_job=round(float(np.median(cpu_seconds["local"])), 3),
+                 cpu_seconds_dask=round(float(np.median(cpu_seconds["dask"])), 3),
+                 empty_task_round_trip_ms=round(1e3 * float(np.median(round_trips)), 2),
                  waves_per_fit=n_waves // rounds,
                  bytes_per_wave=round(between(lambda key: not key.startswith(once)) / n_waves),
                  bytes_once_per_fit=round(between(lambda key: key.startswith(once)) / rounds),

@@ -112,8 +112,8 @@ class DPFederatedValuator(BaseEstimator):
         ``noise_multiplier``.
     delta : float in (0, 1), default=5e-5
         Privacy parameter delta: a point on the mechanism's mu-GDP curve.
-        Keep it well below ``1 / n`` (the default is not, past 20,000
-        clients); see the user guide's privacy model.
+        Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
+        that at 2,000 clients; see the user guide's privacy model.
     noise_multiplier : float > 0 or None, default=None
         Per-release noise std divided by the sensitivity, instead of epsilon.
     noise : {"correlated", "iid", "none"}, array-like or callable, \

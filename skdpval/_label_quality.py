@@ -58,8 +58,8 @@ class DPLabelQuality(BaseEstimator):
 
     delta : float in (0, 1), default=5e-5
         Privacy parameter delta: a point on the mechanism's mu-GDP curve.
-        Keep it well below ``1 / n`` (the default is not, past 20,000
-        parties); see the user guide's privacy model.
+        Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
+        that at 2,000 parties; see the user guide's privacy model.
 
     clip : float > 0, default=1.0
         Scores are clipped to ``[-clip, clip]`` (the sensitivity).

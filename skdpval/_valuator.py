@@ -181,8 +181,8 @@ class DPDataValuator(BaseEstimator):
 
     delta : float in (0, 1), default=5e-5
         Privacy parameter delta: a point on the mechanism's mu-GDP curve.
-        Keep it well below ``1 / n`` (the default is not, past 20,000
-        parties); see the user guide's privacy model.
+        Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
+        that at 2,000 parties; see the user guide's privacy model.
 
     noise_multiplier : float > 0 or None, default=None
         Per-release noise std divided by ``clip_norm``, instead of
@@ -730,10 +730,11 @@ class DPDataValuator(BaseEstimator):
         an exact value)."""
         if self.n_marginals_ >= 2:
             return np.sqrt(self.marginal_var_ / self.n_marginals_)
+        remedy = "raise n_permutations" + (" or lower q" if self.q_ > 0 else "")
         warnings.warn(
             f"values_stderr_ is NaN: {self.n_marginals_} permutation was counted past "
             f"the burn-in (q_={self.q_:g} of n_permutations={self.n_permutations}) "
-            f"and a standard error needs two; raise n_permutations or lower q.",
+            f"and a standard error needs two; {remedy}.",
             SkdpvalWarning, stacklevel=5)  # _set_values, fit, _fit_context, the user
         return np.full_like(self.marginal_var_, np.nan)
 

@@ -153,7 +153,8 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
                 label="held out (validation: not valued, not protected)")
     ax.axhline(0.0, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("parties, by increasing value")
-    ax.set_ylabel(f"value +- {interval:g} std. error"
-                  if getattr(valuator, "values_stderr_", None) is not None else "value")
+    has_errors = getattr(valuator, "values_stderr_", None) is not None and not np.isnan(
+        stderr[valued]).all()  # NaN below two counted permutations: no bars
+    ax.set_ylabel(f"value +- {interval:g} std. error" if has_errors else "value")
     ax.legend()
     return ax

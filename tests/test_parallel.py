@@ -60,6 +60,16 @@ def test_values_identical_on_a_dask_cluster(data):
         assert_array_equal(got, expected)
 
 
+def test_values_identical_on_a_cluster_of_processes(data):
+    """Worker processes: the problem, the draws and the states are pickled."""
+    serial = values(data, n_jobs=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                  processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster):
+            with parallel_config(backend="dask"):
+                assert_array_equal(values(data, n_jobs=-1), serial)
+
+
 def test_wave_size_changes_correlated_values_but_not_iid(data):
     """The wave size is part of the correlated algorithm; i.i.d. ignores it
     but for the order in which a wave's marginals are summed (its tree)."""

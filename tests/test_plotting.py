@@ -52,6 +52,12 @@ def test_plot_values_without_stderr_draws_points_only():
     assert ax.get_ylabel() == "value"
 
 
+def test_plot_values_with_nan_stderr_does_not_claim_error_bars():
+    """Below two counted permutations values_stderr_ is NaN: no bars to label."""
+    ax = plot_values(_Values([0.5, -0.5, np.nan], stderr=[np.nan] * 3))
+    assert ax.get_ylabel() == "value"
+
+
 def test_plot_values_checks_the_mark():
     with pytest.raises(ValueError, match="mark must have one entry per value"):
         plot_values(_Values([0.5, -0.5]), mark=[True])

@@ -372,9 +372,18 @@ def test_values_stderr_is_nan_and_warns_below_two_counted_permutations():
     X, y = make_classification(n_samples=60, n_features=4, random_state=0)
     fit = lambda k: DPDataValuator(n_permutations=k, epsilon=2.0, random_state=0).fit(
         X[:40], y[:40], X_val=X[40:], y_val=y[40:])
-    with pytest.warns(SkdpvalWarning, match="values_stderr_ is NaN.*n_permutations=10"):
+    with pytest.warns(SkdpvalWarning, match="values_stderr_ is NaN.*n_permutations=10") as got:
         one = fit(10)  # q="auto" is 0.9: the last permutation counts
     assert one.n_marginals_ == 1 and np.isnan(one.values_stderr_).all()
+    # The message reads public parameters only: other labels, the same words.
+    with pytest.warns(SkdpvalWarning, match="values_stderr_ is NaN") as flipped:
+        DPDataValuator(n_permutations=10, epsilon=2.0, random_state=0).fit(
+            X[:40], 1 - y[:40], X_val=X[40:], y_val=y[40:])
+    message = lambda record: [str(w.message) for w in record if "stderr" in str(w.message)]
+    assert message(got) == message(flipped)
+    with pytest.warns(SkdpvalWarning, match="raise n_permutations\\.$"):  # q=0: no lower q
+        DPDataValuator(n_permutations=1, q=0, epsilon=2.0, random_state=0).fit(
+            X[:40], y[:40], X_val=X[40:], y_val=y[40:])
     with warnings.catch_warnings():
         warnings.simplefilter("error", SkdpvalWarning)
         two = fit(20)
