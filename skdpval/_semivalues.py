@@ -7,12 +7,19 @@ with probability ``1 / (n C(n-1, s))``, so the marginal seen at position ``s``
 is weighted by ``p(s) = n C(n-1, s) w(s)``. Computed in log space.
 """
 
+import math
 import numbers
+import warnings
 
 import numpy as np
 from scipy.special import betaln, gammaln
 
+from .exceptions import SkdpvalWarning
+
 SEMIVALUE_NAMES = ("shapley", "banzhaf", "loo")
+# Leave-one-out warns when more than this share of the parties is expected
+# never to come last in the counted permutations.
+LOO_MISSED_SHARE = 0.05
 
 
 def check_semivalue(semivalue):
@@ -65,3 +72,22 @@ def semivalue_weights(semivalue, n_parties):
         weights[-1] = n
         return weights
     return np.exp(betaln(s + b, n - 1 - s + a) - betaln(s + 1, n - s) - betaln(a, b))
+
+
+def warn_if_loo_misses_parties(semivalue, n_counted, n_parties, q, stacklevel):
+    """Leave-one-out reads a party only in the permutations that put it last:
+    each counted permutation does so with probability ``1 / n``, so about
+    ``(1 - 1/n) ** n_counted`` of the parties are never last and get the
+    value 0. Warn when that share is over ``LOO_MISSED_SHARE`` (public
+    inputs only: the semivalue, ``n`` and the number of permutations)."""
+    missed = (1 - 1 / n_parties) ** n_counted
+    if semivalue != "loo" or missed <= LOO_MISSED_SHARE:
+        return
+    needed = math.ceil(np.log(LOO_MISSED_SHARE) / np.log1p(-1 / n_parties))
+    warnings.warn(
+        f"semivalue='loo' values a party only from the permutations that put it "
+        f"last: with {n_counted} counted permutations of {n_parties} parties, "
+        f"about {missed:.0%} of the parties are never last and get the value 0. "
+        f"Count at least {needed} permutations (n_permutations >= "
+        f"{math.ceil(needed / (1 - q))} at q={q:g}) for 95% of them.",
+        SkdpvalWarning, stacklevel=stacklevel + 1)

@@ -31,7 +31,7 @@ from ._noise import (
     released_noise_std,
     secret_seed_sequence,
 )
-from ._semivalues import check_semivalue, semivalue_weights
+from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
 from ._walk import SeededDraws, make_problem, one_blas_thread, run_walks
 from .exceptions import SkdpvalWarning, warn_if_default_epsilon
 
@@ -157,6 +157,9 @@ class DPDataValuator(BaseEstimator):
         The semivalue to estimate. ``("beta", 16, 1)`` weights small
         coalitions most (Kwon and Zou's convention). Banzhaf's weights peak
         near position ``sqrt(2 n / pi)`` and give high-variance estimates.
+        Leave-one-out reads a party only where it comes last: about
+        ``3 n`` counted permutations value 95% of the parties (the fit
+        warns below that; the others get 0).
 
     noise : {"correlated", "iid", "none"}, array-like or callable, \
             default="correlated"
@@ -517,6 +520,8 @@ class DPDataValuator(BaseEstimator):
         self.q_ = (float(self.q) if self.q != "auto"
                    else AUTO_BURN_IN if use_rolling else 0.0)
         counted = counted_permutations(self.q_, self.n_permutations)
+        warn_if_loo_misses_parties(self.semivalue, int(counted.sum()),
+                                   len(parties.train_parties), self.q_, stacklevel=3)
         noise_std = self._noise_std(add_noise)
         self._report_privacy(noise_std, parties, groups)
         self.learning_rate_ = self._learning_rate(

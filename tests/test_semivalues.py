@@ -132,3 +132,32 @@ def test_random_permutations_converge_to_exact_semivalue(semivalue):
     scale = np.abs(exact).max()
     assert_allclose(valuator.values_, exact, atol=0.06 * scale)
     assert np.corrcoef(valuator.values_, exact)[0, 1] > 0.95
+
+
+def test_loo_warns_with_the_share_of_parties_never_last():
+    """Leave-one-out values only the parties some counted permutation puts
+    last; the warning's share is what the fit then leaves at 0."""
+    import re
+    import warnings
+
+    from sklearn.datasets import make_classification
+
+    from skdpval import DPDataValuator
+    from skdpval.exceptions import SkdpvalWarning
+
+    X, y = make_classification(n_samples=80, n_features=4, random_state=0)
+    fit = lambda k, semivalue="loo": DPDataValuator(
+        n_permutations=k, semivalue=semivalue, noise="none", q=0,
+        random_state=0).fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])
+    with pytest.warns(SkdpvalWarning, match="semivalue='loo'") as record:
+        few = fit(40)
+    (message,) = [str(w.message) for w in record if "loo" in str(w.message)]
+    predicted = int(re.search(r"about (\d+)% of the parties", message)[1]) / 100
+    assert predicted == pytest.approx((39 / 40) ** 40, abs=0.005)
+    assert np.mean(few.values_ == 0) == pytest.approx(predicted, abs=0.15)
+    needed = int(re.search(r"at least (\d+) permutations", message)[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SkdpvalWarning)
+        enough = fit(needed)
+        fit(40, semivalue="shapley")
+    assert np.mean(enough.values_ == 0) <= 0.15
