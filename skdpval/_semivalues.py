@@ -83,7 +83,7 @@ def warn_if_loo_misses_parties(semivalue, n_counted, n_parties, q, stacklevel):
     missed = (1 - 1 / n_parties) ** n_counted
     if semivalue != "loo" or missed <= LOO_MISSED_SHARE:
         return
-    needed = math.ceil(np.log(LOO_MISSED_SHARE) / np.log1p(-1 / n_parties))
+    needed = math.ceil(math.log(LOO_MISSED_SHARE) / math.log1p(-1 / n_parties))
     warnings.warn(
         f"semivalue='loo' values a party only from the permutations that put it "
         f"last: with {n_counted} counted permutations of {n_parties} parties, "
