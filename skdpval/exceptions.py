@@ -37,7 +37,7 @@ __all__ = [
 # dominates every clipped gradient or is never learnt.
 SCALE_TOLERANCE = 10.0
 # Above this many classes a multinomial walk costs many times a binary one
-# (14x at 10 classes: c margins and exponentials per validation row), and
+# (13x at 10 classes: c margins and exponentials per validation row), and
 # the target is more often a regression target than class labels.
 MAX_CLASSES = 50
 
@@ -216,7 +216,7 @@ def warn_if_many_classes(y_val, classes, *, max_classes=MAX_CLASSES,
            f"float labels with {n_classes} distinct values")
     warnings.warn(
         f"The classifier's target has {why}: it looks like a regression "
-        f"target. A classifier's walk costs more with every class (14 times "
+        f"target. A classifier's walk costs more with every class (13 times "
         "a binary one at 10 classes). For a numeric target use a regressor (e.g. "
         "DPDataValuator(Ridge()) or SGDRegressor()); if these are class "
         "labels, pass them as integers or strings, or merge rare classes.",
