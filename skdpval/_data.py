@@ -4,6 +4,8 @@ import warnings
 from collections import namedtuple
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_feature_names,
@@ -227,14 +229,14 @@ def check_groups(groups, n_samples):
 
 Parties = namedtuple("Parties", [
     "X", "y", "offsets", "X_val", "y_val", "classes", "train_parties",
-    "n_all_parties", "party_of_sample", "n_unprotected", "scale"])
+    "n_all_parties", "party_of_sample", "n_unprotected", "scale", "target_scale"])
 Parties.__doc__ = """The training parties and the validation set, ready for a valuator.
 
 ``X[offsets[j]:offsets[j + 1]]`` are the rows of training party ``j``
 (``train_parties[j]`` among all ``n_all_parties``), ordered by content inside
 a party; ``y`` are class indices for a classifier; ``scale`` is the
 ``(mean, std)`` the features were standardised with (validation statistics),
-or None.
+or None; ``target_scale`` the ``(mean, std)`` of regression targets, or None.
 """
 
 
@@ -285,10 +287,13 @@ def check_classes_parameter(estimator, is_classifier, classes):
         del estimator.classes_  # from an earlier fit as a classifier
 
 
-def standardize_by_validation(X, X_val):
+def standardize_by_validation(X, X_val, center=True):
     """``X`` and ``X_val`` standardised by the validation set's own statistics.
 
     Returns ``(X, X_val, (mean, std))``; a validation std of 0 counts as 1.
+    With ``center=False`` the columns are only divided by their std (the mean
+    returned is 0): a model without intercept keeps its own function class,
+    where centring would add an offset it cannot fit.
     The statistics are public (the validation set's), the scaled private
     rows are not: a finite value that overflows (near the largest float,
     over a small std) becomes the largest finite float, silently, since a
@@ -305,14 +310,110 @@ def standardize_by_validation(X, X_val):
             "or standard deviation: rescale the features (e.g. divide by a "
             "public constant), or pass standardize=False.")
     std = np.where(std > 0, std, 1.0)
+    if not center:
+        mean = np.zeros_like(mean)
     with np.errstate(over="ignore"):
         return (np.nan_to_num((X - mean) / std, copy=False),
                 np.nan_to_num((X_val - mean) / std, copy=False), (mean, std))
 
 
+def standardize_targets(y, y_val, center=True):
+    """Regression targets standardised by the validation targets' mean and std.
+
+    Returns ``(y, y_val, (mean, std))``, public statistics as for the
+    features: the walk then starts at the validation mean (the intercept 0
+    of the centred targets) and its learning rate and clip norm act on the
+    same scale as for a classifier (the caller leaves a constant ``y_val``
+    alone: centred, it would be all zeros). With
+    ``center=False`` (no intercept) the targets are only scaled. A private
+    target that overflows the scaling becomes the largest finite float
+    silently, as in :func:`standardize_by_validation`.
+    """
+    mean = float(np.mean(y_val)) if center else 0.0
+    std = float(np.std(y_val))
+    if not (np.isfinite(mean) and np.isfinite(std)):
+        raise ValueError("y_val overflows its mean or standard deviation: rescale "
+                         "the targets by a public constant, or pass "
+                         "standardize=False.")
+    std = std if std > 0 else 1.0
+    with np.errstate(over="ignore"):
+        return (np.nan_to_num((y - mean) / std), np.nan_to_num((y_val - mean) / std),
+                (mean, std))
+
+
+def _transform_failed(error):
+    return (f"A transformer of the wrapped Pipeline failed on the private rows "
+            f"({type(error).__name__}); its message is not shown, since it may "
+            "quote private values. The transformers are fitted on X_val only: "
+            "check that they accept every value the training features can take "
+            "(e.g. OneHotEncoder(handle_unknown='ignore')).")
+
+
+def _dense(X):
+    return X.toarray() if sp.issparse(X) else X
+
+
+def apply_public_preprocessor(estimator, preprocessor, X, y, X_val, y_val):
+    """The transformers fitted on the validation set, and both sets transformed.
+
+    Returns ``(preprocessor_, X, X_val, n_features_in, feature_names_in)``,
+    the last two of the raw ``X``.
+
+    The steps of a wrapped Pipeline before its model are fitted on the public
+    validation set alone, then applied to both sets: the private rows are
+    only transformed, never fitted on (a scaler fitted on the private ``X``
+    is a non-private release). Sets ``n_features_in_`` (and
+    ``feature_names_in_``) of ``estimator`` from the raw ``X``; an error of a
+    transformer on the private rows quotes none of them.
+    """
+    if X_val is None:
+        raise ValueError(
+            "A Pipeline's transformers are fitted on the public validation set: "
+            "pass X_val and y_val to fit (held-out training rows cannot be used, "
+            "since the split happens after the transform).")
+    validate_data(estimator, X, skip_check_array=True)
+    raw_names = getattr(estimator, "feature_names_in_", None)
+    fitted = clone(preprocessor).fit(X_val, y_val)
+    X = call_on_private_data(lambda: _dense(fitted.transform(X)), _transform_failed,
+                             catch=Exception)
+    return fitted, X, _dense(fitted.transform(X_val)), estimator.n_features_in_, raw_names
+
+
 def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                     classes, validation_fraction, split_seed, standardize,
+                    center=True, scale_targets=False, preprocessor=None,
                     stacklevel=2):
+    """Validate the inputs and lay out the parties and the validation set.
+
+    With a ``preprocessor`` (the transformers of a wrapped Pipeline), it is
+    first fitted on the validation set and applied to both sets
+    (:func:`apply_public_preprocessor`); ``estimator.preprocessor_`` holds
+    the fitted copy. See :func:`_prepare_parties` for the rest.
+    """
+    if preprocessor is None:
+        if hasattr(estimator, "preprocessor_"):  # from an earlier fit
+            del estimator.preprocessor_
+        return _prepare_parties(
+            estimator, X, y, X_val, y_val, groups, is_classifier=is_classifier,
+            classes=classes, validation_fraction=validation_fraction,
+            split_seed=split_seed, standardize=standardize, center=center,
+            scale_targets=scale_targets, stacklevel=stacklevel + 1)
+    estimator.preprocessor_, X, X_val, n_features, names = apply_public_preprocessor(
+        estimator, preprocessor, X, y, X_val, y_val)
+    parties = _prepare_parties(
+        estimator, X, y, X_val, y_val, groups, is_classifier=is_classifier,
+        classes=classes, validation_fraction=validation_fraction,
+        split_seed=split_seed, standardize=standardize, center=center,
+        scale_targets=scale_targets, stacklevel=stacklevel + 1)
+    estimator.n_features_in_ = n_features  # of the raw X, not the transformed
+    if names is not None:
+        estimator.feature_names_in_ = names
+    return parties
+
+
+def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
+                     classes, validation_fraction, split_seed, standardize,
+                     center=True, scale_targets=False, stacklevel=2):
     """Validate the inputs and lay out the parties and the validation set.
 
     Public choices come from public data only: the class set from ``y_val``
@@ -322,7 +423,9 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     ``estimator``. Warns (:mod:`skdpval.exceptions`) when the validation
     set comes from ``X``, looks unscaled and will not be scaled, or has
     labels that look like a regression target; ``stacklevel`` counts from
-    the caller of this function, as the checks do.
+    the caller of this function, as the checks do. ``center=False`` (a
+    model without intercept) scales without centring; ``scale_targets``
+    standardises regression targets too (:func:`standardize_targets`).
     """
     if (X_val is None) != (y_val is None):
         raise ValueError("X_val and y_val must be given together.")
@@ -362,9 +465,11 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     if len(train_parties) < 2:
         raise ValueError(f"Data valuation needs at least 2 training parties, got "
                          f"{len(train_parties)}.")
-    scale = None
+    scale = target_scale = None
     if standardize:
-        X, X_val, scale = standardize_by_validation(X, X_val)
+        X, X_val, scale = standardize_by_validation(X, X_val, center=center)
+        if scale_targets and np.ptp(y_val) > 0:  # a constant y_val has no scale
+            y, y_val, target_scale = standardize_targets(y, y_val, center=center)
 
     n_parties = len(train_parties)
     position = np.full(n_all_parties, -1)
@@ -380,4 +485,5 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                                              minlength=n_parties))]
     return Parties(np.ascontiguousarray(X[train_rows]), y[train_rows], offsets,
                    np.ascontiguousarray(X_val), y_val, classes, train_parties,
-                   n_all_parties, party_of_sample, n_unprotected, scale)
+                   n_all_parties, party_of_sample, n_unprotected, scale,
+                   target_scale)

@@ -19,6 +19,24 @@ from .exceptions import warn_if_default_epsilon
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
+# A regressor's score is its absolute residual, capped at this many residual
+# standard deviations of the public model on the validation set (measured:
+# benchmarks/quality.py --suite regression).
+REGRESSION_CAP_SDS = 3.0
+
+
+def _residual_scale(model, parties):
+    """Root mean squared residual of ``model`` on the validation set (public)."""
+    residuals = parties.y_val - model.predict(parties.X_val)
+    scale = float(np.sqrt(np.mean(residuals**2)))
+    if not np.isfinite(scale):
+        raise ValueError("DPLabelQuality: the model fitted on the validation set "
+                         "predicts non-finite values on it.")
+    if scale == 0:  # a perfect fit: fall back on the targets' own spread
+        scale = float(np.std(parties.y_val)) or 1.0
+    return scale
+
+
 class DPLabelQuality(BaseEstimator):
     """Private label-quality score: how well each label fits a public model.
 
@@ -29,7 +47,10 @@ class DPLabelQuality(BaseEstimator):
     - binary classifier: ``y * f(x)`` with ``y`` in {-1, +1} and ``f`` the
       decision function;
     - multiclass: the true class's score minus the best other class's;
-    - regressor: minus the absolute residual ``|y - f(x)|``;
+    - regressor: minus the absolute residual ``|y - f(x)|`` in units of
+      ``REGRESSION_CAP_SDS`` (3) root-mean-square residuals of the public
+      model on the validation set (``residual_scale_``), times ``clip``: the
+      clip then caps residuals at 3 of those sds;
 
     each clipped to ``[-clip, clip]``. The score is released **once** per
     party with Gaussian noise of std ``clip / mu``, ``mu`` calibrated
@@ -118,6 +139,10 @@ class DPLabelQuality(BaseEstimator):
 
     privacy_report_ : dict
         The guarantee in full (as :class:`~skdpval.DPDataValuator`'s).
+
+    residual_scale_ : float
+        Root mean squared residual of ``estimator_`` on the validation set
+        (regressors only; public).
 
     n_features_in_ : int
         Number of features seen during fit.
@@ -215,6 +240,8 @@ class DPLabelQuality(BaseEstimator):
             self.classes_ = parties.classes
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
                                             model_seed, "DPLabelQuality")
+        if not is_classifier(self.estimator_):
+            self.residual_scale_ = _residual_scale(self.estimator_, parties)
         scores = self._party_scores(parties)
         noise_std = self._report_privacy(parties, groups)
         if noise_std > 0:
@@ -252,7 +279,10 @@ class DPLabelQuality(BaseEstimator):
         """Margin of each row's label under ``estimator_``, before clipping."""
         model = self.estimator_
         if not is_classifier(model):
-            return -np.abs(y - model.predict(X))
+            # The residual in units of REGRESSION_CAP_SDS residual sds of the
+            # public model on the validation set, so that clip caps it there.
+            return -self.clip * np.abs(y - model.predict(X)) / (
+                REGRESSION_CAP_SDS * self.residual_scale_)
         if hasattr(model, "decision_function"):
             scores = np.asarray(model.decision_function(X), dtype=np.float64)
         else:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.pipeline import Pipeline
 from sklearn.linear_model import (
     LinearRegression,
     LogisticRegression,
@@ -49,6 +50,14 @@ _SGD_CLASSIFIER_LOSSES = {
     "huber": K.HUBER,
 }
 _SGD_REGRESSOR_LOSSES = {"squared_error": K.SQUARED, "huber": K.HUBER}
+
+
+# Regression losses whose targets the walk standardises by the public y_val
+# mean and std, with the degree of homogeneity of the loss: scaling the
+# residual and the loss's own parameter (huber's epsilon) by s scales the
+# loss by s**degree, so values in standardised units times s**degree are in
+# the utility's own units. The L2 penalty keeps its alpha for degree 2.
+TARGET_SCALE_DEGREE = {K.SQUARED: 2, K.HUBER: 2}
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,42 @@ def model_spec(estimator, n_samples):
     raise TypeError(
         f"DPDataValuator cannot value data for {type(estimator).__name__}: "
         f"supported estimators are {SUPPORTED_ESTIMATORS}.")
+
+
+def split_pipeline(estimator):
+    """``(preprocessor, model)``: a Pipeline's transformers and its last step.
+
+    ``preprocessor`` is None for a plain estimator; a nested Pipeline as the
+    last step is split too. The transformers are fitted on the public
+    validation set only (:func:`skdpval._data.apply_public_preprocessor`), so
+    a step that must see the private rows to do its work is refused: a
+    sampler (``fit_resample``: it would drop or add private rows) or a step
+    without ``transform``.
+    """
+    if not isinstance(estimator, Pipeline):
+        return None, estimator
+    steps = []
+    while isinstance(estimator, Pipeline):
+        steps.extend(estimator.steps[:-1])
+        estimator = estimator.steps[-1][1]
+    for name, step in steps:
+        if step is None or step == "passthrough":
+            continue
+        if hasattr(step, "fit_resample"):
+            raise TypeError(
+                f"Pipeline step {name!r} ({type(step).__name__}) resamples the "
+                "training rows, which a valuator cannot do on private data: put "
+                "the valuator (or DPValueFilter) in the pipeline instead.")
+        if not hasattr(step, "transform"):
+            raise TypeError(
+                f"Pipeline step {name!r} ({type(step).__name__}) has no "
+                "transform: every step but the last must be a transformer.")
+    if estimator is None or estimator == "passthrough":
+        raise TypeError("The wrapped Pipeline must end with a model, not "
+                        f"{estimator!r}.")
+    steps = [(name, step) for name, step in steps
+             if not (step is None or step == "passthrough")]
+    return (Pipeline(steps) if steps else None), estimator
 
 
 def classifier_targets(spec, y_index, n_classes):

@@ -23,7 +23,7 @@ from ._data import (
     prepare_parties,
     with_intercept,
 )
-from ._models import model_spec
+from ._models import TARGET_SCALE_DEGREE, model_spec, split_pipeline
 from ._noise import (
     counted_permutations,
     noise_schedule,
@@ -150,7 +150,13 @@ class DPDataValuator(BaseEstimator):
         SGDClassifier, SGDRegressor, LogisticRegression, LinearRegression,
         Ridge, RidgeClassifier. Only its loss, penalty, ``alpha`` / ``C``,
         ``epsilon`` (huber) and ``fit_intercept`` are used; it is never
-        fitted. ``None`` means ``LogisticRegression()``.
+        fitted. With ``standardize=True`` the penalty acts on the
+        coefficients of the standardised features (and targets). A
+        :class:`~sklearn.pipeline.Pipeline` ending in such a model is
+        accepted: its other steps are fitted on the public validation set
+        only (``preprocessor_``) and applied to ``X``, and the last step is
+        walked; ``fit`` then needs ``X_val``. ``None`` means
+        ``LogisticRegression()``.
 
     semivalue : {"shapley", "banzhaf", "loo"} or tuple ("beta", a, b), \
             default="shapley"
@@ -215,7 +221,11 @@ class DPDataValuator(BaseEstimator):
     standardize : bool, default=True
         Scale the features with the validation set's mean and std before the
         walk (public statistics; a constant validation column is only
-        centred). Without it, unscaled features make the learning rate and
+        centred; a model without intercept is scaled, not centred). For a
+        regressor the targets are standardised with ``y_val``'s mean and std
+        too, so that the walk starts at the validation mean; values,
+        ``initial_utility_`` and ``final_utilities_`` are reported in the
+        utility's own units. Without it, unscaled features make the learning rate and
         the clip norm act on arbitrary scales.
 
     n_permutations : int >= 1, default=1000
@@ -360,6 +370,10 @@ class DPDataValuator(BaseEstimator):
         report gives the number of held-out samples: both are public by
         construction, not protected.
 
+    preprocessor_ : Pipeline
+        The steps of a wrapped Pipeline before its model, fitted on the
+        validation set only (when ``estimator`` is a Pipeline).
+
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -473,7 +487,11 @@ class DPDataValuator(BaseEstimator):
         return tags
 
     def _get_estimator(self):
-        return LogisticRegression() if self.estimator is None else clone(self.estimator)
+        """``(preprocessor, model)``: clones; the transformers of a Pipeline apart."""
+        if self.estimator is None:
+            return None, LogisticRegression()
+        preprocessor, model = split_pipeline(self.estimator)
+        return preprocessor, clone(model)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, X_val=None, y_val=None, groups=None):
@@ -503,14 +521,15 @@ class DPDataValuator(BaseEstimator):
         """
         check_semivalue(self.semivalue)
         check_budget(self.epsilon, self.noise_multiplier, self.noise, self.delta)
-        estimator = self._get_estimator()
+        preprocessor, estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
         warn_if_default_epsilon(self, stacklevel=3)
         split_seed, search_seed, walk_seed = check_random_state(
             self.random_state).randint(MAX_INT, size=3)
 
-        parties = self._prepare_parties(X, y, X_val, y_val, groups, spec, split_seed)
+        parties = self._prepare_parties(X, y, X_val, y_val, groups, spec, split_seed,
+                                        preprocessor)
         spec = model_spec(estimator, n_samples=len(parties.train_parties))
         game = self._game(spec, parties)
         self.subspace_ = self._subspace_basis(estimator, game)
@@ -537,13 +556,17 @@ class DPDataValuator(BaseEstimator):
         self._set_values(result, game, parties, groups)
         return self
 
-    def _prepare_parties(self, X, y, X_val, y_val, groups, spec, split_seed):
+    def _prepare_parties(self, X, y, X_val, y_val, groups, spec, split_seed,
+                         preprocessor):
         """Validated, laid-out parties (and ``classes_``)."""
         parties = prepare_parties(
             self, X, y, X_val, y_val, groups, is_classifier=spec.is_classifier,
             classes=self.classes, validation_fraction=self.validation_fraction,
             split_seed=split_seed, standardize=self.standardize,
-            stacklevel=4)  # _prepare_parties, fit, _fit_context, the user
+            center=spec.fit_intercept,
+            scale_targets=(not spec.is_classifier
+                           and spec.loss in TARGET_SCALE_DEGREE),
+            preprocessor=preprocessor, stacklevel=4)  # _prepare_parties, fit, _fit_context, the user
         if spec.is_classifier:
             self.classes_ = parties.classes
         return parties
@@ -555,8 +578,9 @@ class DPDataValuator(BaseEstimator):
             None if parties.classes is None else len(parties.classes),
             self.utility)
         X, X_val = with_intercept(spec, parties.X, parties.X_val)
+        target_std = 1.0 if parties.target_scale is None else parties.target_scale[1]
         return Game(X, T, parties.offsets, X_val, T_val, labels_val, loss,
-                    UTILITY_CODES[self.utility], spec.huber_epsilon,
+                    UTILITY_CODES[self.utility], spec.huber_epsilon / target_std,
                     spec.l2_per_sample, parties.X.shape[1], total_sum_squares,
                     semivalue_weights(self.semivalue, len(parties.train_parties)))
 
@@ -743,6 +767,18 @@ class DPDataValuator(BaseEstimator):
             SkdpvalWarning, stacklevel=5)  # _set_values, fit, _fit_context, the user
         return np.full_like(self.marginal_var_, np.nan)
 
+    def _utility_unit(self, game, parties):
+        """Factor from the walk's standardised targets to the utility's own units.
+
+        A loss or MSE on targets divided by ``s`` is the original one divided
+        by ``s ** degree`` (2 for the squared error and huber); R^2 and
+        accuracy have no unit.
+        """
+        if parties.target_scale is None or self.utility in ("r2", "accuracy"):
+            return 1.0
+        degree = 2 if self.utility == "neg_mse" else TARGET_SCALE_DEGREE[game.loss]
+        return parties.target_scale[1] ** degree
+
     def _set_values(self, result, game, parties, groups):
         """Values, ranks, marginal statistics; checks the walk stayed finite."""
         values = result.marginal_mean
@@ -754,12 +790,16 @@ class DPDataValuator(BaseEstimator):
                         self.learning_rate_, self.utility, "walk", "a permutation",
                         stacklevel=4, lowest_utility=_lowest_utility_bound(
                             values, game.weights, self.utility))
+        unit = self._utility_unit(game, parties)
+        values = values * unit
+        self.initial_utility_ *= unit
+        self.final_utilities_ = self.final_utilities_ * unit
         self.n_marginals_ = result.n_counted
         train, n_all = parties.train_parties, parties.n_all_parties
         self.marginal_mean_ = np.full(n_all, np.nan)
         self.marginal_mean_[train] = values
         self.marginal_var_ = np.full(n_all, np.nan)
-        self.marginal_var_[train] = result.marginal_m2 / result.n_counted
+        self.marginal_var_[train] = result.marginal_m2 / result.n_counted * unit**2
         self.values_ = self.marginal_mean_.copy()
         self.values_stderr_ = self._standard_errors()
         self.rank_ = np.zeros(n_all, dtype=np.int64)

@@ -312,8 +312,12 @@ def test_label_quality_multiclass_regression_and_groups():
     groups = np.arange(len(X)) % 5
     scorer = DPLabelQuality(Ridge(), epsilon=None, clip=1.5).fit(
         X, y, X_val=X_val, y_val=y_val, groups=groups)
-    residual = np.abs(y - scorer.estimator_.predict((X - X_val.mean(0)) / X_val.std(0)))
-    expected = [-np.minimum(residual[groups == g], 1.5).mean() for g in range(5)]
+    scaled = (X - X_val.mean(0)) / X_val.std(0), (X_val - X_val.mean(0)) / X_val.std(0)
+    residual = np.abs(y - scorer.estimator_.predict(scaled[0]))
+    # in units of 3 root-mean-square residuals of the public model on X_val
+    unit = 3 * np.sqrt(np.mean((y_val - scorer.estimator_.predict(scaled[1])) ** 2))
+    expected = [-np.minimum(1.5 * residual[groups == g] / unit, 1.5).mean()
+                for g in range(5)]
     assert_allclose(scorer.values_, expected, rtol=1e-12)
     assert_array_equal(scorer.sample_values_, scorer.values_[groups])
     assert scorer.privacy_report_["unit"] == "group"
