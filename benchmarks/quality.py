@@ -46,6 +46,17 @@ Beta(16, 1) in the default (projected) walk, correlated noise (q = 0.9)
 against i.i.d. releases (q = 0): whether the default noise policy holds
 beyond Shapley.
 
+``--suite regression``: corrupted regression targets (diabetes and
+make_regression(600, 20, n_informative=5, noise=10)), 30% of training
+targets replaced independently by uniform draws over the target's range
+(``skdpval.datasets.load_noisy_regression``), Ridge, 25% validation; the AUC
+of low values for the corrupted targets and its fraction of the limit at
+each epsilon, for the defaults, DPLabelQuality and both without noise (the
+no-noise ceiling):
+
+    python benchmarks/quality.py --suite regression --seeds 10 \
+        > benchmarks/results/quality_regression.jsonl
+
 ``--suite table2`` runs the seed paper's Table 2 protocol instead (its
 mechanism only: the full-space walk with C = 1, the i.i.d. / X* / Y*
 policies and four semivalues; results in
@@ -57,11 +68,11 @@ import json
 import time
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, Ridge
 
 from skdpval import DPDataValuator, DPLabelQuality
 from skdpval._valuator import AUTO_LEARNING_RATES
-from skdpval.datasets import load_noisy_classification
+from skdpval.datasets import load_noisy_classification, load_noisy_regression
 from skdpval.metrics import detection_auc_limit, noisy_label_auc
 
 DELTA = 5e-5
@@ -125,6 +136,43 @@ def run_limit(datasets, methods, epsilons, seeds, n_jobs):
              datasets=len(fractions),
              limit=round(detection_auc_limit(epsilon, DELTA), 4),
              mean_limit_fraction=round(float(np.mean(fractions)), 4))
+
+
+REGRESSION_METHODS = {
+    "no DP": lambda eps, seed: DPDataValuator(Ridge(), noise="none", random_state=seed),
+    "defaults": lambda eps, seed: DPDataValuator(Ridge(), epsilon=eps,
+                                                 random_state=seed),
+    "label quality": lambda eps, seed: DPLabelQuality(Ridge(), epsilon=eps,
+                                                      random_state=seed),
+    "label quality no DP": lambda eps, seed: DPLabelQuality(Ridge(), epsilon=None,
+                                                            random_state=seed),
+}
+
+
+def run_regression(epsilons, seeds, n_jobs):
+    for name in ("diabetes", "regression"):
+        data = [load_noisy_regression(name, random_state=seed) for seed in range(seeds)]
+        for method, make in REGRESSION_METHODS.items():
+            for epsilon in ([None] if method in NOT_PRIVATE else epsilons):
+                aucs = []
+                started = time.perf_counter()
+                for seed, d in enumerate(data):
+                    estimator = make(epsilon, seed)
+                    if isinstance(estimator, DPDataValuator):
+                        estimator.set_params(n_jobs=n_jobs)
+                    estimator.fit(d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
+                    aucs.append(noisy_label_auc(estimator.values_, d.is_noisy))
+                case = dict(case="regression", dataset=name, n=len(d.y_train),
+                            n_val=len(d.y_val), method=method, epsilon=epsilon,
+                            delta=DELTA, auc_mean=round(float(np.mean(aucs)), 4),
+                            auc_std=round(float(np.std(aucs)), 4), seeds=seeds,
+                            seconds_per_fit=round((time.perf_counter() - started)
+                                                  / seeds, 3))
+                if epsilon is not None:
+                    limit = detection_auc_limit(epsilon, DELTA)
+                    case.update(limit=round(limit, 4), limit_fraction=round(
+                        float((np.mean(aucs) - 0.5) / (limit - 0.5)), 4))
+                emit(**case)
 
 
 def run_swing(datasets, seeds):
@@ -277,7 +325,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["limit", "swing", "semivalues",
-                                            "table2"], default="limit")
+                                            "regression", "table2"], default="limit")
     parser.add_argument("--datasets", nargs="+", default=list(LIMIT_DATASETS))
     parser.add_argument("--methods", nargs="+", default=list(LIMIT_METHODS))
     parser.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 3.0, 10.0])
@@ -296,5 +344,7 @@ if __name__ == "__main__":
         run_swing(args.datasets, args.seeds)
     elif args.suite == "semivalues":
         run_semivalues(args.datasets, args.seeds, args.n_jobs)
+    elif args.suite == "regression":
+        run_regression(args.epsilons, args.seeds, args.n_jobs)
     else:
         run_table2(args.epsilons, args.ks, args.trials, args.policies, args.n_jobs)

@@ -210,3 +210,66 @@ def load_noisy_classification(name="breast_cancer", *, n_train=None,
                  X_test=scaler.transform(X_test) if len(X_test) else X_test,
                  y_test=y_test,
                  feature_names=np.asarray(raw.feature_names))
+
+
+_REGRESSION_LOADERS = {
+    "diabetes": lambda: sk_datasets.load_diabetes(return_X_y=True),
+    "regression": lambda: sk_datasets.make_regression(
+        600, 20, n_informative=5, noise=10.0, random_state=0),
+}
+
+
+def load_noisy_regression(name="diabetes", *, corrupt_fraction=0.3,
+                          validation_size=0.25, random_state=None):
+    """A regression data set, split, with a fraction of training targets corrupted.
+
+    Each training target is replaced, independently with probability
+    ``corrupt_fraction``, by a uniform draw over the range of all the data
+    set's targets (a corruption can land near the truth, so corrupted targets
+    are harder to find than flipped labels). Features stay raw (the
+    estimators standardise with validation statistics); validation targets
+    stay clean.
+
+    Parameters
+    ----------
+    name : {"diabetes", "regression"}, default="diabetes"
+        ``"regression"`` is ``make_regression(600, 20, n_informative=5,
+        noise=10, random_state=0)``.
+    corrupt_fraction : float in [0, 1], default=0.3
+        Probability that a training target is replaced.
+    validation_size : float in (0, 1), default=0.25
+        Fraction of the samples for the validation split.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the split and the corruption.
+
+    Returns
+    -------
+    data : Bunch
+        ``X_train, y_train`` (corrupted), ``y_train_clean``, ``is_noisy``,
+        ``X_val, y_val``.
+
+    Examples
+    --------
+    >>> from skdpval.datasets import load_noisy_regression
+    >>> data = load_noisy_regression("diabetes", random_state=0)
+    >>> data.X_train.shape
+    (331, 10)
+    """
+    if name not in _REGRESSION_LOADERS:
+        raise ValueError(f"name must be one of {sorted(_REGRESSION_LOADERS)}, "
+                         f"got {name!r}.")
+    if not isinstance(corrupt_fraction, Real) or not 0 <= corrupt_fraction <= 1:
+        raise ValueError(f"corrupt_fraction must be a real number in [0, 1], "
+                         f"got {corrupt_fraction!r}.")
+    if not isinstance(validation_size, Real) or not 0 < validation_size < 1:
+        raise ValueError(f"validation_size must be a real number in (0, 1), "
+                         f"got {validation_size!r}.")
+    X, y = _REGRESSION_LOADERS[name]()
+    rs = check_random_state(random_state)
+    X_train, X_val, y_train, y_val = train_test_split(
+        X, y, test_size=validation_size, random_state=rs.randint(2**31 - 1))
+    is_noisy = rs.random_sample(len(y_train)) < corrupt_fraction
+    y_noisy = y_train.copy()
+    y_noisy[is_noisy] = rs.uniform(y.min(), y.max(), size=int(is_noisy.sum()))
+    return Bunch(X_train=X_train, y_train=y_noisy, y_train_clean=y_train,
+                 is_noisy=is_noisy, X_val=X_val, y_val=y_val)
