@@ -46,6 +46,7 @@ from ._kernels import (
     utility_of_margins,
     validation_scratch,
 )
+from . import _line
 from ._walk import PartiesByOffsets
 
 
@@ -205,8 +206,14 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
 class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         "F", "T", "offsets", "F_val", "T_val_t", "labels_val", "loss", "utility",
         "huber_epsilon", "l2", "penalty", "clip_norm", "learning_rate",
-        "total_sum_squares", "weights"])):
-    """The walk's inputs in a subspace, contiguous (see the module docstring)."""
+        "total_sum_squares", "weights", "line"])):
+    """The walk's inputs in a subspace, contiguous (see the module docstring).
+
+    ``line`` is the validation utility along the line
+    (:mod:`skdpval._line`) when the subspace is one direction and the model
+    has one output with a loss and utility it tabulates, else None: the walk
+    then reads the utility there, O(1) a step, instead of from the rows.
+    """
 
     __slots__ = ()
 
@@ -222,6 +229,9 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
 
     def walk(self, permutations, noise, x_tt, rolling_mean):
         """Run the walk along each permutation; see :func:`skdpval._kernels.walk`."""
+        if self.line is not None:
+            return _line.run_line_walk(self, self.line, permutations, noise, x_tt,
+                                       rolling_mean)
         marginals, end_utility, _ = _run_walk(
             self.F, self.T, self.offsets, self.F_val, self.T_val_t,
             self.labels_val, loss=self.loss, utility=self.utility,
@@ -234,17 +244,35 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
 
 def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
                           loss, utility, huber_epsilon, l2, n_penalized,
-                          clip_norm, learning_rate, total_sum_squares, weights):
-    """Project the parties' rows and the validation set on ``basis``; pack them."""
+                          clip_norm, learning_rate, total_sum_squares, weights,
+                          line_range=None, line_intervals=_line.LINE_MAX_INTERVALS,
+                          exact_utility=False):
+    """Project the parties' rows and the validation set on ``basis``; pack them.
+
+    For one direction, the utility along the line is tabulated over
+    ``line_range`` (default: ``|z|`` up to the noiseless bound ``lr n C``) in
+    at most ``line_intervals`` steps (:mod:`skdpval._line`).
+    ``exact_utility=True`` keeps the exact walk (the utility from the
+    validation rows at every step) where the line's table would apply.
+    """
     n_outputs = T.shape[1]
+    F_val = project_rows(basis, X_val, n_outputs)
+    line = None
+    if basis.shape[0] == 1 and n_outputs == 1 and not exact_utility:
+        if line_range is None:
+            reach = float(learning_rate) * (len(offsets) - 1) * float(clip_norm)
+            line_range = (-reach, reach)
+        line = _line.line_utility(F_val[:, 0, 0], np.asarray(T_val)[:, 0], loss,
+                                  utility, total_sum_squares, line_range,
+                                  line_intervals)
     return SubspaceProblem(
         project_rows(basis, X, n_outputs), _f64(T),
         np.ascontiguousarray(offsets, dtype=np.int64),
-        _validation_layout(project_rows(basis, X_val, n_outputs)), pad_columns(T_val),
+        _validation_layout(F_val), pad_columns(T_val),
         np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
         int(utility), float(huber_epsilon), float(l2),
         penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
-        float(learning_rate), float(total_sum_squares), _f64(weights))
+        float(learning_rate), float(total_sum_squares), _f64(weights), line)
 
 
 def _no_validation(m, n_outputs):

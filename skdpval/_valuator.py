@@ -14,6 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels, _subspace
+from ._line import LINE_MAX_INTERVALS
 from ._accounting import noise_std_for_budget, privacy_report
 from ._data import (
     UTILITY_CODES,
@@ -50,6 +51,13 @@ AUTO_CLIP_PERCENTILE = 10
 # q="auto": the burn-in when releases are averaged (the seed paper's best);
 # i.i.d. releases gain nothing from a burn-in and lose the discarded ones.
 AUTO_BURN_IN = 0.9
+
+
+def _line_range(center, noise_reach):
+    """``(lo, hi)`` of ``z`` to tabulate: 0 to ``center``, widened by half of
+    it and by ``noise_reach``."""
+    margin = 0.5 * abs(center) + noise_reach
+    return min(0.0, center) - margin, max(0.0, center) + margin
 
 
 def _lowest_utility_bound(values, weights, utility):
@@ -532,7 +540,7 @@ class DPDataValuator(BaseEstimator):
                                         preprocessor)
         spec = model_spec(estimator, n_samples=len(parties.train_parties))
         game = self._game(spec, parties)
-        self.subspace_ = self._subspace_basis(estimator, game)
+        self.subspace_, line_center = self._subspace_basis(estimator, game)
         self.clip_norm_ = self._clip_norm(game)
         x_tt, use_rolling, add_noise = noise_schedule(
             self.noise, self.n_permutations, self.batch_permutations)
@@ -547,7 +555,7 @@ class DPDataValuator(BaseEstimator):
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
         result = run_walks(
-            self._problem(game), SeededDraws(
+            self._problem(game, noise_std, line_center), SeededDraws(
                 np.random.SeedSequence(walk_seed), secret_seed_sequence(self.noise_seed),
                 self.n_permutations, len(parties.train_parties), noise_std),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
@@ -585,12 +593,15 @@ class DPDataValuator(BaseEstimator):
                     semivalue_weights(self.semivalue, len(parties.train_parties)))
 
     def _subspace_basis(self, estimator, game):
-        """The public basis ``(m, n_params)`` with orthonormal rows, or None."""
+        """The public basis ``(m, n_params)`` with orthonormal rows, or None;
+        and where the validation objective's minimum lies along a public
+        direction (0 for other bases), which centres the line's table."""
         n_params = game.T.shape[1] * game.X.shape[1]
         if self.subspace is None:
-            return None
+            return None, 0.0
         if isinstance(self.subspace, str):  # "public"
-            return self._public_direction(estimator, game).reshape(1, -1)
+            direction, norm = self._public_direction(estimator, game)
+            return direction.reshape(1, -1), norm
         basis = np.asarray(self.subspace, dtype=np.float64)
         if basis.ndim != 2 or basis.shape[1] != n_params or len(basis) < 1:
             raise ValueError(
@@ -602,7 +613,7 @@ class DPDataValuator(BaseEstimator):
                 basis @ basis.T, np.eye(len(basis)), atol=1e-8):
             raise ValueError("subspace must have finite, orthonormal rows "
                              "(basis @ basis.T equal to the identity).")
-        return basis
+        return basis, 0.0
 
     def _public_direction(self, estimator, game):
         """The wrapped model's objective minimised on the validation set: a unit vector.
@@ -625,7 +636,7 @@ class DPDataValuator(BaseEstimator):
                 "subspace='public': the model fitted on the validation set has "
                 "all-zero or non-finite parameters, which define no direction. "
                 "Pass a basis array, or subspace=None.")
-        return theta / norm
+        return theta / norm, float(norm)
 
     def _clip_norm(self, game):
         """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
@@ -739,7 +750,13 @@ class DPDataValuator(BaseEstimator):
             squared = np.sum(F**2, axis=(1, 2))
         return float(np.sqrt(np.mean(squared)))
 
-    def _problem(self, game):
+    def _problem(self, game, noise_std, line_center):
+        """The walk's inputs. Along a public line the utility is tabulated
+        where a walk goes: from 0 to ``line_center`` (the validation
+        optimum), widened by half that and by four noise stds of a walk of
+        ``n`` steps (``4 lr s sqrt(n)``), in at most ``n k / 64`` steps (at
+        least 512), so that the table costs a few percent of the exact
+        walk; a walk past it reads the utility from the rows, exactly."""
         settings = dict(loss=game.loss, utility=game.utility,
                         huber_epsilon=game.huber_epsilon, l2=game.l2,
                         n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
@@ -747,9 +764,14 @@ class DPDataValuator(BaseEstimator):
                         total_sum_squares=game.total_sum_squares,
                         weights=game.weights)
         if self.subspace_ is not None:
+            n_parties = len(game.offsets) - 1
             return _subspace.make_subspace_problem(
                 self.subspace_, game.X, game.T, game.offsets, game.X_val,
-                game.T_val, game.labels_val, **settings)
+                game.T_val, game.labels_val, **settings,
+                line_range=_line_range(line_center, 4 * self.learning_rate_
+                                       * noise_std * np.sqrt(n_parties)),
+                line_intervals=min(LINE_MAX_INTERVALS,
+                                   max(512, n_parties * self.n_permutations // 64)))
         return make_problem(game.X, game.T, game.offsets, game.X_val, game.T_val,
                             game.labels_val, **settings)
 

@@ -1,0 +1,235 @@
+"""The walk along one public line: the validation utility as a function of ``z``.
+
+In the default walk the model moves along one public direction,
+``theta = z b``, and for one output the validation utility is a public
+function ``U(z)`` of one scalar. A step then need not touch the validation
+rows: this module reads ``U`` from a table built once per fit, so that a
+step costs O(1) in the validation set's size (its party's gradient, its
+noise, a table look-up) instead of O(n_val).
+
+- Squared error (``neg_loss``, ``neg_mse``, ``r2``): ``U`` is a quadratic
+  ``q2 z^2 + q1 z + q0``, exact; a marginal is computed as
+  ``(z' - z) (q2 (z' + z) + q1)``, which does not cancel.
+- Binary logistic loss (``neg_loss``): ``U(z) = -mean softplus(-s_v z)`` with
+  ``s_v = t_v c_v``. A piecewise quintic Hermite interpolant on a uniform
+  grid of step ``h`` (value, first and second derivative at the nodes) is
+  within ``h^6 / 46080 * max |U^(6)|`` of ``U`` (the remainder
+  ``U^(6)(xi) / 6! * ((x - a)(x - a - h))^3``), and ``|U^(6)| <= 0.26
+  mean(s_v^6)`` (``max |sigma^(5)| = 1/4``, at 0), so ``h`` is chosen for an
+  error of at most ``LINE_TOLERANCE`` everywhere in the table. The table
+  covers where the walks go (the caller says: the valuator takes 0 to the
+  validation optimum, widened by its noise); past it ``U`` is computed
+  exactly from the rows, so the range costs speed, never accuracy. A value, a weighted mean of
+  differences of two utilities, is then within ``2 * LINE_TOLERANCE * max
+  |weight|`` of the exact walk's (plus the rounding both share, ~1e-16 of
+  ``|U|``): 3e-14 absolute against values of 1e-5 to 1e-3.
+
+Everything else (other losses and utilities, several outputs, a basis of
+more than one direction) takes the exact walk of :mod:`skdpval._subspace`.
+The table depends on the validation set and the public direction only.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from . import _kernels as K
+from ._kernels import _f64, _jit, clip_l2
+
+# Largest error of the tabulated utility anywhere in the table (absolute).
+LINE_TOLERANCE = 2.0**-45
+# Intervals of the table at most (16 bytes each): the range it covers is
+# this many steps h, centred on 0; past it the utility is computed exactly.
+LINE_MAX_INTERVALS = 2**16
+
+HERMITE = 0
+QUADRATIC = 1
+
+LineUtility = namedtuple("LineUtility", ["kind", "lo", "inv_h", "table", "quad",
+                                         "s_val"])
+LineUtility.__doc__ = """The validation utility along the line, as the kernel reads it.
+
+``kind`` is HERMITE (``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i / inv_h``,
+``s_val`` the signed validation margins per unit ``z`` for exact values past
+the table) or QUADRATIC (``quad = (q2, q1, q0)``)."""
+
+
+# max |sigma^(5)| over the reals is 1/4 (at 0); a margin for the bound.
+_SIGMA5_BOUND = 0.26
+
+
+@njit(**_jit)
+def _tabulate_logistic(s, lo, h, table):
+    """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` (exact sums over rows)."""
+    n_val = s.shape[0]
+    for i in range(table.shape[0]):
+        z = lo + i * h
+        value = first = second = 0.0
+        for v in range(n_val):
+            x = -s[v] * z
+            e = np.exp(-abs(x))
+            sigma = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+            value -= K.softplus(x)
+            first += s[v] * sigma
+            second -= s[v] * s[v] * sigma * (1.0 - sigma)
+        table[i, 0] = value / n_val
+        table[i, 1] = h * first / n_val
+        table[i, 2] = h * h * second / n_val
+
+
+def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
+                 max_intervals=LINE_MAX_INTERVALS):
+    """The :data:`LineUtility` of a one-output walk along a line, or None.
+
+    ``c_val`` are the validation rows' margins per unit ``z``, ``t_val``
+    their targets (+-1 for the logistic loss); the table covers ``z_range``
+    ``(lo, hi)`` (centred on it when that takes more than ``max_intervals``
+    steps). None where no table applies.
+    """
+    c_val, t_val = np.asarray(c_val, np.float64), np.asarray(t_val, np.float64)
+    n_val = len(c_val)
+    if loss == K.SQUARED and utility in (K.NEG_LOSS, K.NEG_MSE, K.R2):
+        # sum (z c - t)^2 = A z^2 - 2 B z + C
+        A, B, C = np.dot(c_val, c_val), np.dot(c_val, t_val), np.dot(t_val, t_val)
+        if utility == K.R2:  # (the exact walk refuses R^2 with a constant y_val)
+            scale = -1.0 / total_sum_squares if total_sum_squares > 0 else np.nan
+        else:
+            scale = -0.5 / n_val if utility == K.NEG_LOSS else -1.0 / n_val
+        offset = 1.0 if utility == K.R2 else 0.0
+        quad = np.array([scale * A, -2.0 * scale * B, scale * C + offset])
+        return LineUtility(QUADRATIC, 0.0, 0.0, np.zeros((1, 3)), quad, c_val)
+    if loss == K.LOGISTIC and utility == K.NEG_LOSS:
+        s = _f64(t_val * c_val)
+        sixth = max(_SIGMA5_BOUND * float(np.mean(s**6)), 1e-300)
+        h = (46080.0 * LINE_TOLERANCE / sixth) ** (1.0 / 6.0)
+        lo, hi = z_range
+        intervals = int(min(max(np.ceil((hi - lo) / h), 1), max_intervals))
+        lo = 0.5 * (lo + hi) - 0.5 * intervals * h
+        table = np.empty((intervals + 1, 3))
+        _tabulate_logistic(s, lo, h, table)
+        return LineUtility(HERMITE, lo, 1.0 / h, table, np.zeros(3), s)
+    return None
+
+
+@njit(**K._scalar)
+def _exact_logistic(s, z):
+    total = 0.0
+    for v in range(s.shape[0]):
+        total += K.softplus(-s[v] * z)
+    return -total / s.shape[0]
+
+
+@njit(**K._scalar)
+def _hermite(lo, inv_h, table, s, z):
+    """``U(z)`` from the table, or exactly past it."""
+    x = (z - lo) * inv_h
+    if not (x >= 0.0 and x < table.shape[0] - 1):
+        return _exact_logistic(s, z)
+    i = int(x)
+    t = x - i
+    p0, d0, e0 = table[i, 0], table[i, 1], table[i, 2]
+    p1, d1, e1 = table[i + 1, 0], table[i + 1, 1], table[i + 1, 2]
+    t2 = t * t
+    t3 = t2 * t
+    t4 = t3 * t
+    t5 = t4 * t
+    return ((1.0 - 10.0 * t3 + 15.0 * t4 - 6.0 * t5) * p0
+            + (t - 6.0 * t3 + 8.0 * t4 - 3.0 * t5) * d0
+            + 0.5 * (t2 - 3.0 * t3 + 3.0 * t4 - t5) * e0
+            + 0.5 * (t3 - 2.0 * t4 + t5) * e1
+            + (-4.0 * t3 + 7.0 * t4 - 3.0 * t5) * d1
+            + (10.0 * t3 - 15.0 * t4 + 6.0 * t5) * p1)
+
+
+@njit(**K._scalar)
+def _line_value(kind, lo, inv_h, table, quad, s, z):
+    if kind == QUADRATIC:
+        return (quad[0] * z + quad[1]) * z + quad[2]
+    return _hermite(lo, inv_h, table, s, z)
+
+
+@njit(**K._scalar)
+def _line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
+    """``(U(z_new) - U(z_old), U(z_new))``; ``previous`` is ``U(z_old)``.
+
+    A quadratic's change is computed from the step, without cancellation.
+    """
+    if kind == QUADRATIC:
+        return ((z_new - z_old) * (quad[0] * (z_new + z_old) + quad[1]),
+                (quad[0] * z_new + quad[1]) * z_new + quad[2])
+    current = _hermite(lo, inv_h, table, s, z_new)
+    return current - previous, current
+
+
+@njit(**_jit)
+def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
+                    margin_buf, dloss_buf):
+    """d/dz of the mean loss of rows ``start:stop`` plus the L2 term (one output)."""
+    total = 0.0
+    for row in range(start, stop):
+        margin_buf[0] = z * F[row, 0, 0]
+        K.sample_dloss(loss, margin_buf, T[row], huber_epsilon, dloss_buf)
+        total += dloss_buf[0] * F[row, 0, 0]
+    if stop - start > 1:
+        total *= 1.0 / (stop - start)
+    return total + l2 * penalty * z
+
+
+@njit(**_jit)
+def _walk(F, T, offsets, loss, huber_epsilon, l2, penalty, clip_norm,
+          learning_rate, kind, lo, inv_h, table, quad, s_val, starts,
+          permutations, noise, x_tt, use_rolling, rolling_mean, weights,
+          marginals, end_utility, ends, update, margin_buf, dloss_buf):
+    """The subspace walk of :mod:`skdpval._subspace` for ``m = 1`` and one
+    output, with the utility read along the line (same arguments, same
+    releases, same order of operations on ``z``)."""
+    n_walks, n_steps = permutations.shape
+    has_noise = noise.shape[0] == n_walks
+    update_2d = update.reshape((1, 1))  # a view, for clip_l2
+    for b in range(n_walks):
+        z = starts[b % starts.shape[0], 0]
+        previous = _line_value(kind, lo, inv_h, table, quad, s_val, z)
+        fresh = x_tt[b]
+        for position in range(n_steps):
+            j = permutations[b, position]
+            update[0] = _party_gradient(z, F, T, offsets[j], offsets[j + 1], loss,
+                                        huber_epsilon, l2, penalty, margin_buf,
+                                        dloss_buf)
+            clip_l2(update_2d, clip_norm)
+            if has_noise:
+                # The release: the clipped projected gradient plus the noise.
+                update[0] += noise[b, j, 0]
+            if use_rolling:
+                raw = update[0]
+                noise[b, j, 0] = raw
+                update[0] = fresh * raw + (1.0 - fresh) * rolling_mean[j, 0]
+            z_new = z - learning_rate * update[0]
+            change, previous = _line_change(kind, lo, inv_h, table, quad, s_val, z,
+                                            z_new, previous)
+            marginals[b, j] = weights[position] * change
+            z = z_new
+        ends[b, 0] = z
+        end_utility[b] = previous
+
+
+def run_line_walk(problem, line, permutations, noise, x_tt, rolling_mean):
+    """The walk of a one-direction, one-output :class:`SubspaceProblem` along
+    ``line``; returns ``(marginals, end_utility)``."""
+    p = problem
+    n_walks = permutations.shape[0]
+    use_rolling = rolling_mean is not None
+    if noise is None:
+        noise = np.empty((0, 1, 1))
+    marginals = np.empty((n_walks, p.offsets.shape[0] - 1))
+    end_utility = np.empty(n_walks)
+    ends = np.empty((n_walks, 1))
+    _walk(p.F, p.T, p.offsets, K.kernel_codes(p.loss, p.utility, 1)[0],
+          p.huber_epsilon, p.l2, float(p.penalty[0, 0]), p.clip_norm,
+          p.learning_rate, line.kind, line.lo, line.inv_h, line.table, line.quad,
+          line.s_val, np.zeros((1, 1)), np.ascontiguousarray(permutations, np.int64),
+          noise, np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
+          np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+          p.weights, marginals, end_utility, ends, np.empty(1), np.empty(1),
+          np.empty(1))
+    return marginals, end_utility

@@ -1,0 +1,94 @@
+"""The walk along a public line reads the utility from a table: against the exact walk."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn.base import is_regressor
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.linear_model import LogisticRegression, Ridge, SGDRegressor
+
+from skdpval import DPDataValuator, _kernels as K, _line, _subspace
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def test_logistic_table_is_within_its_bound_everywhere():
+    rng = np.random.default_rng(0)
+    c, t = rng.normal(0, 2, 50), rng.choice([-1.0, 1.0], 50)
+    line = _line.line_utility(c, t, K.LOGISTIC, K.NEG_LOSS, 1.0, (-3.0, 5.0))
+    assert line.kind == _line.HERMITE
+    z = np.linspace(-3.0, 5.0, 20001)
+    exact = -np.mean(_softplus(-np.multiply.outer(z, t * c)), axis=1)
+    tabulated = np.array([_line._hermite(line.lo, line.inv_h, line.table, line.s_val, v)
+                          for v in z])
+    assert np.max(np.abs(tabulated - exact)) <= _line.LINE_TOLERANCE + 1e-15
+    # the interpolant is not the exact function: the table does the work
+    far = _line._hermite(line.lo, line.inv_h, line.table, line.s_val, 40.0)
+    assert far == pytest.approx(-np.mean(_softplus(-40.0 * t * c)), rel=1e-13)
+
+
+@pytest.mark.parametrize("utility", [K.NEG_LOSS, K.NEG_MSE, K.R2])
+def test_squared_error_is_an_exact_quadratic(utility):
+    rng = np.random.default_rng(1)
+    c, t = rng.normal(size=30), rng.normal(size=30)
+    tss = float(np.sum((t - t.mean()) ** 2))
+    line = _line.line_utility(c, t, K.SQUARED, utility, tss, (-1.0, 1.0))
+    for z in (-3.0, 0.0, 0.7, 12.0):
+        sse = np.sum((z * c - t) ** 2)
+        expected = {K.NEG_LOSS: -0.5 * sse / 30, K.NEG_MSE: -sse / 30,
+                    K.R2: 1 - sse / tss}[utility]
+        value = _line._line_value(line.kind, line.lo, line.inv_h, line.table,
+                                  line.quad, line.s_val, z)
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def test_other_losses_and_utilities_have_no_table():
+    c, t = np.ones(4), np.ones(4)
+    assert _line.line_utility(c, t, K.HUBER, K.NEG_LOSS, 1.0, (-1, 1)) is None
+    assert _line.line_utility(c, t, K.LOGISTIC, K.ACCURACY, 1.0, (-1, 1)) is None
+
+
+def _data(kind):
+    if kind == "logistic":
+        X, y = load_breast_cancer(return_X_y=True)
+        return LogisticRegression(), X[:120], y[:120], X[400:480], y[400:480]
+    X, y = load_diabetes(return_X_y=True)
+    return Ridge(), X[:120], y[:120], X[300:380], y[300:380]
+
+
+@pytest.mark.parametrize("kind", ["logistic", "squared"])
+@pytest.mark.parametrize("settings", [
+    dict(epsilon=3.0), dict(noise="none"), dict(noise="iid", epsilon=1.0),
+    dict(noise="none", learning_rate=5.0)])  # far past the table: exact fallback
+def test_line_walk_equals_the_exact_walk(kind, settings, monkeypatch):
+    estimator, X, y, X_val, y_val = _data(kind)
+    kw = dict(n_permutations=40, random_state=0, noise_seed=2, **settings)
+    fast = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val)
+    monkeypatch.setattr(_subspace._line, "line_utility", lambda *a, **k: None)
+    exact = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val)
+    # the documented bound: 2 * LINE_TOLERANCE * max |weight|, plus rounding
+    bound = 2 * _line.LINE_TOLERANCE + 1e-15 * np.max(np.abs(exact.final_utilities_))
+    assert np.any(exact.values_ != 0)
+    assert_allclose(fast.values_, exact.values_, rtol=0, atol=bound)
+    assert_allclose(fast.final_utilities_, exact.final_utilities_, rtol=1e-12)
+
+
+def test_the_table_is_used_only_where_it_applies(monkeypatch):
+    estimator, X, y, X_val, y_val = _data("squared")
+    calls = []
+    run = _line.run_line_walk
+    monkeypatch.setattr(_line, "run_line_walk",
+                        lambda *a: calls.append(1) or run(*a))
+    kw = dict(n_permutations=3, noise="none", random_state=0)
+    for model, subspace, expect in [(Ridge(), "public", True),
+                                    (LogisticRegression(), "public", True),
+                                    (SGDRegressor(loss="huber"), "public", False),
+                                    (Ridge(), None, False)]:
+        calls.clear()
+        target = y if is_regressor(model) else (y > 140)
+        target_val = y_val if is_regressor(model) else (y_val > 140)
+        val = DPDataValuator(model, subspace=subspace, **kw)
+        val.fit(X, target, X_val=X_val, y_val=target_val)
+        assert bool(calls) == expect, (model, subspace)
