@@ -33,6 +33,19 @@ from scipy.stats import binom
 
 _MU_BRACKET = (1e-6, 1e3)
 
+# The budget of an estimator left at epsilon="default". The default is a
+# string, not this float, so that a user who writes epsilon=1.0 has chosen it
+# (and is not warned): clone and get_params pass the string through __init__.
+DEFAULT_EPSILON = 1.0
+
+
+def chosen_epsilon(epsilon):
+    """The budget an ``epsilon`` parameter stands for: ``"default"`` is
+    ``DEFAULT_EPSILON``; a number or None is itself."""
+    if isinstance(epsilon, str) and epsilon == "default":
+        return DEFAULT_EPSILON
+    return epsilon
+
 
 def log_delta(epsilon, mu):
     """``log delta(eps)`` of mu-GDP."""
