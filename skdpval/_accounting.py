@@ -21,8 +21,8 @@ is no amplification by subsampling.
 The noisy-label limit: flipping a label is a replace-one change, so a
 ``mu``-GDP release is ``2 mu``-GDP for "is this label flipped", and every
 test's ROC lies below ``Phi(Phi^-1(FPR) + 2 mu)``. With labels flipped
-independently no mechanism finds them with ROC AUC above
-``Phi(sqrt(2) mu)`` (with an exact count of flips the provable bound is
+independently no mechanism finds them with an expected ROC AUC above
+``Phi(sqrt(2) mu)`` (one run can exceed it by chance; with an exact count of flips the provable bound is
 ``Phi(2 mu)``).
 """
 
@@ -87,7 +87,7 @@ def gdp_epsilon(mu, delta):
 
 
 def noisy_label_auc_limit(mu):
-    """``Phi(sqrt(2) mu)``: the best ROC AUC of any test for flipped labels.
+    """``Phi(sqrt(2) mu)``: the best expected ROC AUC of any test for flipped labels.
 
     ``mu`` is the per-party GDP parameter under zero-out adjacency.
     """

@@ -356,7 +356,7 @@ class DPDataValuator(BaseEstimator):
         The guarantee in full: unit, adjacency (zero-out with n public, and
         replace-one), releases and their dimension, clip norm, noise std, mu
         of Gaussian DP, epsilon, epsilon under replace-one, delta, the best
-        noisy-label AUC any mechanism reaches at this budget
+        expected noisy-label AUC any mechanism reaches at this budget
         (``"max_noisy_label_auc"``), the source of the noise, method, and
         what the validation set exposes. With groups, ``sample_values_``
         shows which samples share a group and so the groups' sizes, and the

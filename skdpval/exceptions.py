@@ -75,8 +75,8 @@ class DefaultEpsilonWarning(SkdpvalWarning):
 
     It fires only when ``epsilon`` was left at ``"default"`` (which means
     1.0): ``epsilon=1.0`` written out is a choice and does not warn. At the
-    default budget no method can find flipped labels with a ROC AUC
-    above ``Phi(sqrt(2) mu)`` (about 0.66 at epsilon = 1, delta = 5e-5).
+    default budget no method can find flipped labels with an expected ROC
+    AUC above ``Phi(sqrt(2) mu)`` (about 0.66 at epsilon = 1, delta = 5e-5).
     Raised once per process.
     """
 

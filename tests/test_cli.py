@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skdpval.__main__ import build_parser
+from skdpval.__main__ import _versus_band, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,3 +61,12 @@ def test_bad_arguments_exit_2_with_one_line(args):
     assert "Traceback" not in result.stderr
     assert re.match(r"python -m skdpval: error: (argument --|unrecognized)",
                     lines[0]), lines[0]
+
+
+def test_a_run_is_compared_with_the_limit_and_the_band():
+    limit, high = 0.866, 0.906
+    assert _versus_band(0.85, limit, high, True) == "below the limit"
+    assert "inside the band" in _versus_band(0.88, limit, high, True)
+    assert "ABOVE THE BAND" in _versus_band(0.91, limit, high, True)
+    assert "no limit" in _versus_band(0.99, limit, high, False)
+
