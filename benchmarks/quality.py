@@ -1,8 +1,8 @@
 """Quality benchmark: how close private values come to the privacy limit.
 
 Flipping a label is a replace-one change, so at a per-party budget of
-mu-GDP no mechanism finds independently flipped labels with ROC AUC above
-``Phi(sqrt(2) mu)`` (``skdpval.metrics.detection_auc_limit``). The limit
+mu-GDP no mechanism finds independently flipped labels with an expected ROC
+AUC above ``Phi(sqrt(2) mu)`` (``skdpval.metrics.detection_auc_limit``). The limit
 fraction of a method is ``(AUC - 0.5) / (limit - 0.5)``: 0 is chance, 1 the
 best any mechanism can do at that budget.
 

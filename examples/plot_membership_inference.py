@@ -9,8 +9,8 @@ the point added to the data set. The attacker knows everything but
 membership: 25 non-members, the validation set, the public randomness.
 Isotropic Gaussian features (d = 50), k = 50 permutations, 16 shadow rounds,
 3 seeds. Membership of a fixed number of members is a replace-one change,
-so at a budget of mu-GDP no attack beats ``Phi(sqrt(2) mu)`` (the dotted
-line at epsilon = 1).
+so at a budget of mu-GDP no attack's expected AUC beats ``Phi(sqrt(2) mu)``
+(the dotted line at epsilon = 1).
 
 With the seed paper's mechanism (the full gradient clipped to C = 1) the
 attack finds members without noise, and noise at epsilon = 1 pulls it under

@@ -48,7 +48,7 @@ plt.show()
 # (``values_stderr_``: the spread over permutations and noise, not the
 # bias); flipped samples in red.
 ax = plot_values(valuator, mark=data.is_noisy, mark_label="flipped")
-ax.set_title(f"epsilon = {valuator.epsilon_:g}, max. AUC "
+ax.set_title(f"epsilon = {valuator.epsilon_:g}, max. expected AUC "
              f"{valuator.privacy_report_['max_noisy_label_auc']:.3f}")
 ax.figure.tight_layout()
 plt.show()

@@ -21,8 +21,8 @@ is no amplification by subsampling.
 The noisy-label limit: flipping a label is a replace-one change, so a
 ``mu``-GDP release is ``2 mu``-GDP for "is this label flipped", and every
 test's ROC lies below ``Phi(Phi^-1(FPR) + 2 mu)``. With labels flipped
-independently no mechanism finds them with ROC AUC above
-``Phi(sqrt(2) mu)`` (with an exact count of flips the provable bound is
+independently no mechanism finds them with an expected ROC AUC above
+``Phi(sqrt(2) mu)`` (one run can exceed it by chance; with an exact count of flips the provable bound is
 ``Phi(2 mu)``).
 """
 
@@ -32,6 +32,19 @@ from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr, ndtri_exp
 from scipy.stats import binom
 
 _MU_BRACKET = (1e-6, 1e3)
+
+# The budget of an estimator left at epsilon="default". The default is a
+# string, not this float, so that a user who writes epsilon=1.0 has chosen it
+# (and is not warned): clone and get_params pass the string through __init__.
+DEFAULT_EPSILON = 1.0
+
+
+def chosen_epsilon(epsilon):
+    """The budget an ``epsilon`` parameter stands for: ``"default"`` is
+    ``DEFAULT_EPSILON``; a number or None is itself."""
+    if isinstance(epsilon, str) and epsilon == "default":
+        return DEFAULT_EPSILON
+    return epsilon
 
 
 def log_delta(epsilon, mu):
@@ -74,7 +87,7 @@ def gdp_epsilon(mu, delta):
 
 
 def noisy_label_auc_limit(mu):
-    """``Phi(sqrt(2) mu)``: the best ROC AUC of any test for flipped labels.
+    """``Phi(sqrt(2) mu)``: the best expected ROC AUC of any test for flipped labels.
 
     ``mu`` is the per-party GDP parameter under zero-out adjacency.
     """

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels
-from ._accounting import noise_std_for_budget, privacy_report
+from ._accounting import chosen_epsilon, noise_std_for_budget, privacy_report
 from ._compression import check_compression, clip, compress, sensitivity, sign_vote
 from ._data import (
     UTILITY_CODES,
@@ -107,9 +107,12 @@ class DPFederatedValuator(BaseEstimator):
     sign_threshold : float >= 0, default=0.0
         ``beta`` of the sign vote: a coordinate of the aggregate of ``T``
         sign releases is ``sign(sum)`` when ``|sum| >= beta T``, else 0.
-    epsilon : float > 0 or None, default=1.0
+    epsilon : float > 0, "default" or None, default="default"
         Budget of a client's ``n_rounds`` releases; None with
         ``noise_multiplier``.
+        ``"default"`` means 1.0 and warns once per process
+        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
+        1.0 included, is taken as chosen and does not warn.
     delta : float in (0, 1), default=5e-5
         Privacy parameter delta: a point on the mechanism's mu-GDP curve.
         Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
@@ -199,7 +202,8 @@ class DPFederatedValuator(BaseEstimator):
         "clipping": [StrOptions({"l2", "coordinate"})],
         "compression": [None, tuple, StrOptions({"sign"})],
         "sign_threshold": [Interval(Real, 0.0, None, closed="left")],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
+                    StrOptions({"default"})],
         "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
         "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
@@ -215,7 +219,7 @@ class DPFederatedValuator(BaseEstimator):
 
     def __init__(self, estimator=None, *, n_rounds=50, n_permutations_per_round=100,
                  learning_rate=0.1, clip_norm=1.0, clipping="l2", compression=None,
-                 sign_threshold=0.0, epsilon=1.0, delta=5e-5, noise_multiplier=None,
+                 sign_threshold=0.0, epsilon="default", delta=5e-5, noise_multiplier=None,
                  noise="correlated", q=0.2, utility="accuracy",
                  validation_fraction=0.2, standardize=True, classes=None,
                  random_state=None, noise_seed=None):
@@ -258,7 +262,7 @@ class DPFederatedValuator(BaseEstimator):
         -------
         self : object
         """
-        check_budget(self.epsilon, self.noise_multiplier, self.noise, self.delta)
+        check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise, self.delta)
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
         check_utility(self.utility, spec.is_classifier)
@@ -327,7 +331,7 @@ class DPFederatedValuator(BaseEstimator):
         elif self.noise_multiplier is not None:
             noise_std = self.noise_multiplier * release_sensitivity
         else:
-            noise_std = noise_std_for_budget(self.epsilon, self.delta, self.n_rounds,
+            noise_std = noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, self.n_rounds,
                                              release_sensitivity)
         report = privacy_report(noise_std=noise_std, delta=self.delta,
                                 n_releases=self.n_rounds, clip_norm=self.clip_norm,

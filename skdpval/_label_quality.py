@@ -7,9 +7,9 @@ from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ._accounting import noise_std_for_budget, privacy_report
+from ._accounting import chosen_epsilon, noise_std_for_budget, privacy_report
 from ._data import call_on_private_data, check_epsilon, prepare_parties
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
@@ -73,9 +73,12 @@ class DPLabelQuality(BaseEstimator):
         with ``decision_function`` or ``predict_proba`` (its log), or any
         regressor. ``None`` means ``LogisticRegression()``.
 
-    epsilon : float > 0 or None, default=1.0
+    epsilon : float > 0, "default" or None, default="default"
         Privacy budget of each party's release. ``None`` adds no noise (no
         privacy; a reference).
+        ``"default"`` means 1.0 and warns once per process
+        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
+        1.0 included, is taken as chosen and does not warn.
 
     delta : float in (0, 1), default=5e-5
         Privacy parameter delta: a point on the mechanism's mu-GDP curve.
@@ -173,7 +176,8 @@ class DPLabelQuality(BaseEstimator):
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"]), None],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
+                    StrOptions({"default"})],
         "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "clip": [Interval(Real, 0.0, None, closed="neither")],
         "standardize": ["boolean"],
@@ -183,7 +187,7 @@ class DPLabelQuality(BaseEstimator):
         "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
     }
 
-    def __init__(self, estimator=None, *, epsilon=1.0, delta=5e-5, clip=1.0,
+    def __init__(self, estimator=None, *, epsilon="default", delta=5e-5, clip=1.0,
                  standardize=True, validation_fraction=0.2, classes=None,
                  random_state=None, noise_seed=None):
         self.estimator = estimator
@@ -227,7 +231,7 @@ class DPLabelQuality(BaseEstimator):
             raise TypeError(
                 f"DPLabelQuality scores labels with a classifier or a regressor; "
                 f"estimator={type(estimator).__name__} is neither.")
-        check_epsilon(self.epsilon, self.delta)
+        check_epsilon(chosen_epsilon(self.epsilon), self.delta)
         warn_if_default_epsilon(self, stacklevel=3)
         split_seed, model_seed = check_random_state(self.random_state).randint(
             MAX_INT, size=2)
@@ -305,7 +309,7 @@ class DPLabelQuality(BaseEstimator):
     def _report_privacy(self, parties, groups):
         """Sets the privacy attributes; returns the noise std."""
         noise_std = (0.0 if self.epsilon is None else
-                     noise_std_for_budget(self.epsilon, self.delta, 1, self.clip))
+                     noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1, self.clip))
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=1,
             clip_norm=self.clip, unit="sample" if groups is None else "group",

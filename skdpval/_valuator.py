@@ -14,8 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels, _subspace
-from ._line import LINE_MAX_INTERVALS
-from ._accounting import noise_std_for_budget, privacy_report
+from ._accounting import chosen_epsilon, noise_std_for_budget, privacy_report
 from ._data import (
     UTILITY_CODES,
     check_budget,
@@ -24,6 +23,7 @@ from ._data import (
     prepare_parties,
     with_intercept,
 )
+from ._line import LINE_MAX_INTERVALS
 from ._models import TARGET_SCALE_DEGREE, model_spec, split_pipeline
 from ._noise import (
     counted_permutations,
@@ -192,9 +192,12 @@ class DPDataValuator(BaseEstimator):
         otherwise: i.i.d. releases gain nothing from a burn-in and would
         discard 90% of them.
 
-    epsilon : float > 0 or None, default=1.0
+    epsilon : float > 0, "default" or None, default="default"
         Privacy budget for all releases of one sample. Set it to ``None``
         when giving ``noise_multiplier``.
+        ``"default"`` means 1.0 and warns once per process
+        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
+        1.0 included, is taken as chosen and does not warn.
 
     delta : float in (0, 1), default=5e-5
         Privacy parameter delta: a point on the mechanism's mu-GDP curve.
@@ -371,7 +374,7 @@ class DPDataValuator(BaseEstimator):
         The guarantee in full: unit, adjacency (zero-out with n public, and
         replace-one), releases and their dimension, clip norm, noise std, mu
         of Gaussian DP, epsilon, epsilon under replace-one, delta, the best
-        noisy-label AUC any mechanism reaches at this budget
+        expected noisy-label AUC any mechanism reaches at this budget
         (``"max_noisy_label_auc"``), the source of the noise, method, and
         what the validation set exposes. With groups, ``sample_values_``
         shows which samples share a group and so the groups' sizes, and the
@@ -423,7 +426,8 @@ class DPDataValuator(BaseEstimator):
         "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
                   callable],
         "q": [Interval(Real, 0.0, 1.0, closed="left"), StrOptions({"auto"})],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
+                    StrOptions({"default"})],
         "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
         "clip_norm": [Interval(Real, 0.0, None, closed="neither"),
@@ -451,7 +455,7 @@ class DPDataValuator(BaseEstimator):
         semivalue="shapley",
         noise="correlated",
         q="auto",
-        epsilon=1.0,
+        epsilon="default",
         delta=5e-5,
         noise_multiplier=None,
         clip_norm="auto",
@@ -528,7 +532,8 @@ class DPDataValuator(BaseEstimator):
             The fitted valuator.
         """
         check_semivalue(self.semivalue)
-        check_budget(self.epsilon, self.noise_multiplier, self.noise, self.delta)
+        check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise,
+                     self.delta)
         preprocessor, estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
@@ -667,8 +672,8 @@ class DPDataValuator(BaseEstimator):
             return 0.0
         if self.noise_multiplier is not None:
             return self.noise_multiplier * self.clip_norm_
-        return noise_std_for_budget(self.epsilon, self.delta, self.n_permutations,
-                                    self.clip_norm_)
+        return noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta,
+                                    self.n_permutations, self.clip_norm_)
 
     def _report_privacy(self, noise_std, parties, groups):
         self.privacy_report_ = privacy_report(

@@ -38,7 +38,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
-from ._accounting import composed_epsilon, gdp_mu, pure_dp_mu
+from ._accounting import chosen_epsilon, composed_epsilon, gdp_mu, pure_dp_mu
 from ._layered import LayeredShapleyValuator
 
 # Splitters whose test folds partition the samples: a party is in every
@@ -393,7 +393,7 @@ def _planned_gaussian(params):
     if params.get("noise_multiplier") is not None:
         n_releases = params.get("n_permutations", params.get("n_rounds", 1))
         return np.sqrt(n_releases) / params["noise_multiplier"], params["delta"]
-    return gdp_mu(params["epsilon"], params["delta"]), params["delta"]
+    return gdp_mu(chosen_epsilon(params["epsilon"]), params["delta"]), params["delta"]
 
 
 def _model_spend(estimator):

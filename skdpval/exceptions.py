@@ -12,12 +12,11 @@ inside ``fit``: it points at the user's ``fit`` call (3 under
 ``@_fit_context``, which adds a frame).
 """
 
-import inspect
 import warnings
 
 import numpy as np
 
-from ._accounting import gdp_mu, noisy_label_auc_limit
+from ._accounting import chosen_epsilon, gdp_mu, noisy_label_auc_limit
 
 __all__ = [
     "DefaultEpsilonWarning",
@@ -74,8 +73,10 @@ class ManyClassesWarning(SkdpvalWarning):
 class DefaultEpsilonWarning(SkdpvalWarning):
     """The default ``epsilon`` is in use, and it caps what values can reveal.
 
-    At the default budget no method can find flipped labels with a ROC AUC
-    above ``Phi(sqrt(2) mu)`` (about 0.66 at epsilon = 1, delta = 5e-5).
+    It fires only when ``epsilon`` was left at ``"default"`` (which means
+    1.0): ``epsilon=1.0`` written out is a choice and does not warn. At the
+    default budget no method can find flipped labels with an expected ROC
+    AUC above ``Phi(sqrt(2) mu)`` (about 0.66 at epsilon = 1, delta = 5e-5).
     Raised once per process.
     """
 
@@ -231,8 +232,8 @@ def warn_if_default_epsilon(estimator, *, stacklevel=2):
     """Warn, once per process, that ``estimator`` runs at its default epsilon.
 
     Quiet when the estimator adds no noise (``noise="none"``), is given a
-    ``noise_multiplier`` instead of a budget, or has an ``epsilon`` other
-    than its class's default.
+    ``noise_multiplier`` instead of a budget, or has any ``epsilon`` other
+    than ``"default"``: a number the user wrote, even 1.0, is a choice.
 
     Parameters
     ----------
@@ -247,22 +248,24 @@ def warn_if_default_epsilon(estimator, *, stacklevel=2):
     """
     global _default_epsilon_warned
     params = estimator.get_params(deep=False)
-    default = inspect.signature(type(estimator)).parameters["epsilon"].default
-    if (_default_epsilon_warned or params.get("noise") == "none"
-            or params.get("noise_multiplier") is not None
-            or params["epsilon"] != default):
+    left_at_default = (isinstance(params["epsilon"], str)
+                       and params["epsilon"] == "default")
+    no_noise = isinstance(params.get("noise"), str) and params["noise"] == "none"
+    if (_default_epsilon_warned or no_noise or not left_at_default
+            or params.get("noise_multiplier") is not None):
         return False
     _default_epsilon_warned = True
-    epsilon, delta = params["epsilon"], params["delta"]
+    epsilon, delta = chosen_epsilon(params["epsilon"]), params["delta"]
     ceilings = ", ".join(
         f"epsilon={e:g} allows {noisy_label_auc_limit(gdp_mu(e, delta)):.3f}"
         for e in (3.0, 10.0))
     warnings.warn(
         f"{type(estimator).__name__} runs at the default epsilon={epsilon:g} "
         f"(delta={delta:g}): at this budget no method can find flipped labels "
-        f"with a ROC AUC above "
+        f"with an expected ROC AUC above "
         f"{noisy_label_auc_limit(gdp_mu(epsilon, delta)):.3f}. Set epsilon "
-        f"explicitly ({ceilings}); privacy_report_['max_noisy_label_auc'] "
+        f"explicitly (epsilon={epsilon:g} keeps this budget without this "
+        f"warning; {ceilings}); privacy_report_['max_noisy_label_auc'] "
         "gives the ceiling of any budget. (Shown once per process.)",
         DefaultEpsilonWarning, stacklevel=stacklevel + 1)
     return True

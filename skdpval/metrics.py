@@ -1,8 +1,9 @@
 """Measures of how well data values find bad data."""
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
+from scipy.integrate import quad
 from scipy.stats import norm
 from sklearn.base import clone, is_classifier
 from sklearn.dummy import DummyClassifier
@@ -19,7 +20,7 @@ from ._accounting import gdp_mu, noisy_label_auc_limit
 
 
 def detection_auc_limit(epsilon, delta):
-    """The best ROC AUC any (epsilon, delta)-DP mechanism reaches on flipped labels.
+    """The best expected ROC AUC any (epsilon, delta)-DP mechanism reaches on flipped labels.
 
     Flipping one training label is a replace-one change: the releases of
     ``(x, y)`` and ``(x, y')`` differ by at most twice the sensitivity, so
@@ -27,10 +28,16 @@ def detection_auc_limit(epsilon, delta):
     ``2 mu``-GDP for "is this label flipped". Every test's ROC curve then lies
     below ``Phi(Phi^-1(FPR) + 2 mu)``, and with labels flipped independently
     no method, private values or anything else computed from the releases,
-    finds flipped labels with ROC AUC above ``Phi(sqrt(2) mu)``. (When the
-    number of flips is known exactly the provable bound is ``Phi(2 mu)``.)
-    ``mu`` is the GDP parameter that ``(epsilon, delta)`` allows. The limit
-    fraction of a method is ``(AUC - 0.5) / (limit - 0.5)``.
+    finds flipped labels with an *expected* ROC AUC above
+    ``Phi(sqrt(2) mu)``. (When the number of flips is known exactly the
+    provable bound is ``Phi(2 mu)``.) ``mu`` is the GDP parameter that
+    ``(epsilon, delta)`` allows. The limit fraction of a method is
+    ``(AUC - 0.5) / (limit - 0.5)``.
+
+    The limit bounds the mean over runs (over the noise). One run's AUC,
+    computed on a finite number of flipped and clean labels, scatters around
+    its mean and can exceed the limit: :func:`detection_auc_band` gives the
+    range one run of the best possible test reaches.
 
     Parameters
     ----------
@@ -55,6 +62,76 @@ def detection_auc_limit(epsilon, delta):
     if np.isinf(epsilon):
         return 1.0
     return noisy_label_auc_limit(gdp_mu(epsilon, delta))
+
+
+def detection_auc_band(epsilon, delta, n_flipped, n_clean, *, level=0.95):
+    """Where one run's AUC of the best possible test lands, at a budget.
+
+    :func:`detection_auc_limit` bounds the *expected* AUC. One run computes
+    the AUC on ``n_flipped`` flipped and ``n_clean`` clean labels, and it
+    scatters around its mean: a run above the limit is no contradiction
+    while it stays inside this band. The band is that of the test that meets
+    the limit: each flipped party's score is ``N(2 mu, 1)`` and each clean
+    party's ``N(0, 1)``, independently (the Gaussian tradeoff curve of
+    ``2 mu``-GDP, whose expected AUC is ``Phi(sqrt(2) mu)``). Its empirical
+    AUC (a Mann-Whitney statistic) has mean ``A = Phi(sqrt(2) mu)`` and
+    the exact variance (Hanley and McNeil 1982, eq. 2; Bamber 1975)::
+
+        (A (1 - A) + (n_flipped - 1) (Q1 - A^2) + (n_clean - 1) (Q2 - A^2))
+        / (n_flipped n_clean)
+
+    with ``Q1 = Q2 = E[Phi(2 mu + Z)^2]`` for this binormal model (computed
+    by quadrature). The band is ``A +- z sd`` (normal approximation),
+    clipped to [0, 1]. It uses only public quantities: the budget and the
+    counts of flipped and clean labels of the experiment.
+
+    Parameters
+    ----------
+    epsilon : float > 0
+        Per-party budget (``np.inf``: no privacy, the band is [1, 1]).
+    delta : float in (0, 1)
+    n_flipped, n_clean : int >= 1
+        Numbers of flipped and clean labels the AUC is computed on.
+    level : float in (0, 1), default=0.95
+        Probability that one run of the best test lands in the band.
+
+    Returns
+    -------
+    low, high : float
+        The band; ``high`` is what one run can reach, ``level`` of the time
+        or more (``(1 + level) / 2`` of the runs stay below it).
+
+    References
+    ----------
+    .. [1] Hanley and McNeil. "The meaning and use of the area under a
+       receiver operating characteristic (ROC) curve." Radiology, 1982.
+
+    Examples
+    --------
+    >>> from skdpval.metrics import detection_auc_band, detection_auc_limit
+    >>> round(detection_auc_limit(3.0, 5e-5), 3)
+    0.866
+    >>> [round(v, 3) for v in detection_auc_band(3.0, 5e-5, 113, 228)]
+    [0.826, 0.906]
+    """
+    limit = detection_auc_limit(epsilon, delta)
+    for name, count in (("n_flipped", n_flipped), ("n_clean", n_clean)):
+        if (not isinstance(count, Integral) or isinstance(count, bool)
+                or count < 1):
+            raise ValueError(f"{name} must be an int >= 1, got {count!r}.")
+    if not isinstance(level, Real) or not 0 < level < 1:
+        raise ValueError(f"level must be a real number in (0, 1), got {level!r}.")
+    if limit == 1.0:
+        return 1.0, 1.0
+    shift = 2.0 * gdp_mu(epsilon, delta)  # separation of the optimal test
+    # Q = P(two flipped beat one clean) = P(one flipped beats two clean).
+    q, _ = quad(lambda z: norm.pdf(z) * norm.cdf(shift + z) ** 2,
+                -np.inf, np.inf, epsabs=1e-13)
+    auc = limit
+    variance = (auc * (1 - auc) + (n_flipped - 1 + n_clean - 1) * (q - auc**2)
+                ) / (n_flipped * n_clean)
+    half_width = norm.ppf((1 + level) / 2) * np.sqrt(max(variance, 0.0))
+    return float(max(auc - half_width, 0.0)), float(min(auc + half_width, 1.0))
 
 
 def noisy_label_auc(values, is_noisy):

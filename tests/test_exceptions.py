@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 
 import skdpval
@@ -114,12 +115,25 @@ def test_default_epsilon_fires_once_with_the_auc_ceiling(fresh_process):
     assert not quietly(warn_if_default_epsilon, DPFederatedValuator())
 
 
-@pytest.mark.parametrize("params", [dict(epsilon=3.0), dict(noise="none"),
+@pytest.mark.parametrize("params", [dict(epsilon=3.0), dict(epsilon=1.0),
+                                    dict(epsilon=1), dict(noise="none"),
                                     dict(epsilon=None, noise_multiplier=2.0)])
 def test_default_epsilon_is_quiet_when_the_budget_is_chosen(fresh_process, params):
     assert not quietly(warn_if_default_epsilon, DPDataValuator(**params))
     with pytest.warns(DefaultEpsilonWarning):  # still armed
         warn_if_default_epsilon(DPDataValuator())
+
+
+def test_default_epsilon_survives_clone_and_set_params(fresh_process):
+    # clone passes every parameter through __init__: "default" must stay the
+    # sentinel, and a chosen 1.0 must stay chosen.
+    assert clone(DPDataValuator()).get_params()["epsilon"] == "default"
+    assert not quietly(warn_if_default_epsilon, clone(DPDataValuator(epsilon=1.0)))
+    assert not quietly(warn_if_default_epsilon,
+                       DPDataValuator().set_params(epsilon=1.0))
+    with pytest.warns(DefaultEpsilonWarning):
+        warn_if_default_epsilon(clone(DPDataValuator(epsilon=1.0)).set_params(
+            epsilon="default"))
 
 
 # --- wired into the estimators' fit ----------------------------------------------
@@ -163,3 +177,19 @@ def test_fit_is_quiet_on_the_quiet_path(make, fresh_process):
     """X_val given, features standardised by the estimator, epsilon chosen."""
     X, y, X_val, y_val = _raw_breast_cancer()
     quietly(_fit, make, X, y, X_val, y_val, epsilon=2.0)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_fit_warns_for_the_default_epsilon_only(make, fresh_process):
+    # epsilon=1.0 written out is the same budget as the default (same noise),
+    # but it is the user's choice: no DefaultEpsilonWarning.
+    X, y, X_val, y_val = _raw_breast_cancer()
+    X, X_val = X / X.std(axis=0), X_val / X.std(axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DefaultEpsilonWarning)
+        chosen = _fit(make, X, y, X_val, y_val, epsilon=1.0)
+    with pytest.warns(DefaultEpsilonWarning, match="epsilon=1 keeps this budget"):
+        default = _fit(make, X, y, X_val, y_val)
+    assert default.privacy_report_["noise_std"] == chosen.privacy_report_["noise_std"]
+    assert default.epsilon_ == pytest.approx(1.0)
+

@@ -10,6 +10,7 @@ import skdpval.metrics as metrics_module
 from skdpval import DPDataValuator
 from skdpval.datasets import flip_labels, load_noisy_classification
 from skdpval.metrics import (
+    detection_auc_band,
     detection_auc_limit,
     mean_adjusted_variance,
     membership_inference_auc,
@@ -229,3 +230,52 @@ def test_noisy_label_auc_takes_object_arrays_of_bools():
 
     flags = np.array([True, False, True, False], dtype=object)
     assert noisy_label_auc([0.1, 0.5, 0.2, 0.9], flags) == 1.0
+
+
+def _optimal_test_aucs(mu, n_flipped, n_clean, n_runs, rng):
+    """Empirical AUCs of the test that meets the limit, simulated directly:
+    flipped scores N(2 mu, 1), clean N(0, 1), AUC by counting ordered pairs."""
+    aucs = np.empty(n_runs)
+    for run in range(n_runs):
+        flipped = rng.normal(2 * mu, 1.0, size=n_flipped)
+        clean = rng.normal(0.0, 1.0, size=n_clean)
+        aucs[run] = np.mean(flipped[:, None] > clean[None, :])
+    return aucs
+
+
+@pytest.mark.parametrize("epsilon, n_flipped, n_clean", [
+    (1.0, 29, 61),      # iris at flip fraction 0.3
+    (3.0, 98, 243),     # breast_cancer
+    (3.0, 5, 200),      # few flips: a wide band
+])
+def test_detection_auc_band_holds_one_run_of_the_optimal_test(epsilon, n_flipped,
+                                                             n_clean):
+    from skdpval._accounting import gdp_mu
+    rng = np.random.default_rng(0)
+    aucs = _optimal_test_aucs(gdp_mu(epsilon, 5e-5), n_flipped, n_clean, 2000, rng)
+    limit = detection_auc_limit(epsilon, 5e-5)
+    # the limit is the mean of the runs, and single runs do exceed it
+    assert np.mean(aucs) == pytest.approx(limit, abs=3 * aucs.std() / np.sqrt(2000))
+    assert np.mean(aucs > limit) > 0.3
+    low, high = detection_auc_band(epsilon, 5e-5, n_flipped, n_clean)
+    assert low < limit < high
+    inside = np.mean((aucs >= low) & (aucs <= high))
+    assert 0.93 <= inside <= 0.97, inside
+    assert np.mean(aucs > high) < 0.04
+    # its width is the spread of the runs (a band from the A(1-A) term
+    # alone, or from the wrong n, would be off by far more than 10%)
+    assert (high - low) / (2 * 1.96 * aucs.std()) == pytest.approx(1.0, rel=0.1)
+
+
+def test_detection_auc_band_narrows_with_more_labels_and_checks_arguments():
+    small = detection_auc_band(3.0, 5e-5, 20, 50)
+    large = detection_auc_band(3.0, 5e-5, 2000, 5000)
+    assert small[0] < large[0] < large[1] < small[1]
+    assert detection_auc_band(np.inf, 5e-5, 3, 4) == (1.0, 1.0)
+    narrow = detection_auc_band(3.0, 5e-5, 20, 50, level=0.5)
+    assert small[0] < narrow[0] < narrow[1] < small[1]
+    for bad in (dict(n_flipped=0), dict(n_clean=2.5), dict(level=1.0)):
+        kwargs = {"n_flipped": 3, "n_clean": 4, "level": 0.95, **bad}
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            detection_auc_band(3.0, 5e-5, **kwargs)
+

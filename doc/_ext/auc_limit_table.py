@@ -17,7 +17,7 @@ from skdpval._accounting import gdp_mu, noisy_label_auc_limit
 
 def table_rows(epsilons, delta, permutations):
     """Header and rows: eps, mu, Phi(sqrt(2) mu), Phi(2 mu), s / C for each k."""
-    header = ["epsilon", "mu (per party)", "AUC limit Phi(sqrt(2) mu)",
+    header = ["epsilon", "mu (per party)", "expected AUC limit Phi(sqrt(2) mu)",
               "exact flip count: Phi(2 mu)"]
     header += [f"noise std / C per release, k = {k}" for k in permutations]
     rows = []
