@@ -307,12 +307,14 @@ _FILTERED_DOC = """{summary}
     :func:`skdpval.privacy_spent` counts a whole search.
 
     The returned model is private only if ``estimator`` is: it is fitted on
-    the kept rows themselves. An estimator with an ``epsilon`` parameter
-    (diffprivlib's models, e.g. ``LogisticRegression(epsilon=1.0,
-    data_norm=...)``) counts as an ``epsilon``-DP fit, and
-    ``privacy_report_`` then gives the budget of valuation and fit together;
-    any other estimator makes ``privacy_report_["final_model_private"]``
-    False, with the reason.
+    the kept rows themselves. A diffprivlib model (e.g.
+    ``LogisticRegression(epsilon=1.0, data_norm=...)``) counts as an
+    ``epsilon``-DP fit, a model that declares its guarantee through
+    ``__dp_guarantee__()`` (:func:`skdpval.privacy_spent`) as what it
+    declares, and ``privacy_report_`` then gives the budget of valuation and
+    fit together; any other estimator (scikit-learn's ``SGDClassifier``
+    included, whose ``epsilon`` is its Huber loss's width) makes
+    ``privacy_report_["final_model_private"]`` False, with the reason.
 
     Parameters
     ----------

@@ -3,9 +3,9 @@
 Each fit of a skdpval valuator is exactly ``mu``-GDP per party (Gaussian
 releases, zero-out adjacency). Fits compose exactly in GDP: a party that
 took part in fits of ``mu_1 .. mu_m`` is ``sqrt(sum mu_i^2)``-GDP. Pure
-``epsilon``-DP parts (a final model with an ``epsilon`` parameter, such as
-diffprivlib's; the Laplace values of LayeredShapleyValuator) compose with
-them exactly too, through the worst case of each (randomized response):
+``epsilon``-DP parts (a diffprivlib final model, by its ``epsilon``; a
+model declaring its guarantee through ``__dp_guarantee__``; the Laplace
+values of LayeredShapleyValuator) compose with them exactly too, through the worst case of each (randomized response):
 :func:`skdpval._accounting.composed_epsilon`.
 
 What is fitted on the private data *without* noise is not counted: it is
@@ -69,7 +69,8 @@ class _Spend:
     """What one party's data went through: DP parts, and what leaked."""
 
     def __init__(self):
-        self.gaussian = []  # (mu, count)
+        self.gaussian = []  # (mu, count), zero-out: 2 mu under replace-one
+        self.gaussian_replace_one = []  # (mu, count) that hold under replace-one
         self.pure = []      # (epsilon, epsilon under replace-one, count)
         self.deltas = []    # delta of each Gaussian fit
         self.noise_seeds = []  # the fixed noise_seed of each fit that has one
@@ -82,6 +83,8 @@ class _Spend:
         """Add ``other`` for ``times`` fits a party is in, of ``fits`` fits
         in all (``times`` by default): a noise seed repeats in every fit."""
         self.gaussian += [(mu, count * times) for mu, count in other.gaussian]
+        self.gaussian_replace_one += [(mu, count * times)
+                                      for mu, count in other.gaussian_replace_one]
         self.pure += [(epsilon, replace_one, count * times)
                       for epsilon, replace_one, count in other.pure]
         self.noise_seeds += other.noise_seeds * (times if fits is None else fits)
@@ -95,8 +98,11 @@ class _Spend:
         if text not in self.leaks:
             self.leaks.append(text)
 
-    def gaussian_mu(self):
-        return float(np.sqrt(sum(count * mu**2 for mu, count in self.gaussian)))
+    def gaussian_mu(self, replace_one=False):
+        scale = 4 if replace_one else 1
+        return float(np.sqrt(
+            sum(scale * count * mu**2 for mu, count in self.gaussian)
+            + sum(count * mu**2 for mu, count in self.gaussian_replace_one)))
 
     def pure_counts(self, replace_one=False):
         """Sorted ``(epsilon, count)`` of the pure parts, under either adjacency."""
@@ -132,7 +138,8 @@ class _Spend:
             "epsilon": composed_epsilon(gaussian_mu, pure, delta),
             "delta": float(delta),
             "epsilon_replace_one": composed_epsilon(
-                2 * gaussian_mu, self.pure_counts(replace_one=True), delta),
+                self.gaussian_mu(replace_one=True),
+                self.pure_counts(replace_one=True), delta),
             "max_fits_per_party": int(max_fits),
             "gaussian_mu": gaussian_mu,
             "pure_epsilons": [(float(e), int(c)) for e, c in pure],
@@ -149,9 +156,11 @@ def privacy_spent(obj, *, delta=None):
 
     Composes every differentially private part a party's data went through:
     the fits of skdpval valuators (each exactly ``mu_i``-GDP), inside
-    filters, Pipelines and searches, and pure ``epsilon``-DP parts (a final
-    model exposing an ``epsilon`` parameter, such as diffprivlib's; the
-    Laplace values of :class:`LayeredShapleyValuator`). Gaussian fits compose
+    filters, Pipelines and searches, and the final models whose guarantee
+    is known: a diffprivlib model (pure ``epsilon``-DP by its ``epsilon``),
+    or any model that declares its guarantee through ``__dp_guarantee__()``
+    (Notes); the Laplace values of :class:`LayeredShapleyValuator` are pure
+    DP too. Gaussian fits compose
     exactly in Gaussian DP: ``mu = sqrt(sum mu_i^2)`` over the fits a party
     took part in. Pure parts compose with them exactly through their worst
     case, randomized response (the ``epsilon`` returned is that exact
@@ -169,8 +178,9 @@ def privacy_spent(obj, *, delta=None):
 
     What is fitted on the private data without noise is not counted but
     listed under ``"leaks"``: a scaler fitted on the private rows (scale
-    with the validation set's statistics instead), a final model with no
-    ``epsilon`` parameter, a diffprivlib model left to read its bounds
+    with the validation set's statistics instead), any other final model
+    (scikit-learn's ``SGDClassifier`` has an ``epsilon`` parameter, the
+    width of its Huber loss, and is not private), a diffprivlib model left to read its bounds
     from the data, the cross-validation scores a search picks its
     candidate by, folds stratified on the private labels, samples held out
     as a validation set (by every fit of a search whose ``fit`` got no
@@ -205,6 +215,19 @@ def privacy_spent(obj, *, delta=None):
     --------
     DPDataValuator : Its ``privacy_report_`` is the guarantee of one fit.
 
+    Notes
+    -----
+    A final model that is neither skdpval's nor diffprivlib's (its class's
+    module starts with ``diffprivlib``) counts as private only if it has a
+    method ``__dp_guarantee__()`` that returns, from its parameters alone
+    (it is called on unfitted templates too), a dict with exactly one of
+    ``"epsilon"`` (one fit is pure ``epsilon``-DP) or ``"mu"`` (one fit is
+    ``mu``-GDP), and optionally ``"unit"`` (the protected unit, default
+    ``"sample"``), under replace-one adjacency of one unit; or ``None``
+    (no guarantee). A parameter named ``epsilon`` alone means nothing:
+    scikit-learn's ``SGDClassifier``, ``SGDRegressor``, ``SVR`` and
+    ``HuberRegressor`` have one and are not private.
+
     References
     ----------
     .. [1] Dong, Roth and Su. "Gaussian Differential Privacy." JRSS B, 2022
@@ -232,7 +255,7 @@ def privacy_spent(obj, *, delta=None):
     False
     >>> for leak in spent["leaks"]:
     ...     print(leak[:60])
-    LogisticRegression has no epsilon parameter: it is fitted on
+    LogisticRegression is fitted on the private data without a g
     model selection: the cross-validation scores (cv_results_) a
     """
     if delta is not None and not (isinstance(delta, Real) and 0 <= delta < 1):
@@ -397,37 +420,95 @@ def _planned_gaussian(params):
 
 
 def _model_spend(estimator):
-    """Any other estimator fitted on the private data: private only with epsilon."""
+    """Any other estimator fitted on the private data: private only if its
+    guarantee is known (:func:`declared_guarantee`)."""
     spend, name = _Spend(), type(estimator).__name__
     if isinstance(estimator, FrozenEstimator) or not get_tags(estimator).requires_fit:
         return spend  # never fitted on the private data
-    params = estimator.get_params(deep=False)
-    if "epsilon" not in params:
-        spend.leak(f"{name} has no epsilon parameter: it is fitted on the private "
-                   "data without noise, so what it learns is not private")
+    guarantee, why = declared_guarantee(estimator)
+    if guarantee is None:
+        spend.leak(f"{name} is fitted on the private data without a guarantee "
+                   f"privacy_spent knows ({why}), so what it learns is not "
+                   "private")
         return spend
-    epsilon = params["epsilon"]
-    if not (isinstance(epsilon, Real) and 0 < epsilon < np.inf):
-        spend.leak(f"{name}(epsilon={epsilon!r}) gives no finite privacy")
-        return spend
-    spend.pure.append((float(epsilon), float(epsilon), 1))
-    spend.units.append("sample")
-    spend.notes.append(f"{name}(epsilon={epsilon:g}): pure epsilon-DP fit "
-                       "(counted as private because it has an epsilon parameter)")
+    spend.units.append(guarantee.get("unit", "sample"))
+    if "mu" in guarantee:
+        spend.gaussian_replace_one.append((guarantee["mu"], 1))
+        spend.notes.append(f"{name}: {guarantee['mu']:g}-GDP fit ({guarantee['source']})")
+    else:
+        epsilon = guarantee["epsilon"]
+        spend.pure.append((epsilon, epsilon, 1))
+        spend.notes.append(f"{name}(epsilon={epsilon:g}): pure epsilon-DP fit "
+                           f"({guarantee['source']})")
     if is_classifier(estimator):
         spend.notes.append(
             f"{name} takes its classes_ from the labels of the rows it is fitted on "
             "(the kept private rows): the class set is assumed public, as "
             "y_val's; a class with no kept row would be missing from classes_")
-    for bound in _DATA_BOUNDS:
-        if bound in params and params[bound] is None:
-            spend.leak(f"{name}({bound}=None) reads {bound} from the private data "
-                       "(diffprivlib warns PrivacyLeakWarning): set it from domain "
-                       "knowledge or the public validation set")
-    if params.get("delta"):
-        spend.leak(f"{name}(delta={params['delta']!r}): approximate-DP parts other "
-                   "than skdpval's are not counted")
+    if guarantee["source"].startswith("diffprivlib"):
+        params = estimator.get_params(deep=False)
+        for bound in _DATA_BOUNDS:
+            if bound in params and params[bound] is None:
+                spend.leak(f"{name}({bound}=None) reads {bound} from the private "
+                           "data (diffprivlib warns PrivacyLeakWarning): set it "
+                           "from domain knowledge or the public validation set")
+        if params.get("delta"):
+            spend.leak(f"{name}(delta={params['delta']!r}): approximate-DP parts "
+                       "other than skdpval's are not counted")
     return spend
+
+
+def declared_guarantee(estimator):
+    """The privacy guarantee of one fit of a model that is not skdpval's.
+
+    A model counts as private in two cases only. A diffprivlib model (its
+    class's module starts with ``diffprivlib``) is an ``epsilon``-DP fit by
+    its ``epsilon`` parameter. Any other model declares its guarantee with a
+    method ``__dp_guarantee__()``, computed from its parameters alone (it is
+    called on unfitted templates), returning ``None`` (no guarantee) or a
+    dict with exactly one of
+
+    - ``"epsilon"``: one fit is pure ``epsilon``-DP, or
+    - ``"mu"``: one fit is ``mu``-GDP,
+
+    under replace-one adjacency of one ``"unit"`` (optional, default
+    ``"sample"``). Every other model, whatever its parameters are called
+    (scikit-learn's ``SGDClassifier`` has an ``epsilon`` that is the Huber
+    loss's width), is not private.
+
+    Returns
+    -------
+    guarantee : dict or None
+        ``{"epsilon": float}`` or ``{"mu": float}``, with ``"unit"`` and
+        ``"source"`` (plain words), or None.
+    why : str
+        Why there is no guarantee, when there is none.
+    """
+    if type(estimator).__module__.split(".")[0] == "diffprivlib":
+        epsilon = estimator.get_params(deep=False).get("epsilon")
+        if not (isinstance(epsilon, Real) and 0 < epsilon < np.inf):
+            return None, f"diffprivlib model with epsilon={epsilon!r}"
+        return {"epsilon": float(epsilon), "unit": "sample",
+                "source": "diffprivlib model, by its epsilon parameter"}, ""
+    declare = getattr(estimator, "__dp_guarantee__", None)
+    if declare is None:
+        return None, ("neither a diffprivlib model nor one declaring "
+                      "__dp_guarantee__")
+    declared = declare()
+    if declared is None:
+        return None, "its __dp_guarantee__() returned None"
+    if not isinstance(declared, dict) or len(set(declared) & {"epsilon", "mu"}) != 1 \
+            or not set(declared) <= {"epsilon", "mu", "unit"}:
+        raise TypeError(
+            f"{type(estimator).__name__}.__dp_guarantee__() must return None or a "
+            "dict with exactly one of 'epsilon' (pure DP) or 'mu' (GDP), and "
+            f"optionally 'unit'; got {declared!r}.")
+    (key,) = set(declared) & {"epsilon", "mu"}
+    value = declared[key]
+    if not (isinstance(value, Real) and 0 < value < np.inf):
+        return None, f"its __dp_guarantee__() declares {key}={value!r}"
+    return {key: float(value), "unit": str(declared.get("unit", "sample")),
+            "source": "declared by its __dp_guarantee__()"}, ""
 
 
 def _search_spend(search):
@@ -456,7 +537,7 @@ def _search_spend(search):
                        "own validation rows from the private data and used them "
                        "without noise (the count above is the refit's); pass X_val, "
                        "y_val")
-    elif spend.gaussian or spend.pure:
+    elif spend.gaussian or spend.gaussian_replace_one or spend.pure:
         spend.leak("refit=False: privacy_spent cannot tell whether the search's "
                    "fits got X_val; without it each fit held out its own "
                    "validation rows from the private data and used them without "

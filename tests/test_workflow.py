@@ -13,11 +13,17 @@ import pytest
 from dp_accounting.pld import common, privacy_loss_distribution
 from scipy.optimize import brentq
 from scipy.stats import norm
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, is_classifier
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import (
+    HuberRegressor,
+    LogisticRegression,
+    Ridge,
+    SGDClassifier,
+    SGDRegressor,
+)
 from sklearn.model_selection import (
     GridSearchCV,
     GroupKFold,
@@ -30,6 +36,7 @@ from sklearn.model_selection import (
 )
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, MinMaxScaler, StandardScaler
+from sklearn.svm import SVR
 
 import skdpval._accounting as accounting
 from helpers import diffprivlib_models
@@ -172,7 +179,7 @@ def test_grid_spend_equals_the_hand_computation(data, n_jobs):
     assert spent["delta"] == DELTA
     assert spent["private"] is False
     leaks = " ".join(spent["leaks"])
-    assert "LogisticRegression has no epsilon parameter" in leaks
+    assert "LogisticRegression is fitted on the private data without a guarantee" in leaks
     assert "stratified on the private labels" in leaks  # cv=3 with a classifier
     assert "model selection" in leaks
 
@@ -255,10 +262,13 @@ def test_filter_with_a_private_final_model(data, dp_logistic):
 
 
 class EpsilonClassifier(ClassifierMixin, BaseEstimator):
-    """A stand-in for a DP classifier (diffprivlib's): classes_ from its y."""
+    """A stand-in for a DP classifier declaring its guarantee: classes_ from y."""
 
     def __init__(self, epsilon=1.0):
         self.epsilon = epsilon
+
+    def __dp_guarantee__(self):
+        return {"epsilon": self.epsilon}
 
     def fit(self, X, y):
         self.classes_ = np.unique(y)
@@ -266,6 +276,64 @@ class EpsilonClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return np.full(len(X), self.classes_[0])
+
+
+class GaussianClassifier(EpsilonClassifier):
+    """Declares a mu-GDP fit (replace-one) instead."""
+
+    def __dp_guarantee__(self):
+        return {"mu": self.epsilon}
+
+
+class UndeclaredClassifier(EpsilonClassifier):
+    """Has an epsilon parameter and no declaration: not private."""
+
+    __dp_guarantee__ = None
+
+
+@pytest.mark.parametrize("final", [
+    SGDClassifier(), SGDRegressor(), SVR(), HuberRegressor(), UndeclaredClassifier(2.0)],
+    ids=lambda est: type(est).__name__)
+def test_an_epsilon_parameter_alone_is_not_a_guarantee(data, final):
+    """SGD's, SVR's and Huber's epsilon are loss widths: the fit leaks (issue 22)."""
+    X, y, val = data
+    if is_classifier(final):
+        model = DPFilteredClassifier(DPDataValuator(epsilon=1.0, **FAST), final)
+    else:
+        y, val = y.astype(float), dict(val, y_val=val["y_val"].astype(float))
+        model = DPFilteredRegressor(DPDataValuator(Ridge(), epsilon=1.0, **FAST), final)
+    spent = privacy_spent(model.fit(X, y, **val))
+    name = type(final).__name__
+    assert spent["private"] is False and spent["pure_epsilons"] == []
+    assert [leak for leak in spent["leaks"] if leak.startswith(name)] == [
+        f"{name} is fitted on the private data without a guarantee privacy_spent "
+        "knows (neither a diffprivlib model nor one declaring __dp_guarantee__), "
+        "so what it learns is not private"]
+    # Only the valuation is counted: one Gaussian fit at epsilon 1.
+    assert spent["mu"] == pytest.approx(analytic_mu(1.0, DELTA), rel=1e-6)
+    assert model.privacy_report_["final_model_private"] is False
+
+
+def test_a_declared_gdp_final_model_composes_under_both_adjacencies(data):
+    """mu declared under replace-one: not doubled in epsilon_replace_one."""
+    X, y, val = data
+    model = DPFilteredClassifier(DPDataValuator(epsilon=1.0, **FAST),
+                                 GaussianClassifier(0.5))
+    spent = privacy_spent(model.fit(X, y, **val))
+    valuation_mu = analytic_mu(1.0, DELTA)
+    assert spent["private"] is True
+    assert spent["mu"] == pytest.approx(np.hypot(valuation_mu, 0.5), rel=1e-6)
+    assert spent["epsilon_replace_one"] == pytest.approx(
+        analytic_epsilon(np.hypot(2 * valuation_mu, 0.5), DELTA), rel=1e-6)
+
+
+@pytest.mark.parametrize("declared", [{"epsilon": 1.0, "mu": 1.0}, {"eps": 1.0}, 1.0])
+def test_a_malformed_guarantee_is_refused(data, declared):
+    X, y, val = data
+    final = EpsilonClassifier()
+    final.__dp_guarantee__ = lambda: declared
+    with pytest.raises(TypeError, match="__dp_guarantee__"):
+        privacy_spent(DPFilteredClassifier(DPDataValuator(**FAST), final).fit(X, y, **val))
 
 
 def test_a_private_final_classifier_states_its_class_set_assumption(data):
@@ -282,7 +350,7 @@ def test_filter_with_a_non_private_final_model_says_so(data):
     model = DPFilteredClassifier(DPDataValuator(**FAST), LogisticRegression())
     report = model.fit(X, y, **val).privacy_report_
     assert report["valuation_private"] and not report["final_model_private"]
-    assert "LogisticRegression has no epsilon parameter" in report["final_model"]
+    assert "LogisticRegression is fitted on the private data without a guarantee" in report["final_model"]
     assert "not private" in report["final_model"]
     assert report["private"] is False
     # The valuation alone is still counted.
