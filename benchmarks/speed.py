@@ -22,7 +22,14 @@ Cases:
   job, with the bytes that cross the network per wave;
 - ``scale``: 100,000 parties (d = 20, 500 validation rows, waves of 16):
   time and peak memory, in a fresh process;
-- ``multiclass``: cost per step against the number of classes (digits).
+- ``multiclass``: cost per step against the number of classes (digits);
+- ``randomness``: the default walk's time per step against drawing that
+  step's randomness alone (its place in the permutation and its noise, with
+  the sampler the walk ships), in the same run: the Table 8 job and
+  make_classification with 8,000 parties;
+- ``large``: a default fit on 200,000 parties (d = 20, 2,000 validation
+  rows, k = 1000) and on 1,000,000 (``--large-n`` to change), 2 threads, in
+  a fresh process: time and peak memory.
 
 Times are medians over repeats in one process, after a warm-up fit; the
 machine (2 cores, shared) is noisy, so compare the ratios in a case.
@@ -500,9 +507,78 @@ def multiclass(k=20, repeats=3):
              relative_to_binary=round(per_step[c] / per_step[2], 2))
 
 
+def _draws_alone(valuator, n, k, batch=16):
+    """Seconds to draw a fit's randomness alone: every permutation's order and
+    noise, wave by wave as the walk draws them, with the shipped sampler."""
+    noise_std = valuator.noise_multiplier_ * valuator.clip_norm_
+    draw = SeededDraws(np.random.SeedSequence(0), np.random.SeedSequence(1), k, n,
+                       noise_std)
+    shape = (1,) if valuator.subspace_ is not None else (
+        1, valuator.n_features_in_ + 1)
+    started = time.perf_counter()
+    for lo in range(0, k, batch):
+        hi = min(k, lo + batch)
+        draw(lo, hi, np.empty((hi - lo, n, *shape)))
+    return time.perf_counter() - started
+
+
+def randomness(repeats=5):
+    """The default walk's seconds per step against its randomness alone."""
+    X, y, X_val, y_val = diabetes()
+    jobs = [("paper_table8", X[:300], y[:300], X_val, y_val, 360,
+             dict(learning_rate=LEARNING_RATE, epsilon=1.0)),
+            ("classification_8000", *classification(8000), 64,
+             dict(learning_rate=CLASSIFICATION_LEARNING_RATE, epsilon=1.0))]
+    for name, Xj, yj, Xv, yv, k, params in jobs:
+        valuator = DPDataValuator(n_permutations=k, n_jobs=1, random_state=0,
+                                  **params)
+        valuator.fit(Xj, yj, X_val=Xv, y_val=yv)
+        fits, draws = [], []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            valuator.fit(Xj, yj, X_val=Xv, y_val=yv)
+            fits.append(time.perf_counter() - started)
+            draws.append(_draws_alone(valuator, len(yj), k))
+        steps = len(yj) * k
+        fit, drawn = float(np.median(fits)), float(np.median(draws))
+        emit(case="randomness", job=name, n=len(yj), k=k, n_val=len(yv), n_jobs=1,
+             repeats=repeats, fit_seconds=round(fit, 4),
+             fit_ns_per_step=round(fit / steps * 1e9, 1),
+             randomness_ns_per_step=round(drawn / steps * 1e9, 1),
+             fit_over_randomness=round(fit / drawn, 2),
+             ratios=[round(f / d, 2) for f, d in zip(fits, draws)])
+
+
+LARGE = """
+import json, resource, time
+import numpy as np
+from sklearn.datasets import make_classification
+from skdpval import DPDataValuator
+X, y = make_classification(n_samples={n} + 2000, n_features=20, random_state=0)
+started = time.perf_counter()
+DPDataValuator(n_permutations={k}, n_jobs=2, random_state=0, epsilon=1.0).fit(
+    X[:{n}], y[:{n}], X_val=X[{n}:], y_val=y[{n}:])
+seconds = time.perf_counter() - started
+print(json.dumps(dict(seconds=seconds, peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+"""
+
+
+def large(ns=(200_000, 1_000_000), k=1000):
+    """Default fits on 200,000 and 1,000,000 parties, fresh processes."""
+    for n in ns:
+        out = subprocess.run([sys.executable, "-c", LARGE.format(n=n, k=k)],
+                             capture_output=True, text=True, check=True).stdout
+        measured = json.loads(out.strip().splitlines()[-1])
+        emit(case="large", n=n, k=k, n_val=2000, d=20, n_jobs=2,
+             seconds=round(measured["seconds"], 1),
+             ns_per_step=round(measured["seconds"] / (n * k) * 1e9, 1),
+             peak_memory_mib=round(measured["peak_mib"], 1))
+
+
 CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
          "vs_reference": vs_reference, "floor": floor, "threads": threads,
-         "dask": dask, "scale": scale, "multiclass": multiclass}
+         "dask": dask, "scale": scale, "multiclass": multiclass,
+         "randomness": randomness, "large": large}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)

@@ -67,10 +67,12 @@ def _tabulate_logistic(s, lo, h, table):
         z = lo + i * h
         value = first = second = 0.0
         for v in range(n_val):
+            # softplus(x) = max(x, 0) + log1p(e) and sigma(x) from one e = exp(-|x|)
             x = -s[v] * z
             e = np.exp(-abs(x))
-            sigma = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
-            value -= K.softplus(x)
+            inverse = 1.0 / (1.0 + e)
+            sigma = inverse if x >= 0.0 else e * inverse
+            value -= max(x, 0.0) + np.log1p(e)
             first += s[v] * sigma
             second -= s[v] * s[v] * sigma * (1.0 - sigma)
         table[i, 0] = value / n_val

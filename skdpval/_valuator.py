@@ -759,9 +759,9 @@ class DPDataValuator(BaseEstimator):
         """The walk's inputs. Along a public line the utility is tabulated
         where a walk goes: from 0 to ``line_center`` (the validation
         optimum), widened by half that and by four noise stds of a walk of
-        ``n`` steps (``4 lr s sqrt(n)``), in at most ``n k / 64`` steps (at
-        least 512), so that the table costs a few percent of the exact
-        walk; a walk past it reads the utility from the rows, exactly."""
+        ``n`` steps (``4 lr s sqrt(n)``), in at most ``n k / 16`` steps (at
+        least 512), so that the table costs at most a sixteenth of the exact
+        walk's utilities; a walk past it reads the utility from the rows, exactly."""
         settings = dict(loss=game.loss, utility=game.utility,
                         huber_epsilon=game.huber_epsilon, l2=game.l2,
                         n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
@@ -776,7 +776,7 @@ class DPDataValuator(BaseEstimator):
                 line_range=_line_range(line_center, 4 * self.learning_rate_
                                        * noise_std * np.sqrt(n_parties)),
                 line_intervals=min(LINE_MAX_INTERVALS,
-                                   max(512, n_parties * self.n_permutations // 64)))
+                                   max(512, n_parties * self.n_permutations // 16)))
         return make_problem(game.X, game.T, game.offsets, game.X_val, game.T_val,
                             game.labels_val, **settings)
 
