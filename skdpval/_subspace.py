@@ -82,14 +82,32 @@ def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
 
 
 @njit(**_jit)
+def _party_clipped_sum(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
+                       clip_norm, margin_buf, dloss_buf, record, out):
+    """Sum over rows ``start:stop`` of each row's gradient in ``z`` (its loss
+    plus the L2 term), each clipped to ``clip_norm``: record-level privacy."""
+    m = z.shape[0]
+    record_2d = record.reshape((1, m))  # a view, for clip_l2
+    for i in range(m):
+        out[i] = 0.0
+    for row in range(start, stop):
+        _party_gradient(z, F, T, row, row + 1, loss, huber_epsilon, l2, penalty,
+                        margin_buf, dloss_buf, record)
+        clip_l2(record_2d, clip_norm)
+        for i in range(m):
+            out[i] += record[i]
+
+
+@njit(**_jit)
 def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, penalty, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
-          rolling_mean, weights, marginals, end_utility, ends, update, margin_buf,
-          dloss_buf, margins, scratch):
+          rolling_mean, weights, record_level, marginals, end_utility, ends,
+          update, record, margin_buf, dloss_buf, margins, scratch):
     """Walk ``b`` starts from ``z = starts[b % len(starts)]``, steps through the
     parties ``permutations[b]`` and leaves its parameters in ``ends[b]``.
-    Buffers come from the caller."""
+    ``record_level`` as in :func:`skdpval._kernels._walk`. Buffers come from
+    the caller."""
     m, n_outputs, n_rows = F_val.shape
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
@@ -113,14 +131,24 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
         fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
-            _party_gradient(z, F, T, offsets[j], offsets[j + 1], loss,
-                            huber_epsilon, l2, penalty, margin_buf, dloss_buf,
-                            update)
-            clip_l2(update_2d, clip_norm)
+            if record_level:
+                _party_clipped_sum(z, F, T, offsets[j], offsets[j + 1], loss,
+                                   huber_epsilon, l2, penalty, clip_norm,
+                                   margin_buf, dloss_buf, record, update)
+            else:
+                _party_gradient(z, F, T, offsets[j], offsets[j + 1], loss,
+                                huber_epsilon, l2, penalty, margin_buf, dloss_buf,
+                                update)
+                clip_l2(update_2d, clip_norm)
             if has_noise:
                 # The release: the clipped projected gradient plus the noise.
                 for i in range(m):
                     update[i] += noise[b, j, i]
+            if record_level:
+                # The mean of the party's records (post-processing).
+                inverse = 1.0 / (offsets[j + 1] - offsets[j])
+                for i in range(m):
+                    update[i] *= inverse
             if use_rolling:
                 # As in the full-space walk: x_tt * release + (1 - x_tt) *
                 # the party's mean of its earlier releases; hand the raw
@@ -171,7 +199,7 @@ def penalty_matrix(basis, n_outputs, n_penalized):
 def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
               huber_epsilon, l2, penalty, clip_norm, learning_rate,
               total_sum_squares, permutations, weights, starts=None, noise=None,
-              x_tt=None, rolling_mean=None):
+              x_tt=None, rolling_mean=None, record_level=False):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
     Everything a fit in a subspace computes goes through here, so that it
@@ -196,7 +224,8 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
           np.ascontiguousarray(permutations, np.int64), noise,
           np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
           np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-          weights, marginals, end_utility, ends, np.empty(m), np.empty(n_outputs),
+          weights, bool(record_level), marginals, end_utility, ends, np.empty(m),
+          np.empty(m), np.empty(n_outputs),
           np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
           validation_scratch(len(labels_val)))
     return marginals, end_utility, ends
@@ -205,7 +234,7 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
 class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         "F", "T", "offsets", "F_val", "T_val_t", "labels_val", "loss", "utility",
         "huber_epsilon", "l2", "penalty", "clip_norm", "learning_rate",
-        "total_sum_squares", "weights"])):
+        "total_sum_squares", "weights", "record_level"])):
     """The walk's inputs in a subspace, contiguous (see the module docstring)."""
 
     __slots__ = ()
@@ -228,13 +257,15 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
             huber_epsilon=self.huber_epsilon, l2=self.l2, penalty=self.penalty,
             clip_norm=self.clip_norm, learning_rate=self.learning_rate,
             total_sum_squares=self.total_sum_squares, permutations=permutations,
-            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean)
+            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
+            record_level=self.record_level)
         return marginals, end_utility
 
 
 def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
                           loss, utility, huber_epsilon, l2, n_penalized,
-                          clip_norm, learning_rate, total_sum_squares, weights):
+                          clip_norm, learning_rate, total_sum_squares, weights,
+                          record_level=False):
     """Project the parties' rows and the validation set on ``basis``; pack them."""
     n_outputs = T.shape[1]
     return SubspaceProblem(
@@ -244,7 +275,8 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
         np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
         int(utility), float(huber_epsilon), float(l2),
         penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
-        float(learning_rate), float(total_sum_squares), _f64(weights))
+        float(learning_rate), float(total_sum_squares), _f64(weights),
+        bool(record_level))
 
 
 def _no_validation(m, n_outputs):
