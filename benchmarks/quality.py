@@ -250,8 +250,9 @@ def run_fidelity_points(datasets, epsilons, seeds, n_jobs):
                           for seed, d in enumerate(data)]
             other = [value_fidelity(fit(d, noise="none", random_state=seed + 1000),
                                     references[seed]) for seed, d in enumerate(data)]
-            common = dict(case="fidelity points", dataset=name, n=300,
-                          flip_fraction=flip_fraction, k=1000, delta=DELTA)
+            common = dict(case="fidelity points", dataset=name,
+                          n=len(data[0].y_train), flip_fraction=flip_fraction,
+                          k=1000, delta=DELTA)
             _fidelity_case(other, method="no DP, other permutations", epsilon=None,
                            seconds_per_fit=round((time.perf_counter() - started)
                                                  / (2 * seeds), 2), **common)

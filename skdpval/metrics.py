@@ -60,7 +60,8 @@ def detection_auc_limit(epsilon, delta):
 
 ValueFidelity = namedtuple("ValueFidelity", [
     "spearman", "top_decile_overlap", "bottom_decile_overlap"])
-ValueFidelity.__doc__ = """How closely values track reference values (see :func:`value_fidelity`)."""
+ValueFidelity.__doc__ = """How closely values track reference values
+(see :func:`value_fidelity`)."""
 
 
 def _decile(values, top):

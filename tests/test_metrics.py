@@ -39,8 +39,9 @@ def test_value_fidelity_known_answers():
     # 25 parties: deciles of ceil(2.5) = 3.
     values = np.r_[np.arange(22.0), 0.5, 30.0, 40.0]
     fidelity = value_fidelity(values, np.arange(25.0))
-    assert fidelity.top_decile_overlap == pytest.approx(2 / 3)  # {24, 23, 21} vs {24, 23, 22}
-    assert fidelity.bottom_decile_overlap == pytest.approx(2 / 3)  # {0, 22, 1} vs {0, 1, 2}
+    # Top 3 {24, 23, 21} against {24, 23, 22}; bottom 3 {0, 22, 1} against {0, 1, 2}.
+    assert fidelity.top_decile_overlap == pytest.approx(2 / 3)
+    assert fidelity.bottom_decile_overlap == pytest.approx(2 / 3)
 
 
 def test_value_fidelity_leaves_out_held_out_parties_and_checks_input():

@@ -16,7 +16,13 @@ from sklearn.linear_model import LogisticRegression
 
 from helpers import FixedDraws
 from reference import algorithm1
-from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality, _kernels, _subspace
+from skdpval import (
+    DPDataValuator,
+    DPFederatedValuator,
+    DPLabelQuality,
+    _kernels,
+    _subspace,
+)
 from skdpval._accounting import gdp_epsilon, noise_std_for_budget
 from skdpval._semivalues import semivalue_weights
 from skdpval._walk import make_problem, run_walks
@@ -281,7 +287,7 @@ def test_federated_warns_without_groups_and_refuses_private_compression(grouped)
     X, y, groups, X_val, y_val = grouped
     fed = DPFederatedValuator(n_rounds=1, n_permutations_per_round=2, epsilon=2.0,
                               random_state=0)
-    with pytest.warns(UserWarning, match="no groups: every sample is taken as a client"):
+    with pytest.warns(UserWarning, match="no groups: every sample is taken as a"):
         fed.fit(X[:20], y[:20], X_val=X_val, y_val=y_val)
     assert fed.privacy_unit_ == "sample"
     assert sorted(fed.rank_) == list(range(1, 21))
