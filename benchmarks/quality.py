@@ -56,6 +56,31 @@ no-noise ceiling):
 
     python benchmarks/quality.py --suite regression --seeds 10 \
         > benchmarks/results/quality_regression.jsonl
+``--suite fidelity``: how well private values track the no-noise values of
+the same game (same permutations: ``random_state``), by
+:func:`skdpval.metrics.value_fidelity` (Spearman, top- and bottom-decile
+overlap), defaults otherwise (public subspace, k = 1000 for points, 500 for
+groups), epsilon 1 / 3 / 10, delta 5e-5:
+
+- ``points``: breast_cancer, 300 training samples (``--datasets`` picks
+  others), labels clean or 30% flipped; also two no-noise runs with
+  different permutations (``no DP, other permutations``): the Monte Carlo
+  ceiling;
+- ``groups``: make_classification(3600, 20, 5 informative), 3000 training
+  rows in 100 groups of 30 (validation: the other 600, clean), each group
+  flipping its labels independently at its own rate drawn from [0, 0.5];
+  ``privacy_unit="group"`` and ``"record"``, each against its own no-noise
+  game (``ground_truth_spearman``: the no-noise values against minus the
+  flip rates);
+- ``federated``: DPFederatedValuator with its defaults, 10 clients of a
+  random split of make_classification(2000, 20, 5 informative) (25%
+  validation), one client's labels all flipped: how often it ranks last,
+  without noise, at record level and at group level (epsilon 3).
+
+Each case records the machine's load average::
+
+    python benchmarks/quality.py --suite fidelity --seeds 10 \
+        > benchmarks/results/quality_fidelity.jsonl
 
 ``--suite table2`` runs the seed paper's Table 2 protocol instead (its
 mechanism only: the full-space walk with C = 1, the i.i.d. / X* / Y*
@@ -65,15 +90,17 @@ benchmarks/results/quality_table2.jsonl).
 
 import argparse
 import json
+import os
 import time
+import warnings
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from skdpval import DPDataValuator, DPLabelQuality
+from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
 from skdpval._valuator import AUTO_LEARNING_RATES
 from skdpval.datasets import load_noisy_classification, load_noisy_regression
-from skdpval.metrics import detection_auc_limit, noisy_label_auc
+from skdpval.metrics import detection_auc_limit, noisy_label_auc, value_fidelity
 
 DELTA = 5e-5
 LIMIT_DATASETS = ("breast_cancer", "diabetes", "digits_3_vs_8", "classification")
@@ -242,6 +269,129 @@ def run_unscaled(seeds):
              auc_std=round(float(np.std(aucs)), 4), seeds=seeds)
 
 
+# --- fidelity: private values against the no-noise values of the same game -----
+
+def _fidelity_case(fidelities, **case):
+    """One JSON object: mean, min and max of each fidelity measure over seeds."""
+    for measure in ("spearman", "top_decile_overlap", "bottom_decile_overlap"):
+        scores = [getattr(f, measure) for f in fidelities]
+        case[f"{measure}_mean"] = round(float(np.mean(scores)), 4)
+        if measure == "spearman":
+            case.update(spearman_min=round(float(np.min(scores)), 4),
+                        spearman_max=round(float(np.max(scores)), 4))
+    case.update(seeds=len(fidelities), load_average=round(os.getloadavg()[0], 2))
+    emit(**case)
+
+
+def run_fidelity_points(datasets, epsilons, seeds, n_jobs):
+    for name in datasets:
+        for flip_fraction in (0.0, 0.3):
+            data = [load_noisy_classification(
+                name, n_train=300, flip_fraction=flip_fraction, independent_flips=True,
+                validation_size=0.25, test_size=0.0, random_state=seed)
+                for seed in range(seeds)]
+            fit = lambda d, **params: DPDataValuator(n_jobs=n_jobs, **params).fit(
+                d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val).values_
+            started = time.perf_counter()
+            references = [fit(d, noise="none", random_state=seed)
+                          for seed, d in enumerate(data)]
+            other = [value_fidelity(fit(d, noise="none", random_state=seed + 1000),
+                                    references[seed]) for seed, d in enumerate(data)]
+            common = dict(case="fidelity points", dataset=name,
+                          n=len(data[0].y_train), flip_fraction=flip_fraction,
+                          k=1000, delta=DELTA)
+            _fidelity_case(other, method="no DP, other permutations", epsilon=None,
+                           seconds_per_fit=round((time.perf_counter() - started)
+                                                 / (2 * seeds), 2), **common)
+            for epsilon in epsilons:
+                started = time.perf_counter()
+                private = [value_fidelity(fit(d, epsilon=epsilon, random_state=seed),
+                                          references[seed])
+                           for seed, d in enumerate(data)]
+                _fidelity_case(private, method="defaults", epsilon=epsilon,
+                               seconds_per_fit=round((time.perf_counter() - started)
+                                                     / seeds, 2), **common)
+
+
+def group_data(seed, n_groups=100, group_size=30, n_val=600):
+    """Training rows in groups, each flipping labels at its own rate in [0, 0.5]."""
+    from sklearn.datasets import make_classification
+
+    n = n_groups * group_size
+    X, y = make_classification(n_samples=n + n_val, n_features=20, n_informative=5,
+                               random_state=seed)
+    rng = np.random.default_rng(seed)
+    groups = rng.permutation(n) % n_groups
+    flip_rates = rng.uniform(0.0, 0.5, size=n_groups)
+    y_train = y[:n].copy()
+    flipped = rng.random(n) < flip_rates[groups]
+    y_train[flipped] = 1 - y_train[flipped]
+    return X[:n], y_train, groups, X[n:], y[n:], flip_rates
+
+
+def run_fidelity_groups(epsilons, seeds, units, n_jobs, k=500):
+    from scipy.stats import spearmanr
+
+    data = [group_data(seed) for seed in range(seeds)]
+    for unit in units:
+        def fit(seed, **params):
+            X, y, groups, X_val, y_val, _ = data[seed]
+            return DPDataValuator(n_permutations=k, privacy_unit=unit, n_jobs=n_jobs,
+                                  random_state=seed, **params).fit(
+                X, y, X_val=X_val, y_val=y_val, groups=groups).values_
+
+        started = time.perf_counter()
+        references = [fit(seed, noise="none") for seed in range(seeds)]
+        truth = [spearmanr(ref, -d[5])[0] for ref, d in zip(references, data)]
+        common = dict(case="fidelity groups", n_groups=100, group_size=30, k=k,
+                      privacy_unit=unit, delta=DELTA,
+                      ground_truth_spearman=round(float(np.mean(truth)), 4))
+        emit(case="fidelity groups reference", privacy_unit=unit, k=k, seeds=seeds,
+             ground_truth_spearman_mean=round(float(np.mean(truth)), 4),
+             ground_truth_spearman_min=round(float(np.min(truth)), 4),
+             seconds_per_fit=round((time.perf_counter() - started) / seeds, 2),
+             load_average=round(os.getloadavg()[0], 2))
+        for epsilon in epsilons:
+            started = time.perf_counter()
+            private = [value_fidelity(fit(seed, epsilon=epsilon), references[seed])
+                       for seed in range(seeds)]
+            _fidelity_case(private, method="defaults", epsilon=epsilon,
+                           seconds_per_fit=round((time.perf_counter() - started)
+                                                 / seeds, 2), **common)
+
+
+def federated_data(seed, n_clients=10):
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+
+    X, y = make_classification(n_samples=2000, n_features=20, n_informative=5,
+                               random_state=seed)
+    X_train, X_val, y_train, y_val = train_test_split(
+        X, y, test_size=0.25, random_state=seed, stratify=y)
+    clients = np.random.default_rng(seed).permutation(len(X_train)) % n_clients
+    y_train = np.where(clients == 0, 1 - y_train, y_train)  # client 0: all flipped
+    return X_train, y_train, clients, X_val, y_val
+
+
+def run_fidelity_federated(seeds):
+    settings = {"no DP": dict(noise="none"),
+                "record-level": dict(epsilon=3.0),
+                "group-level": dict(epsilon=3.0, privacy_unit="group")}
+    for method, params in settings.items():
+        started = time.perf_counter()
+        last = 0
+        for seed in range(seeds):
+            X, y, clients, X_val, y_val = federated_data(seed)
+            fed = DPFederatedValuator(random_state=seed, **params).fit(
+                X, y, groups=clients, X_val=X_val, y_val=y_val)
+            last += int(fed.rank_[0] == len(fed.rank_))
+        emit(case="fidelity federated", method=method, epsilon=params.get("epsilon"),
+             n_clients=10, mislabelled_ranked_last=last, splits=seeds,
+             learning_rate=fed.learning_rate, utility=fed.utility,
+             seconds_per_fit=round((time.perf_counter() - started) / seeds, 2),
+             load_average=round(os.getloadavg()[0], 2))
+
+
 # --- the seed paper's Table 2 protocol ------------------------------------------
 
 TABLE2_SIZES = {"breast_cancer": 569, "diabetes": 442}
@@ -325,7 +475,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["limit", "swing", "semivalues",
-                                            "regression", "table2"], default="limit")
+                                            "regression", "fidelity", "table2"],
+                        default="limit")
+    parser.add_argument("--parts", nargs="+", default=["groups", "federated", "points"],
+                        help="fidelity only: which parts, in this order")
     parser.add_argument("--datasets", nargs="+", default=list(LIMIT_DATASETS))
     parser.add_argument("--methods", nargs="+", default=list(LIMIT_METHODS))
     parser.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 3.0, 10.0])
@@ -346,5 +499,17 @@ if __name__ == "__main__":
         run_semivalues(args.datasets, args.seeds, args.n_jobs)
     elif args.suite == "regression":
         run_regression(args.epsilons, args.seeds, args.n_jobs)
+    elif args.suite == "fidelity":
+        warnings.simplefilter("ignore")  # default-epsilon and held-out notices
+        datasets = (["breast_cancer"] if args.datasets == list(LIMIT_DATASETS)
+                    else args.datasets)
+        for part in args.parts:
+            if part == "groups":
+                run_fidelity_groups(args.epsilons, args.seeds, ("record", "group"),
+                                    args.n_jobs)
+            elif part == "federated":
+                run_fidelity_federated(args.seeds)
+            else:
+                run_fidelity_points(datasets, args.epsilons, args.seeds, args.n_jobs)
     else:
         run_table2(args.epsilons, args.ks, args.trials, args.policies, args.n_jobs)

@@ -140,6 +140,51 @@ def privacy_report(*, noise_std, delta, n_releases, clip_norm, unit,
     return report
 
 
+def add_record_level(report, group_sizes, party):
+    """Turn ``report`` (of unit "record") into the record-level guarantee.
+
+    Each record's gradient (or score) is clipped to ``clip_norm``; a
+    ``party``'s (group's, client's) release is the sum of its clipped
+    records plus Gaussian noise of std ``noise_std`` (sensitivity
+    ``clip_norm``: one record zeroed out changes the sum by at most that),
+    divided by its size ``n_g``, which is public: its mean release has
+    noise std ``noise_std / n_g`` and sensitivity ``clip_norm / n_g``. Every
+    record sits in one party, so the per-record ``mu`` is exact. For
+    completeness the guarantee of a whole party under party-level adjacency
+    is stated too: sensitivity ``n_g clip_norm`` of the sum, so
+    ``mu_party = n_g mu``, given for the largest party.
+    """
+    sizes = np.asarray(group_sizes)
+    largest, smallest = int(sizes.max()), int(sizes.min())
+    mu = report["mu"]
+    report.update(
+        unit="record",
+        valuation_unit=party,
+        adjacency=(f"zero-out one record (n, the {party}s and their sizes "
+                   "public: the record's clipped gradient is replaced by zero); "
+                   "epsilon_replace_one is for replacing one record's data"),
+        release=(f"a {party}'s sum of its records' clipped gradients plus "
+                 f"Gaussian noise of std noise_std, divided by its size n_g "
+                 f"(public): the {party}'s mean release has sensitivity "
+                 "clip_norm / n_g and noise std noise_std / n_g"),
+        group_sizes=(f"public: {smallest} to {largest} records per {party}"),
+        mean_release_noise_std=(float(report["noise_std"] / largest),
+                                float(report["noise_std"] / smallest)),
+    )
+    group_mu = largest * mu
+    report.update(
+        group_mu=float(group_mu),
+        group_epsilon=(np.inf if not np.isfinite(group_mu)
+                       else gdp_epsilon(group_mu, report["delta"])),
+        group_guarantee=(
+            f"a whole {party} of n_g records under {party}-level adjacency: "
+            f"its sum has sensitivity n_g clip_norm, so mu_{party} = n_g mu; "
+            f"group_mu and group_epsilon are for the largest {party} "
+            f"(n_g = {largest})"),
+    )
+    return report
+
+
 def validation_set_statement(n_unprotected):
     """What ``privacy_report_["validation_set"]`` says: it is not protected."""
     if n_unprotected:

@@ -13,7 +13,9 @@ Layout:
   ``theta`` is the intercept, which the L2 term does not touch
   (``n_penalized = n_columns - 1``);
 - a party is a block of rows ``X[offsets[j]:offsets[j + 1]]`` (one row per
-  party for sample valuation); its gradient is that of its mean loss;
+  party for sample valuation); its gradient is that of its mean loss,
+  clipped once, or (record-level privacy) the sum of its rows' clipped
+  gradients, noised, then divided by its number of rows;
 - the validation set is stored transposed, ``X_val_t`` ``(n_columns, n_pad)``
   and ``T_val_t`` ``(n_outputs, n_pad)``, zero-padded from ``n_val`` to
   ``n_pad = padded_length(n_val)`` rows (whole SIMD vectors: a scalar
@@ -301,6 +303,28 @@ def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
 
 
 @njit(**_scalar)
+def party_clipped_sum(theta, X, T, start, stop, loss, huber_epsilon, l2,
+                      n_penalized, clip_norm, margin_buf, dloss_buf, record, out):
+    """Sum over rows ``start:stop`` of each row's gradient (its loss plus
+    ``l2/2 ||W||^2``), each clipped to ``clip_norm``: record-level privacy.
+
+    One row changes the sum by at most ``clip_norm`` (zero-out), whatever
+    the party's size; ``record`` is a buffer shaped like ``theta``.
+    """
+    n_outputs, n_columns = theta.shape
+    for k in range(n_outputs):
+        for c in range(n_columns):
+            out[k, c] = 0.0
+    for row in range(start, stop):
+        party_gradient(theta, X, T, row, row + 1, loss, huber_epsilon, l2,
+                       n_penalized, margin_buf, dloss_buf, record)
+        clip_l2(record, clip_norm)
+        for k in range(n_outputs):
+            for c in range(n_columns):
+                out[k, c] += record[k, c]
+
+
+@njit(**_scalar)
 def clip_l2(g, clip_norm):
     """Scale ``g`` in place to L2 norm at most ``clip_norm``; return the old norm.
 
@@ -539,10 +563,15 @@ def _margins(X_val_t, theta, out):
 def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
-          rolling_mean, weights, marginals, end_utility, theta, update,
-          margin_buf, dloss_buf, margins, scratch):
+          rolling_mean, weights, record_level, marginals, end_utility, theta,
+          update, record, margin_buf, dloss_buf, margins, scratch):
     """Walk ``b`` starts from ``starts[b % len(starts)]`` and steps through the
-    parties ``permutations[b]``; ``theta`` ends as the last walk's parameters."""
+    parties ``permutations[b]``; ``theta`` ends as the last walk's parameters.
+
+    ``record_level``: a party's release is the sum of its rows' clipped
+    gradients plus the noise, divided by its number of rows (the mean of
+    its clipped records); otherwise its mean-loss gradient clipped once,
+    plus the noise."""
     n_outputs, n_columns = theta.shape
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
@@ -559,15 +588,27 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
         fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
-            party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
-                           huber_epsilon, l2, n_penalized, margin_buf,
-                           dloss_buf, update)
-            clip_l2(update, clip_norm)
+            if record_level:
+                party_clipped_sum(theta, X, T, offsets[j], offsets[j + 1], loss,
+                                  huber_epsilon, l2, n_penalized, clip_norm,
+                                  margin_buf, dloss_buf, record, update)
+            else:
+                party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
+                               huber_epsilon, l2, n_penalized, margin_buf,
+                               dloss_buf, update)
+                clip_l2(update, clip_norm)
             if has_noise:
                 # The release: the clipped gradient plus the party's own noise.
                 for k in range(n_outputs):
                     for c in range(n_columns):
                         update[k, c] += noise[b, j, k, c]
+            if record_level:
+                # The mean of the party's records (post-processing of the
+                # noisy sum): its noise std is the sum's over its size.
+                inverse = 1.0 / (offsets[j + 1] - offsets[j])
+                for k in range(n_outputs):
+                    for c in range(n_columns):
+                        update[k, c] *= inverse
             if use_rolling:
                 # Use x_tt * release + (1 - x_tt) * mean of the party's past
                 # releases; hand the raw release back for the next mean.
@@ -627,7 +668,7 @@ def kernel_codes(loss, utility, n_outputs):
 def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
               huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
               total_sum_squares, starts, permutations, weights, noise=None,
-              x_tt=None, rolling_mean=None):
+              x_tt=None, rolling_mean=None, record_level=False):
     """Call the walk kernel with its buffers; return (marginals, end_utility, theta).
 
     Every kernel entry point of a fit goes through here, so that a fit
@@ -651,7 +692,8 @@ def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
           clip_norm, learning_rate, total_sum_squares, starts, _i64(permutations), noise,
           np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
           np.empty((1, 1, 1)) if rolling_mean is None else _f64(rolling_mean),
-          weights, marginals, end_utility, theta, np.empty_like(theta),
+          weights, bool(record_level), marginals, end_utility, theta,
+          np.empty_like(theta), np.empty_like(theta),
           np.empty(n_outputs), np.empty(n_outputs),
           np.empty((n_outputs, X_val_t.shape[1])),
           validation_scratch(len(labels_val)))
@@ -689,7 +731,8 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
         n_penalized=p.n_penalized, clip_norm=p.clip_norm,
         learning_rate=p.learning_rate, total_sum_squares=p.total_sum_squares,
         starts=p.theta_init[None], permutations=permutations, weights=p.weights,
-        noise=noise, x_tt=x_tt, rolling_mean=rolling_mean)
+        noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
+        record_level=p.record_level)
     return marginals, end_utility
 
 

@@ -9,7 +9,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ._accounting import chosen_epsilon, noise_std_for_budget, privacy_report
+from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
+                          privacy_report)
 from ._data import call_on_private_data, check_epsilon, prepare_parties
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
@@ -56,7 +57,12 @@ class DPLabelQuality(BaseEstimator):
     party with Gaussian noise of std ``clip / mu``, ``mu`` calibrated
     exactly to ``(epsilon, delta)``: one Gaussian release of sensitivity
     ``clip`` under zero-out adjacency (a party's slot releasing pure noise),
-    ``2 clip`` under replace-one. Low scores point at bad labels.
+    ``2 clip`` under replace-one. Low scores point at bad labels. For
+    groups with ``privacy_unit="record"`` (the default) the noise is added
+    to the sum of a group's clipped scores (sensitivity ``clip``: one
+    record) and the sum divided by the group's size ``n_g`` (public): a
+    group's score has noise std ``clip / (mu n_g)``, and the guarantee is
+    per record.
 
     It is not a semivalue: it says how well a label agrees with a model
     trained on the validation set, not what a party adds to a model. Use it
@@ -87,6 +93,14 @@ class DPLabelQuality(BaseEstimator):
 
     clip : float > 0, default=1.0
         Scores are clipped to ``[-clip, clip]`` (the sensitivity).
+
+    privacy_unit : {"record", "group"}, default="record"
+        Whom the guarantee protects when ``fit`` gets ``groups`` (without
+        groups the unit is the sample either way): one record in any group
+        (the noise is added to the group's sum of clipped scores, then
+        divided by its size, which is public), or a whole group (its mean
+        clipped score noised at sensitivity ``clip``). See
+        :class:`~skdpval.DPDataValuator`.
 
     standardize : bool, default=True
         Scale the features with the validation set's mean and std (public)
@@ -135,7 +149,11 @@ class DPLabelQuality(BaseEstimator):
         The guarantee of a party's release (``inf`` without noise).
 
     noise_multiplier_ : float
-        Noise std divided by ``clip`` (``1 / mu``).
+        Noise std divided by ``clip`` (``1 / mu``); record-level, that of a
+        group's sum of scores (its mean's is that over ``n_g``).
+
+    privacy_unit_ : {"sample", "group", "record"}
+        Whom ``epsilon_`` protects.
 
     n_releases_ : int
         Releases per party: 1.
@@ -180,6 +198,7 @@ class DPLabelQuality(BaseEstimator):
                     StrOptions({"default"})],
         "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "clip": [Interval(Real, 0.0, None, closed="neither")],
+        "privacy_unit": [StrOptions({"record", "group"})],
         "standardize": ["boolean"],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "classes": ["array-like", None],
@@ -188,12 +207,13 @@ class DPLabelQuality(BaseEstimator):
     }
 
     def __init__(self, estimator=None, *, epsilon="default", delta=5e-5, clip=1.0,
-                 standardize=True, validation_fraction=0.2, classes=None,
-                 random_state=None, noise_seed=None):
+                 privacy_unit="record", standardize=True, validation_fraction=0.2,
+                 classes=None, random_state=None, noise_seed=None):
         self.estimator = estimator
         self.epsilon = epsilon
         self.delta = delta
         self.clip = clip
+        self.privacy_unit = privacy_unit
         self.standardize = standardize
         self.validation_fraction = validation_fraction
         self.classes = classes
@@ -246,17 +266,21 @@ class DPLabelQuality(BaseEstimator):
                                             model_seed, "DPLabelQuality")
         if not is_classifier(self.estimator_):
             self.residual_scale_ = _residual_scale(self.estimator_, parties)
-        scores = self._party_scores(parties)
-        noise_std = self._report_privacy(parties, groups)
+        record_level = groups is not None and self.privacy_unit == "record"
+        scores = self._party_scores(parties, record_level)
+        noise_std = self._report_privacy(parties, groups, record_level)
         if noise_std > 0:
             generator = np.random.default_rng(secret_seed_sequence(self.noise_seed))
             scores = scores + gaussian_noise(generator, noise_std,
                                              np.empty(len(scores)))
+        if record_level:  # the mean of the noisy sum: post-processing
+            scores = scores / np.diff(parties.offsets)
         self._set_values(scores, parties, groups)
         return self
 
-    def _party_scores(self, parties):
-        """Each training party's mean clipped score (before noise).
+    def _party_scores(self, parties, record_level=False):
+        """Each training party's mean clipped score (before noise), or with
+        ``record_level`` the sum of its rows' clipped scores.
 
         A score that is not a number (an overflow in a private row) counts
         as 0, the middle of the range, and overflows raise no warning: either
@@ -270,8 +294,8 @@ class DPLabelQuality(BaseEstimator):
                 lambda: self._row_scores(X, parties.y), self._scoring_failed,
                 catch=Exception)
         row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip, self.clip)
-        sizes = np.diff(parties.offsets)
-        return np.add.reduceat(row_scores, parties.offsets[:-1]) / sizes
+        sums = np.add.reduceat(row_scores, parties.offsets[:-1])
+        return sums if record_level else sums / np.diff(parties.offsets)
 
     def _scoring_failed(self, error):
         return (f"{type(self.estimator_).__name__} failed to score the private "
@@ -306,18 +330,28 @@ class DPLabelQuality(BaseEstimator):
             margin = own - per_class.max(axis=1)
         return np.where(np.isnan(margin), -np.inf, margin)
 
-    def _report_privacy(self, parties, groups):
-        """Sets the privacy attributes; returns the noise std."""
+    def _report_privacy(self, parties, groups, record_level):
+        """Sets the privacy attributes; returns the noise std (of a sum of
+        clipped scores at record level)."""
         noise_std = (0.0 if self.epsilon is None else
-                     noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1, self.clip))
+                     noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1,
+                                          self.clip))
+        self.privacy_unit_ = ("record" if record_level else
+                              "sample" if groups is None else "group")
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=1,
-            clip_norm=self.clip, unit="sample" if groups is None else "group",
+            clip_norm=self.clip, unit=self.privacy_unit_,
             n_unprotected=parties.n_unprotected,
             noise_source=noise_source(self.noise_seed, noise_std > 0))
         self.privacy_report_["release"] = (
             "one clipped score per party: the margin of its label under a model "
             "fitted on the validation set, in [-clip, clip]")
+        if record_level:
+            add_record_level(self.privacy_report_, np.diff(parties.offsets), "group")
+            self.privacy_report_["release"] = (
+                "one score per group: the sum of its records' clipped margins "
+                "(each in [-clip, clip]) plus Gaussian noise of std noise_std, "
+                "divided by its size n_g (public)")
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = float(self.delta)
         self.noise_multiplier_ = noise_std / self.clip

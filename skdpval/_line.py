@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from . import _kernels as K
-from ._kernels import _f64, _jit, clip_l2
+from ._kernels import _f64, _jit
 
 # Largest error of the tabulated utility anywhere in the table (absolute).
 LINE_TOLERANCE = 2.0**-45
@@ -145,14 +145,14 @@ def _hermite(lo, inv_h, table, s, z):
 
 
 @njit(**K._scalar)
-def _line_value(kind, lo, inv_h, table, quad, s, z):
+def line_value(kind, lo, inv_h, table, quad, s, z):
     if kind == QUADRATIC:
         return (quad[0] * z + quad[1]) * z + quad[2]
     return _hermite(lo, inv_h, table, s, z)
 
 
 @njit(**K._scalar)
-def _line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
+def line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
     """``(U(z_new) - U(z_old), U(z_new))``; ``previous`` is ``U(z_old)``.
 
     A quadratic's change is computed from the step, without cancellation.
@@ -162,76 +162,3 @@ def _line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
                 (quad[0] * z_new + quad[1]) * z_new + quad[2])
     current = _hermite(lo, inv_h, table, s, z_new)
     return current - previous, current
-
-
-@njit(**_jit)
-def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
-                    margin_buf, dloss_buf):
-    """d/dz of the mean loss of rows ``start:stop`` plus the L2 term (one output)."""
-    total = 0.0
-    for row in range(start, stop):
-        margin_buf[0] = z * F[row, 0, 0]
-        K.sample_dloss(loss, margin_buf, T[row], huber_epsilon, dloss_buf)
-        total += dloss_buf[0] * F[row, 0, 0]
-    if stop - start > 1:
-        total *= 1.0 / (stop - start)
-    return total + l2 * penalty * z
-
-
-@njit(**_jit)
-def _walk(F, T, offsets, loss, huber_epsilon, l2, penalty, clip_norm,
-          learning_rate, kind, lo, inv_h, table, quad, s_val, starts,
-          permutations, noise, x_tt, use_rolling, rolling_mean, weights,
-          marginals, end_utility, ends, update, margin_buf, dloss_buf):
-    """The subspace walk of :mod:`skdpval._subspace` for ``m = 1`` and one
-    output, with the utility read along the line (same arguments, same
-    releases, same order of operations on ``z``)."""
-    n_walks, n_steps = permutations.shape
-    has_noise = noise.shape[0] == n_walks
-    update_2d = update.reshape((1, 1))  # a view, for clip_l2
-    for b in range(n_walks):
-        z = starts[b % starts.shape[0], 0]
-        previous = _line_value(kind, lo, inv_h, table, quad, s_val, z)
-        fresh = x_tt[b]
-        for position in range(n_steps):
-            j = permutations[b, position]
-            update[0] = _party_gradient(z, F, T, offsets[j], offsets[j + 1], loss,
-                                        huber_epsilon, l2, penalty, margin_buf,
-                                        dloss_buf)
-            clip_l2(update_2d, clip_norm)
-            if has_noise:
-                # The release: the clipped projected gradient plus the noise.
-                update[0] += noise[b, j, 0]
-            if use_rolling:
-                raw = update[0]
-                noise[b, j, 0] = raw
-                update[0] = fresh * raw + (1.0 - fresh) * rolling_mean[j, 0]
-            z_new = z - learning_rate * update[0]
-            change, previous = _line_change(kind, lo, inv_h, table, quad, s_val, z,
-                                            z_new, previous)
-            marginals[b, j] = weights[position] * change
-            z = z_new
-        ends[b, 0] = z
-        end_utility[b] = previous
-
-
-def run_line_walk(problem, line, permutations, noise, x_tt, rolling_mean):
-    """The walk of a one-direction, one-output :class:`SubspaceProblem` along
-    ``line``; returns ``(marginals, end_utility)``."""
-    p = problem
-    n_walks = permutations.shape[0]
-    use_rolling = rolling_mean is not None
-    if noise is None:
-        noise = np.empty((0, 1, 1))
-    marginals = np.empty((n_walks, p.offsets.shape[0] - 1))
-    end_utility = np.empty(n_walks)
-    ends = np.empty((n_walks, 1))
-    _walk(p.F, p.T, p.offsets, K.kernel_codes(p.loss, p.utility, 1)[0],
-          p.huber_epsilon, p.l2, float(p.penalty[0, 0]), p.clip_norm,
-          p.learning_rate, line.kind, line.lo, line.inv_h, line.table, line.quad,
-          line.s_val, np.zeros((1, 1)), np.ascontiguousarray(permutations, np.int64),
-          noise, np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
-          np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-          p.weights, marginals, end_utility, ends, np.empty(1), np.empty(1),
-          np.empty(1))
-    return marginals, end_utility

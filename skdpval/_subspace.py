@@ -38,6 +38,7 @@ from numba import njit
 from ._kernels import (
     _f64,
     _jit,
+    _scalar,
     clip_l2,
     kernel_codes,
     pad_columns,
@@ -83,18 +84,72 @@ def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
 
 
 @njit(**_jit)
+def _party_clipped_sum(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
+                       clip_norm, margin_buf, dloss_buf, record, out):
+    """Sum over rows ``start:stop`` of each row's gradient in ``z`` (its loss
+    plus the L2 term), each clipped to ``clip_norm``: record-level privacy."""
+    m = z.shape[0]
+    record_2d = record.reshape((1, m))  # a view, for clip_l2
+    for i in range(m):
+        out[i] = 0.0
+    for row in range(start, stop):
+        _party_gradient(z, F, T, row, row + 1, loss, huber_epsilon, l2, penalty,
+                        margin_buf, dloss_buf, record)
+        clip_l2(record_2d, clip_norm)
+        for i in range(m):
+            out[i] += record[i]
+
+
+@njit(**_scalar)
+def _release(z, F, T, start, stop, loss, huber_epsilon, l2, penalty, clip_norm,
+             record_level, noise, b, j, has_noise, use_rolling, fresh, rolling_mean,
+             margin_buf, dloss_buf, record, update):
+    """``update`` <- the combination of party ``j``'s releases that moves ``z``.
+
+    The release: the party's clipped projected gradient (at record level, the
+    sum of its records' clipped gradients) plus its noise ``noise[b, j]``; at
+    record level then divided by the party's size (post-processing). With
+    ``use_rolling``: ``x_tt * release + (1 - x_tt) *`` the party's mean of
+    its earlier releases, and the raw release is handed back in
+    ``noise[b, j]`` for the next mean. Both walks of this module step here.
+    """
+    m = z.shape[0]
+    if record_level:
+        _party_clipped_sum(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
+                           clip_norm, margin_buf, dloss_buf, record, update)
+    else:
+        _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
+                        margin_buf, dloss_buf, update)
+        clip_l2(update.reshape((1, m)), clip_norm)
+    if has_noise:
+        # The release: the clipped projected gradient plus the noise.
+        for i in range(m):
+            update[i] += noise[b, j, i]
+    if record_level:
+        # The mean of the party's records (post-processing).
+        inverse = 1.0 / (stop - start)
+        for i in range(m):
+            update[i] *= inverse
+    if use_rolling:
+        for i in range(m):
+            raw = update[i]
+            noise[b, j, i] = raw
+            update[i] = fresh * raw + (1.0 - fresh) * rolling_mean[j, i]
+
+
+@njit(**_jit)
 def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, penalty, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
-          rolling_mean, weights, marginals, end_utility, ends, update, margin_buf,
-          dloss_buf, margins, scratch):
+          rolling_mean, weights, record_level, marginals, end_utility, ends,
+          update, record, margin_buf, dloss_buf, margins, scratch):
     """Walk ``b`` starts from ``z = starts[b % len(starts)]``, steps through the
     parties ``permutations[b]`` and leaves its parameters in ``ends[b]``.
-    Buffers come from the caller."""
+    ``record_level`` as in :func:`skdpval._kernels._walk`. Buffers come from
+    the caller."""
     m, n_outputs, n_rows = F_val.shape
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
-    update_2d = update.reshape((1, m))  # a view, for clip_l2
 
     for b in range(n_walks):
         z = ends[b]
@@ -114,22 +169,10 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
         fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
-            _party_gradient(z, F, T, offsets[j], offsets[j + 1], loss,
-                            huber_epsilon, l2, penalty, margin_buf, dloss_buf,
-                            update)
-            clip_l2(update_2d, clip_norm)
-            if has_noise:
-                # The release: the clipped projected gradient plus the noise.
-                for i in range(m):
-                    update[i] += noise[b, j, i]
-            if use_rolling:
-                # As in the full-space walk: x_tt * release + (1 - x_tt) *
-                # the party's mean of its earlier releases; hand the raw
-                # release back for the next mean.
-                for i in range(m):
-                    raw = update[i]
-                    noise[b, j, i] = raw
-                    update[i] = fresh * raw + (1.0 - fresh) * rolling_mean[j, i]
+            _release(z, F, T, offsets[j], offsets[j + 1], loss, huber_epsilon, l2,
+                     penalty, clip_norm, record_level, noise, b, j, has_noise,
+                     use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record,
+                     update)
             for i in range(m):
                 step = learning_rate * update[i]
                 z[i] -= step
@@ -143,6 +186,36 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
                                          total_sum_squares, scratch)
             marginals[b, j] = weights[position] * (current - previous)
             previous = current
+        end_utility[b] = previous
+
+
+@njit(**_jit)
+def _line_walk(F, T, offsets, loss, huber_epsilon, l2, penalty, clip_norm,
+               learning_rate, kind, lo, inv_h, table, quad, s_val, permutations,
+               noise, x_tt, use_rolling, rolling_mean, weights, record_level,
+               marginals, end_utility, ends, update, record, margin_buf,
+               dloss_buf):
+    """:func:`_walk` for one direction and one output from ``z = 0``, with the
+    utility read along the line (:mod:`skdpval._line`): the same releases and
+    steps, O(1) a step in the validation set's size."""
+    n_walks, n_steps = permutations.shape
+    has_noise = noise.shape[0] == n_walks
+    for b in range(n_walks):
+        z = ends[b]
+        z[0] = 0.0
+        previous = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0)
+        fresh = x_tt[b]
+        for position in range(n_steps):
+            j = permutations[b, position]
+            _release(z, F, T, offsets[j], offsets[j + 1], loss, huber_epsilon, l2,
+                     penalty, clip_norm, record_level, noise, b, j, has_noise,
+                     use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record,
+                     update)
+            z_old = z[0]
+            z[0] -= learning_rate * update[0]
+            change, previous = _line.line_change(kind, lo, inv_h, table, quad, s_val,
+                                                 z_old, z[0], previous)
+            marginals[b, j] = weights[position] * change
         end_utility[b] = previous
 
 
@@ -172,7 +245,7 @@ def penalty_matrix(basis, n_outputs, n_penalized):
 def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
               huber_epsilon, l2, penalty, clip_norm, learning_rate,
               total_sum_squares, permutations, weights, starts=None, noise=None,
-              x_tt=None, rolling_mean=None):
+              x_tt=None, rolling_mean=None, record_level=False):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
     Everything a fit in a subspace computes goes through here, so that it
@@ -197,16 +270,37 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
           np.ascontiguousarray(permutations, np.int64), noise,
           np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
           np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-          weights, marginals, end_utility, ends, np.empty(m), np.empty(n_outputs),
+          weights, bool(record_level), marginals, end_utility, ends, np.empty(m),
+          np.empty(m), np.empty(n_outputs),
           np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
           validation_scratch(len(labels_val)))
     return marginals, end_utility, ends
 
 
+def _run_line_walk(p, permutations, noise, x_tt, rolling_mean):
+    """:func:`_line_walk` with its buffers; returns (marginals, end_utility)."""
+    n_walks = permutations.shape[0]
+    line = p.line
+    marginals = np.empty((n_walks, p.offsets.shape[0] - 1))
+    end_utility = np.empty(n_walks)
+    _line_walk(p.F, p.T, p.offsets, kernel_codes(p.loss, p.utility, 1)[0],
+               p.huber_epsilon, p.l2, p.penalty, p.clip_norm, p.learning_rate,
+               line.kind, line.lo, line.inv_h, line.table, line.quad, line.s_val,
+               np.ascontiguousarray(permutations, np.int64),
+               np.empty((0, 1, 1)) if noise is None else noise,
+               np.ones(n_walks) if x_tt is None else _f64(x_tt),
+               rolling_mean is not None,
+               np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+               p.weights, p.record_level, marginals, end_utility,
+               np.empty((n_walks, 1)), np.empty(1), np.empty(1), np.empty(1),
+               np.empty(1))
+    return marginals, end_utility
+
+
 class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         "F", "T", "offsets", "F_val", "T_val_t", "labels_val", "loss", "utility",
         "huber_epsilon", "l2", "penalty", "clip_norm", "learning_rate",
-        "total_sum_squares", "weights", "line"])):
+        "total_sum_squares", "weights", "record_level", "line"])):
     """The walk's inputs in a subspace, contiguous (see the module docstring).
 
     ``line`` is the validation utility along the line
@@ -230,23 +324,23 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
     def walk(self, permutations, noise, x_tt, rolling_mean):
         """Run the walk along each permutation; see :func:`skdpval._kernels.walk`."""
         if self.line is not None:
-            return _line.run_line_walk(self, self.line, permutations, noise, x_tt,
-                                       rolling_mean)
+            return _run_line_walk(self, permutations, noise, x_tt, rolling_mean)
         marginals, end_utility, _ = _run_walk(
             self.F, self.T, self.offsets, self.F_val, self.T_val_t,
             self.labels_val, loss=self.loss, utility=self.utility,
             huber_epsilon=self.huber_epsilon, l2=self.l2, penalty=self.penalty,
             clip_norm=self.clip_norm, learning_rate=self.learning_rate,
             total_sum_squares=self.total_sum_squares, permutations=permutations,
-            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean)
+            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
+            record_level=self.record_level)
         return marginals, end_utility
 
 
 def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
                           loss, utility, huber_epsilon, l2, n_penalized,
                           clip_norm, learning_rate, total_sum_squares, weights,
-                          line_range=None, line_intervals=_line.LINE_MAX_INTERVALS,
-                          exact_utility=False):
+                          record_level=False, line_range=None,
+                          line_intervals=_line.LINE_MAX_INTERVALS, exact_utility=False):
     """Project the parties' rows and the validation set on ``basis``; pack them.
 
     For one direction, the utility along the line is tabulated over
@@ -272,7 +366,8 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
         np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
         int(utility), float(huber_epsilon), float(l2),
         penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
-        float(learning_rate), float(total_sum_squares), _f64(weights), line)
+        float(learning_rate), float(total_sum_squares), _f64(weights),
+        bool(record_level), line)
 
 
 def _no_validation(m, n_outputs):

@@ -14,7 +14,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels, _subspace
-from ._accounting import chosen_epsilon, noise_std_for_budget, privacy_report
+from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
+                          privacy_report)
 from ._data import (
     UTILITY_CODES,
     check_budget,
@@ -116,7 +117,8 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
 # targets, loss, utility, the semivalue weights.
 Game = namedtuple("Game", [
     "X", "T", "offsets", "X_val", "T_val", "labels_val", "loss", "utility",
-    "huber_epsilon", "l2", "n_penalized", "total_sum_squares", "weights"])
+    "huber_epsilon", "l2", "n_penalized", "total_sum_squares", "weights",
+    "record_level"], defaults=(False,))
 
 
 class DPDataValuator(BaseEstimator):
@@ -207,6 +209,19 @@ class DPDataValuator(BaseEstimator):
     noise_multiplier : float > 0 or None, default=None
         Per-release noise std divided by ``clip_norm``, instead of
         ``epsilon``; ``epsilon_`` then reports the resulting budget.
+
+    privacy_unit : {"record", "group"}, default="record"
+        Whom the guarantee protects when ``fit`` gets ``groups`` (without
+        groups the unit is the sample either way). ``"record"``: one
+        record (a person) in any group. Each record's gradient is clipped to
+        ``clip_norm``; a group releases the sum of its clipped records plus
+        noise calibrated for sensitivity ``clip_norm``, divided by its size
+        ``n_g`` (public), so its mean release has noise std ``s / n_g``:
+        large groups are valued precisely. ``"group"``: a whole group, its
+        mean-loss gradient clipped once, so a group's value is as noisy as
+        a single sample's. The default is ``"record"`` because the law
+        protects people, not data sets; choose ``"group"`` when a group's
+        membership or its data as a whole is the secret.
 
     clip_norm : float > 0 or "auto", default="auto"
         L2 norm bound ``C`` of each released (projected) gradient: its
@@ -365,7 +380,12 @@ class DPDataValuator(BaseEstimator):
         Privacy parameter delta of ``epsilon_``.
 
     noise_multiplier_ : float
-        Per-release noise std divided by ``clip_norm``.
+        Per-release noise std divided by ``clip_norm`` (record-level: the
+        noise of a group's sum; its mean release's is that over ``n_g``).
+
+    privacy_unit_ : {"sample", "group", "record"}
+        Whom ``epsilon_`` protects: a sample (no groups), a group, or a
+        record in any group.
 
     n_releases_ : int
         Number of noisy gradients released per sample (``n_permutations``).
@@ -379,7 +399,11 @@ class DPDataValuator(BaseEstimator):
         what the validation set exposes. With groups, ``sample_values_``
         shows which samples share a group and so the groups' sizes, and the
         report gives the number of held-out samples: both are public by
-        construction, not protected.
+        construction, not protected. Record-level (``privacy_unit_ ==
+        "record"``): the guarantee per record, the groups' sizes, the noise
+        std of a group's mean release and, for completeness, the guarantee
+        of a whole group (``"group_mu"``, ``"group_epsilon"``: ``n_g`` times
+        the record's mu, for the largest group).
 
     preprocessor_ : Pipeline
         The steps of a wrapped Pipeline before its model, fitted on the
@@ -430,6 +454,7 @@ class DPDataValuator(BaseEstimator):
                     StrOptions({"default"})],
         "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
+        "privacy_unit": [StrOptions({"record", "group"})],
         "clip_norm": [Interval(Real, 0.0, None, closed="neither"),
                       StrOptions({"auto"})],
         "subspace": [StrOptions({"public"}), "array-like", None],
@@ -458,6 +483,7 @@ class DPDataValuator(BaseEstimator):
         epsilon="default",
         delta=5e-5,
         noise_multiplier=None,
+        privacy_unit="record",
         clip_norm="auto",
         subspace="public",
         standardize=True,
@@ -479,6 +505,7 @@ class DPDataValuator(BaseEstimator):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
+        self.privacy_unit = privacy_unit
         self.clip_norm = clip_norm
         self.subspace = subspace
         self.standardize = standardize
@@ -523,8 +550,10 @@ class DPDataValuator(BaseEstimator):
             Validation targets; required with ``X_val``.
         groups : array-like of shape (n_samples,), default=None
             Group label of each sample: each group is one party (a data set,
-            a client), valued as a whole; its gradient is that of its mean
-            loss, clipped once, and the privacy unit becomes the group.
+            a client), valued as a whole. With ``privacy_unit="record"`` its
+            release is the mean of its records' clipped gradients and the
+            privacy unit stays the record; with ``"group"`` it is its
+            mean-loss gradient clipped once, and the unit is the group.
 
         Returns
         -------
@@ -544,7 +573,8 @@ class DPDataValuator(BaseEstimator):
         parties = self._prepare_parties(X, y, X_val, y_val, groups, spec, split_seed,
                                         preprocessor)
         spec = model_spec(estimator, n_samples=len(parties.train_parties))
-        game = self._game(spec, parties)
+        game = self._game(spec, parties)._replace(
+            record_level=groups is not None and self.privacy_unit == "record")
         self.subspace_, line_center = self._subspace_basis(estimator, game)
         self.clip_norm_ = self._clip_norm(game)
         x_tt, use_rolling, add_noise = noise_schedule(
@@ -555,7 +585,7 @@ class DPDataValuator(BaseEstimator):
         warn_if_loo_misses_parties(self.semivalue, int(counted.sum()),
                                    len(parties.train_parties), self.q_, stacklevel=3)
         noise_std = self._noise_std(add_noise)
-        self._report_privacy(noise_std, parties, groups)
+        self._report_privacy(noise_std, parties, groups, game)
         self.learning_rate_ = self._learning_rate(
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
@@ -675,12 +705,16 @@ class DPDataValuator(BaseEstimator):
         return noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta,
                                     self.n_permutations, self.clip_norm_)
 
-    def _report_privacy(self, noise_std, parties, groups):
+    def _report_privacy(self, noise_std, parties, groups, game):
+        self.privacy_unit_ = ("record" if game.record_level else
+                              "sample" if groups is None else "group")
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=self.n_permutations,
-            clip_norm=self.clip_norm_, unit="sample" if groups is None else "group",
+            clip_norm=self.clip_norm_, unit=self.privacy_unit_,
             n_unprotected=parties.n_unprotected,
             noise_source=noise_source(self.noise_seed, noise_std > 0))
+        if game.record_level:
+            add_record_level(self.privacy_report_, np.diff(game.offsets), "group")
         self.privacy_report_["release_dimension"] = (
             int(self.subspace_.shape[0]) if self.subspace_ is not None else "all "
             "parameters")
@@ -708,7 +742,9 @@ class DPDataValuator(BaseEstimator):
         noisy steps move a validation margin by about ``AUTO_MARGIN_NOISE``:
         ``lr * step_noise * sqrt(n) * margin_scale``, ``margin_scale`` the
         root mean square of how far a unit release moves a validation row's
-        margins. Only the validation set is read.
+        margins. Only the validation set is read. With record-level
+        releases party ``j``'s step noise is ``step_noise / n_j`` (its size,
+        public), and ``sqrt(n)`` becomes ``sqrt(sum_j 1 / n_j^2)``.
         """
         if self.learning_rate != "auto":
             return float(self.learning_rate)
@@ -730,7 +766,8 @@ class DPDataValuator(BaseEstimator):
         scores[~np.isfinite(scores)] = -np.inf
         rate = float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
         if step_noise > 0:
-            cap = AUTO_MARGIN_NOISE / (step_noise * np.sqrt(n_steps)
+            sizes = np.diff(game.offsets) if game.record_level else np.ones(n_steps)
+            cap = AUTO_MARGIN_NOISE / (step_noise * np.sqrt(np.sum(1.0 / sizes**2))
                                        * self._margin_scale(game))
             rate = min(rate, float(cap))
         return rate
@@ -767,7 +804,7 @@ class DPDataValuator(BaseEstimator):
                         n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
                         learning_rate=self.learning_rate_,
                         total_sum_squares=game.total_sum_squares,
-                        weights=game.weights)
+                        weights=game.weights, record_level=game.record_level)
         if self.subspace_ is not None:
             n_parties = len(game.offsets) - 1
             return _subspace.make_subspace_problem(

@@ -57,7 +57,7 @@ from ._reduction import NodeSums, merge_sums, reduce_tree, reduce_walked, tree_n
 _WalkProblemFields = namedtuple("WalkProblem", [
     "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
     "huber_epsilon", "l2", "n_penalized", "clip_norm", "learning_rate",
-    "total_sum_squares", "theta_init", "weights"])
+    "total_sum_squares", "theta_init", "weights", "record_level"])
 
 
 class PartiesByOffsets:
@@ -96,12 +96,14 @@ WalkResult = namedtuple("WalkResult", [
 
 def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
                  huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
-                 total_sum_squares, weights):
+                 total_sum_squares, weights, record_level=False):
     """Pack the walk's inputs as contiguous arrays and plain scalars.
 
     ``X`` holds the parties' rows, party ``j`` being
     ``X[offsets[j]:offsets[j + 1]]``; the validation set is given by rows
     (stored transposed and padded, see :mod:`skdpval._kernels`).
+    ``record_level``: each row's gradient is clipped, a party releases their
+    noisy sum divided by its size (see :func:`skdpval._kernels._walk`).
     """
     f64, i64 = _kernels._f64, _kernels._i64
     n_outputs = T.shape[1]
@@ -111,7 +113,7 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
         i64(labels_val), int(loss),
         int(utility), float(huber_epsilon), float(l2), int(n_penalized),
         float(clip_norm), float(learning_rate), float(total_sum_squares),
-        np.zeros((n_outputs, X.shape[1])), f64(weights))
+        np.zeros((n_outputs, X.shape[1])), f64(weights), bool(record_level))
 
 
 def stream_words(seed_sequence, n_streams):

@@ -1,10 +1,11 @@
 """Measures of how well data values find bad data."""
 
+from collections import namedtuple
 from numbers import Integral, Real
 
 import numpy as np
 from scipy.integrate import quad
-from scipy.stats import norm
+from scipy.stats import norm, spearmanr
 from sklearn.base import clone, is_classifier
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import roc_auc_score
@@ -132,6 +133,87 @@ def detection_auc_band(epsilon, delta, n_flipped, n_clean, *, level=0.95):
                 ) / (n_flipped * n_clean)
     half_width = norm.ppf((1 + level) / 2) * np.sqrt(max(variance, 0.0))
     return float(max(auc - half_width, 0.0)), float(min(auc + half_width, 1.0))
+
+
+ValueFidelity = namedtuple("ValueFidelity", [
+    "spearman", "top_decile_overlap", "bottom_decile_overlap"])
+ValueFidelity.__doc__ = """How closely values track reference values
+(see :func:`value_fidelity`)."""
+
+
+def _decile(values, top):
+    """Indices of the ``ceil(n / 10)`` largest (``top``) or smallest values,
+    ties broken by position."""
+    size = int(np.ceil(len(values) / 10))
+    order = np.argsort(-values if top else values, kind="stable")
+    return set(order[:size].tolist())
+
+
+def value_fidelity(values, reference):
+    """Spearman correlation and decile overlaps of ``values`` with ``reference``.
+
+    The yardstick for pricing and attribution: how well private values
+    (e.g. ``DPDataValuator(...).values_``) track the values of the same
+    game without noise (``noise="none"``). Parties that are NaN in both
+    (held out as the validation set) are left out.
+
+    What any private release can reach: a release that is ``mu``-GDP for a
+    party reveals about that party's value at most what one Gaussian
+    observation of it with noise std ``range / mu`` would (``range`` is the
+    span a party's value can take, set by its sensitivity), so a value whose
+    spread over the parties is ``sd_v`` is tracked with a correlation of at
+    most about ``sd_v / sqrt(sd_v^2 + (range / mu)^2)``. Single points at
+    ``epsilon <= 3`` (``mu`` below 1) cannot be priced; groups under
+    record-level privacy (``privacy_unit="record"``), whose release has
+    sensitivity ``clip_norm / n_g``, can.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_parties,)
+        The values to assess.
+    reference : array-like of shape (n_parties,)
+        The reference values of the same parties.
+
+    Returns
+    -------
+    fidelity : ValueFidelity
+        A named tuple: ``spearman`` (rank correlation), ``top_decile_overlap``
+        and ``bottom_decile_overlap`` (the fraction of the ``ceil(n / 10)``
+        highest, or lowest, reference values that are also among the
+        highest, or lowest, of ``values``; ties broken by position).
+
+    Examples
+    --------
+    >>> from skdpval.metrics import value_fidelity
+    >>> reference = list(range(20))
+    >>> values = reference[:18] + [19, 18]
+    >>> value_fidelity(values, reference)
+    ValueFidelity(spearman=0.998..., top_decile_overlap=1.0, bottom_decile_overlap=1.0)
+    """
+    values = column_or_1d(check_array(values, ensure_2d=False, ensure_all_finite=False,
+                                      input_name="values"))
+    reference = column_or_1d(check_array(reference, ensure_2d=False,
+                                         ensure_all_finite=False,
+                                         input_name="reference"))
+    if len(values) != len(reference):
+        raise ValueError(f"values and reference must have the same length, got "
+                         f"{len(values)} and {len(reference)}.")
+    missing = np.isnan(values)
+    if np.any(missing != np.isnan(reference)):
+        raise ValueError("values and reference must be NaN for the same parties "
+                         "(those held out as the validation set).")
+    if not (np.all(np.isfinite(values[~missing]))
+            and np.all(np.isfinite(reference[~missing]))):
+        raise ValueError("values and reference must be finite (or NaN for "
+                         "held-out parties).")
+    values, reference = values[~missing], reference[~missing]
+    if len(values) < 2:
+        raise ValueError(f"value_fidelity needs at least 2 parties with values, "
+                         f"got {len(values)}.")
+    size = int(np.ceil(len(values) / 10))
+    overlaps = [len(_decile(values, top) & _decile(reference, top)) / size
+                for top in (True, False)]
+    return ValueFidelity(float(spearmanr(values, reference)[0]), *overlaps)
 
 
 def noisy_label_auc(values, is_noisy):

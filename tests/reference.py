@@ -61,7 +61,8 @@ def utility(name, loss, theta, X_val, T_val, labels_val, huber_epsilon=0.1):
 
 def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
                learning_rate, l2, n_penalized, clip_norm, permutations, noise,
-               x_tt, q, weights, huber_epsilon=0.1, basis=None):
+               x_tt, q, weights, huber_epsilon=0.1, basis=None, offsets=None,
+               record_level=False):
     """Semivalue estimates psi of Algorithm 1 for fixed permutations and noise.
 
     ``noise[t, j]`` is party j's Gaussian noise at permutation t (zeros for no
@@ -70,9 +71,16 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
     projected on it, then clipped and noised in m dimensions
     (``noise[t, j]`` of shape (m,)), and theta moves by ``basis.T`` times the
     released combination.
+    With ``offsets``, party j owns rows ``offsets[j]:offsets[j + 1]``: its
+    gradient is that of its mean loss (plus the L2 term), clipped once, or
+    with ``record_level`` each row's gradient (its loss plus the L2 term) is
+    clipped, the clipped rows are summed, the noise is added to the sum and
+    the result divided by the number of rows.
     Returns ``(psi, end_utilities)``.
     """
     k, n = permutations.shape
+    if offsets is None:
+        offsets = np.arange(n + 1)
     n_outputs, n_columns = T.shape[1], X.shape[1]
     releases = [[] for _ in range(n)]
     psi = np.zeros(n)
@@ -87,13 +95,25 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
         theta = np.zeros((n_outputs, n_columns))
         v_before = V(theta)
         for position, j in enumerate(permutations[t - 1]):
-            _, dloss = loss_and_dloss(loss, theta @ X[j], T[j], huber_epsilon)
-            g = np.outer(dloss, X[j])
-            g[:, :n_penalized] += l2 * theta[:, :n_penalized]
-            if basis is not None:
-                g = basis @ g.ravel()
-            g_hat = g / max(1.0, np.linalg.norm(g) / clip_norm)
-            g_tilde = g_hat + noise[t - 1, j]
+            row_gradients = []
+            for r in range(offsets[j], offsets[j + 1]):
+                _, dloss = loss_and_dloss(loss, theta @ X[r], T[r], huber_epsilon)
+                row_gradients.append(np.outer(dloss, X[r]))
+
+            def penalised_projection(g):
+                g = g.copy()
+                g[:, :n_penalized] += l2 * theta[:, :n_penalized]
+                return basis @ g.ravel() if basis is not None else g
+
+            def clipped(g):
+                return g / max(1.0, np.linalg.norm(g) / clip_norm)
+
+            if record_level:
+                total = sum(clipped(penalised_projection(g)) for g in row_gradients)
+                g_tilde = (total + noise[t - 1, j]) / len(row_gradients)
+            else:
+                g_hat = clipped(penalised_projection(np.mean(row_gradients, axis=0)))
+                g_tilde = g_hat + noise[t - 1, j]
             past = (np.mean(releases[j], axis=0) if releases[j]
                     else np.zeros_like(g_tilde))
             released = x_tt[t - 1] * g_tilde + (1 - x_tt[t - 1]) * past

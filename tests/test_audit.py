@@ -106,17 +106,22 @@ def audit(fit_statistic, n_fits=N_FITS, delta=DELTA, pure=False):
 X_VAL, Y_VAL = np.ones((4, 1)), np.ones(4, dtype=int)
 
 
-def canary_rows(canary, rows=1):
+def canary_rows(canary, rows=1, flipped=None):
     """The canary party's ``rows`` rows (label 1 or flipped) and one other party.
 
-    Several rows make a group whose mean gradient is clipped once.
+    Several rows make a group whose mean gradient is clipped once
+    (group-level privacy); ``flipped`` rows of it (all by default) change
+    label in the neighbour. Record-level privacy protects one record: there
+    one row flips, whose clipped gradient turns from ``-C`` to ``+C``.
     """
+    flipped = rows if flipped is None else flipped
     X = np.r_[np.linspace(3.0, 2.0, rows), 0.5][:, None]
-    y = np.array([1 if canary else 0] * rows + [1])
+    y = np.array([1 if canary else 0] * flipped + [1] * (rows - flipped) + [1])
     return X, y
 
 
-def data_valuator_statistic(canary, noise_seed, rows=1, subspace=None):
+def data_valuator_statistic(canary, noise_seed, rows=1, subspace=None,
+                            privacy_unit="group"):
     """Canary's value from DPDataValuator's walk (i.i.d. releases).
 
     ``subspace=None`` is the full-space walk (clip norm 1); ``"public"`` the
@@ -124,34 +129,42 @@ def data_valuator_statistic(canary, noise_seed, rows=1, subspace=None):
     feature), with ``clip_norm="auto"``: 0.5, the validation gradients'
     norm at zero. Either way the canary's clipped (projected) gradient is
     ``-C`` and its neighbour's ``+C``. Raw features: the canary is built on
-    them.
+    them. ``privacy_unit="record"``: one record of the canary group differs.
     """
-    X, y = canary_rows(canary, rows)
+    X, y = canary_rows(canary, rows, 1 if privacy_unit == "record" else None)
     groups = None if rows == 1 else np.r_[np.zeros(rows), 1]
     valuator = DPDataValuator(
         LogisticRegression(fit_intercept=False), noise="iid", q=0.0, epsilon=EPSILON,
+        privacy_unit=privacy_unit,
         n_permutations=4, learning_rate=0.01, subspace=subspace,
         clip_norm=1.0 if subspace is None else "auto", standardize=False,
         classes=[0, 1], random_state=0, noise_seed=noise_seed)
     return valuator.fit(X, y, X_val=X_VAL, y_val=Y_VAL, groups=groups).values_[0]
 
 
-def label_quality_statistic(canary, noise_seed):
+def label_quality_statistic(canary, noise_seed, rows=1):
     """Canary's score from DPLabelQuality: +clip, or -clip with its label flipped.
 
     The model fitted on the validation rows (x = +-1, labels 1 / 0) has a
     positive slope: the canary ``x = 3`` scores beyond the clip either way.
+    With ``rows`` > 1 the canary is a group under record-level privacy, one
+    record of which flips.
     """
-    X, y = canary_rows(canary)
+    X, y = canary_rows(canary, rows, 1)
+    groups = None if rows == 1 else np.r_[np.zeros(rows), 1]
     scorer = DPLabelQuality(LogisticRegression(fit_intercept=False), epsilon=EPSILON,
                             standardize=False, random_state=0, noise_seed=noise_seed)
     X_val = np.array([[1.0], [1.0], [-1.0], [-1.0]])
-    return scorer.fit(X, y, X_val=X_val, y_val=np.array([1, 1, 0, 0])).values_[0]
+    return scorer.fit(X, y, X_val=X_val, y_val=np.array([1, 1, 0, 0]),
+                      groups=groups).values_[0]
 
 
-def federated_statistic(canary, noise_seed, compression=None):
-    """Canary client's value from DPFederatedValuator (two rounds, i.i.d.)."""
-    X, y = canary_rows(canary)
+def federated_statistic(canary, noise_seed, compression=None, rows=1,
+                        privacy_unit="group"):
+    """Canary client's value from DPFederatedValuator (two rounds, i.i.d.);
+    ``rows`` and ``privacy_unit`` as for :func:`data_valuator_statistic`."""
+    X, y = canary_rows(canary, rows, 1 if privacy_unit == "record" else None)
+    groups = np.r_[np.zeros(rows), 1]
     X_val = X_VAL
     if compression is not None:
         # Top-1 of two coordinates: the canary's gradient lies on the first
@@ -162,8 +175,9 @@ def federated_statistic(canary, noise_seed, compression=None):
         LogisticRegression(fit_intercept=False), n_rounds=2,
         n_permutations_per_round="all", noise="iid", q=0.0, epsilon=EPSILON,
         learning_rate=0.01, utility="neg_loss", compression=compression,
-        standardize=False, classes=[0, 1], random_state=0, noise_seed=noise_seed)
-    return valuator.fit(X, y, groups=[0, 1], X_val=X_val, y_val=Y_VAL).values_[0]
+        privacy_unit=privacy_unit, standardize=False, classes=[0, 1], random_state=0,
+        noise_seed=noise_seed)
+    return valuator.fit(X, y, groups=groups, X_val=X_val, y_val=Y_VAL).values_[0]
 
 
 class GaussianAudit(NamedTuple):
@@ -177,6 +191,23 @@ GAUSSIAN_AUDITS = {
     "DPDataValuator groups": GaussianAudit(
         lambda canary, seed: data_valuator_statistic(canary, seed, rows=3),
         (walk_module, "gaussian_noise")),
+    # Record-level: a group of 3, one record flipped; the noise is calibrated
+    # for the sum of the clipped records, the release is its mean.
+    "DPDataValuator record-level": GaussianAudit(
+        lambda canary, seed: data_valuator_statistic(canary, seed, rows=3,
+                                                     privacy_unit="record"),
+        (walk_module, "gaussian_noise")),
+    "DPDataValuator record-level subspace='public'": GaussianAudit(
+        lambda canary, seed: data_valuator_statistic(
+            canary, seed, rows=3, subspace="public", privacy_unit="record"),
+        (walk_module, "gaussian_noise")),
+    "DPFederatedValuator record-level": GaussianAudit(
+        lambda canary, seed: federated_statistic(canary, seed, rows=3,
+                                                 privacy_unit="record"),
+        (federated_module, "gaussian_noise")),
+    "DPLabelQuality record-level": GaussianAudit(
+        lambda canary, seed: label_quality_statistic(canary, seed, rows=3),
+        (label_quality_module, "gaussian_noise")),
     "DPFederatedValuator": GaussianAudit(
         federated_statistic, (federated_module, "gaussian_noise")),
     # Top-k chose its released coordinates from private data and released

@@ -46,7 +46,7 @@ def test_one_noiseless_round_with_all_permutations_is_exact_shapley(clients,
                               n_permutations_per_round="all", noise="none",
                               learning_rate=lr, clip_norm=C, utility="neg_loss",
                               compression=compression, sign_threshold=beta,
-                              standardize=False)
+                              privacy_unit="group", standardize=False)
     fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
 
     # The game, written out: v(S) = V(0 - lr * mean of S's clipped gradients).
@@ -94,7 +94,8 @@ def test_accounting_uses_the_sensitivity_of_the_release(clients):
         assert sensitivity(compression, clipping, 0.5, 4) == pytest.approx(expected)
         fed = DPFederatedValuator(n_rounds=5, n_permutations_per_round=2,
                                   compression=compression, clipping=clipping,
-                                  clip_norm=0.5, epsilon=2.0, random_state=0)
+                                  clip_norm=0.5, epsilon=2.0, privacy_unit="group",
+                                  random_state=0)
         fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
         report = fed.privacy_report_
         assert report["sensitivity"] == pytest.approx(expected)
@@ -102,6 +103,11 @@ def test_accounting_uses_the_sensitivity_of_the_release(clients):
             noise_std_for_budget(2.0, 5e-5, 5, expected))
         assert fed.epsilon_ == pytest.approx(2.0)
         assert report["unit"] == "client" and report["private_support"]
+        if compression in (None, ("randk", 2)):  # record-level: the same sensitivity
+            fed.set_params(privacy_unit="record").fit(X, y, groups=groups,
+                                                      X_val=X_val, y_val=y_val)
+            assert fed.privacy_report_["sensitivity"] == pytest.approx(expected)
+            assert fed.privacy_report_["unit"] == "record"
 
 
 def record_releases(monkeypatch):
@@ -122,7 +128,8 @@ def test_topk_noises_every_coordinate(clients, monkeypatch):
     X, y, groups, X_val, y_val = clients
     releases = record_releases(monkeypatch)
     fed = DPFederatedValuator(n_rounds=3, n_permutations_per_round=2, noise="iid",
-                              compression=("topk", 2), random_state=0)
+                              compression=("topk", 2), privacy_unit="group",
+                              random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing left to warn about
         fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
@@ -165,7 +172,7 @@ def test_noise_and_rounding_are_secret_masks_and_permutations_public(clients):
     assert not np.array_equal(fit(), fit())
     assert_allclose(fit(noise_seed=3), fit(noise_seed=3), rtol=0, atol=0)
     # The rounding coins are secret too; masks and permutations are not.
-    quantised = dict(noise="none", compression=("quantize", 3))
+    quantised = dict(noise="none", compression=("quantize", 3), privacy_unit="group")
     assert not np.array_equal(fit(**quantised), fit(**quantised))
     masked = dict(noise="none", compression=("randk", 2))
     assert_allclose(fit(**masked), fit(**masked), rtol=0, atol=0)

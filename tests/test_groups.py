@@ -27,10 +27,12 @@ def test_singleton_groups_equal_plain_valuation_bit_for_bit(data):
     assert_array_equal(grouped, plain)
 
 
-def test_group_values_ignore_the_order_inside_groups(data):
+@pytest.mark.parametrize("privacy_unit", ["group", "record"])
+def test_group_values_ignore_the_order_inside_groups(data, privacy_unit):
     X, y, X_val, y_val = data
     groups = np.repeat(["a", "b", "c", "d", "e"], [2, 5, 8, 10, 15])
-    valuator = DPDataValuator(n_permutations=10, random_state=0, noise_seed=0)
+    valuator = DPDataValuator(n_permutations=10, privacy_unit=privacy_unit,
+                              random_state=0, noise_seed=0)
     first = valuator.fit(X, y, X_val=X_val, y_val=y_val, groups=groups).values_.copy()
     shuffled = np.random.default_rng(1).permutation(len(X))
     second = valuator.fit(X[shuffled], y[shuffled], X_val=X_val, y_val=y_val,
@@ -41,8 +43,9 @@ def test_group_values_ignore_the_order_inside_groups(data):
     assert_array_equal(valuator.sample_values_,
                        valuator.values_[np.searchsorted(valuator.groups_,
                                                         groups[shuffled])])
-    assert valuator.privacy_report_["unit"] == "group"
-    assert "group" in valuator.privacy_report_["adjacency"]
+    assert valuator.privacy_report_["unit"] == privacy_unit
+    assert valuator.privacy_unit_ == privacy_unit
+    assert privacy_unit in valuator.privacy_report_["adjacency"]
 
 
 def test_group_gradient_is_the_mean_loss_gradient_clipped_once():

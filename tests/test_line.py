@@ -39,7 +39,7 @@ def test_squared_error_is_an_exact_quadratic(utility):
         sse = np.sum((z * c - t) ** 2)
         expected = {K.NEG_LOSS: -0.5 * sse / 30, K.NEG_MSE: -sse / 30,
                     K.R2: 1 - sse / tss}[utility]
-        value = _line._line_value(line.kind, line.lo, line.inv_h, line.table,
+        value = _line.line_value(line.kind, line.lo, line.inv_h, line.table,
                                   line.quad, line.s_val, z)
         assert value == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
@@ -78,8 +78,8 @@ def test_line_walk_equals_the_exact_walk(kind, settings, monkeypatch):
 def test_the_table_is_used_only_where_it_applies(monkeypatch):
     estimator, X, y, X_val, y_val = _data("squared")
     calls = []
-    run = _line.run_line_walk
-    monkeypatch.setattr(_line, "run_line_walk",
+    run = _subspace._run_line_walk
+    monkeypatch.setattr(_subspace, "_run_line_walk",
                         lambda *a: calls.append(1) or run(*a))
     kw = dict(n_permutations=3, noise="none", random_state=0)
     for model, subspace, expect in [(Ridge(), "public", True),
@@ -92,3 +92,19 @@ def test_the_table_is_used_only_where_it_applies(monkeypatch):
         val = DPDataValuator(model, subspace=subspace, **kw)
         val.fit(X, target, X_val=X_val, y_val=target_val)
         assert bool(calls) == expect, (model, subspace)
+
+
+@pytest.mark.parametrize("privacy_unit", ["record", "group"])
+def test_line_walk_equals_the_exact_walk_with_groups(privacy_unit, monkeypatch):
+    estimator, X, y, X_val, y_val = _data("logistic")
+    groups = np.arange(len(X)) % 12
+    kw = dict(n_permutations=30, random_state=0, noise_seed=4, epsilon=3.0,
+              privacy_unit=privacy_unit)
+    fast = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val,
+                                               groups=groups)
+    monkeypatch.setattr(_subspace._line, "line_utility", lambda *a, **k: None)
+    exact = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val,
+                                                groups=groups)
+    assert np.any(exact.values_ != 0)
+    assert_allclose(fast.values_, exact.values_, rtol=0,
+                    atol=2 * _line.LINE_TOLERANCE + 1e-15)

@@ -16,7 +16,47 @@ from skdpval.metrics import (
     membership_inference_auc,
     noisy_label_auc,
     removal_curve,
+    value_fidelity,
 )
+
+
+def test_value_fidelity_known_answers():
+    reference = np.arange(20.0)
+    assert value_fidelity(reference, reference) == (1.0, 1.0, 1.0)
+    assert value_fidelity(-reference, reference) == pytest.approx((-1.0, 0.0, 0.0))
+    # Two adjacent ranks swapped: rho = 1 - 6 * 2 / (20 * 399); the deciles
+    # (2 parties each) are the same sets.
+    swapped = reference.copy()
+    swapped[[18, 19]] = swapped[[19, 18]]
+    fidelity = value_fidelity(swapped, reference)
+    assert fidelity.spearman == pytest.approx(1 - 12 / 7980, abs=1e-12)
+    assert fidelity.top_decile_overlap == fidelity.bottom_decile_overlap == 1.0
+    # The best party valued lowest: ranks move by 1 (19 parties) and 19 (one):
+    # rho = 1 - 6 * (19 + 361) / 7980 = 5 / 7; top 2 {18, 19} against {17, 18},
+    # bottom 2 {0, 1} against {19, 0}: half of each.
+    demoted = reference.copy()
+    demoted[19] = -1.0
+    assert value_fidelity(demoted, reference) == pytest.approx((5 / 7, 0.5, 0.5))
+    # 25 parties: deciles of ceil(2.5) = 3.
+    values = np.r_[np.arange(22.0), 0.5, 30.0, 40.0]
+    fidelity = value_fidelity(values, np.arange(25.0))
+    # Top 3 {24, 23, 21} against {24, 23, 22}; bottom 3 {0, 22, 1} against {0, 1, 2}.
+    assert fidelity.top_decile_overlap == pytest.approx(2 / 3)
+    assert fidelity.bottom_decile_overlap == pytest.approx(2 / 3)
+
+
+def test_value_fidelity_leaves_out_held_out_parties_and_checks_input():
+    reference = np.r_[np.nan, np.arange(10.0)]
+    values = np.r_[np.nan, np.arange(10.0)[::-1]]
+    assert value_fidelity(values, reference) == pytest.approx((-1.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="NaN for the same parties"):
+        value_fidelity(np.arange(11.0), reference)
+    with pytest.raises(ValueError, match="same length"):
+        value_fidelity(np.arange(3.0), np.arange(4.0))
+    with pytest.raises(ValueError, match="finite"):
+        value_fidelity([0.0, np.inf, 1.0], [0.0, 1.0, 2.0])
+    with pytest.raises(ValueError, match="at least 2"):
+        value_fidelity([np.nan, 1.0], [np.nan, 2.0])
 
 
 def test_noisy_label_auc_known_answers():

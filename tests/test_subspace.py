@@ -320,7 +320,7 @@ def test_label_quality_multiclass_regression_and_groups():
                 for g in range(5)]
     assert_allclose(scorer.values_, expected, rtol=1e-12)
     assert_array_equal(scorer.sample_values_, scorer.values_[groups])
-    assert scorer.privacy_report_["unit"] == "group"
+    assert scorer.privacy_report_["unit"] == "record"  # the default with groups
 
 
 def test_label_quality_finds_flipped_labels_and_works_in_a_filter():
