@@ -180,7 +180,7 @@ def vs_reference(n=300, k=3):
     reference_seconds = time.perf_counter() - started
     problem = make_problem(data["X"], data["T"], np.arange(n + 1), data["X_val"],
                            data["T_val"], data["labels_val"], loss=_kernels.LOGISTIC,
-                           utility=_kernels.NEG_LOSS, huber_epsilon=0.0,
+                           utility=_kernels.NEG_LOSS, loss_param=0.0,
                            total_sum_squares=1.0, weights=np.ones(n), **settings)
     run = lambda: run_walks(problem, draws, x_tt=1.0 / np.arange(1, k + 1),
                             use_rolling=True, counted=np.ones(k, bool),
@@ -289,7 +289,7 @@ def _walk_kernel_alone(valuator, X, y, X_val, y_val, k, batch=16):
     targets = lambda labels: np.where(labels == 1, 1.0, -1.0)[:, None]
     n = len(X)
     settings = dict(loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS,
-                    huber_epsilon=0.0, l2=1.0 / n, n_penalized=X.shape[1],
+                    loss_param=0.0, l2=1.0 / n, n_penalized=X.shape[1],
                     clip_norm=valuator.clip_norm_, learning_rate=valuator.learning_rate_,
                     total_sum_squares=1.0, weights=np.ones(n))
     data = (ones(X), targets(y), np.arange(n + 1), ones(X_val), targets(y_val), y_val)

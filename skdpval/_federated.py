@@ -342,7 +342,7 @@ class DPFederatedValuator(BaseEstimator):
         self.n_releases_ = self.n_rounds
 
         utility_args = dict(loss=loss, utility=UTILITY_CODES[self.utility],
-                            huber_epsilon=spec.huber_epsilon,
+                            loss_param=spec.loss_param,
                             total_sum_squares=total_sum_squares)
         # Per round: a public generator (masks, permutations) and a secret
         # one (noise, rounding coins), each from its own child seed.
@@ -358,7 +358,7 @@ class DPFederatedValuator(BaseEstimator):
                 public = np.random.default_rng(public_seeds[t])
                 secret = np.random.default_rng(secret_seeds[t])
                 gradients = _kernels.party_gradients(
-                    theta, X, T, offsets, loss=loss, huber_epsilon=spec.huber_epsilon,
+                    theta, X, T, offsets, loss=loss, loss_param=spec.loss_param,
                     l2=spec.l2_per_sample, n_penalized=shape[1] - spec.fit_intercept)
                 fresh = np.empty((n_clients, n_params))
                 for i, gradient in enumerate(gradients.reshape(n_clients, -1)):

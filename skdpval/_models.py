@@ -58,7 +58,7 @@ class ModelSpec:
     loss: int
     is_classifier: bool
     fit_intercept: bool
-    huber_epsilon: float
+    loss_param: float
     l2_per_sample: float  # already divided by n where the model sums losses
     multinomial: bool  # more than two classes: softmax (else one-vs-rest)
 

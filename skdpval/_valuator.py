@@ -108,7 +108,7 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
 # targets, loss, utility, the semivalue weights.
 Game = namedtuple("Game", [
     "X", "T", "offsets", "X_val", "T_val", "labels_val", "loss", "utility",
-    "huber_epsilon", "l2", "n_penalized", "total_sum_squares", "weights"])
+    "loss_param", "l2", "n_penalized", "total_sum_squares", "weights"])
 
 
 class DPDataValuator(BaseEstimator):
@@ -556,7 +556,7 @@ class DPDataValuator(BaseEstimator):
             self.utility)
         X, X_val = with_intercept(spec, parties.X, parties.X_val)
         return Game(X, T, parties.offsets, X_val, T_val, labels_val, loss,
-                    UTILITY_CODES[self.utility], spec.huber_epsilon,
+                    UTILITY_CODES[self.utility], spec.loss_param,
                     spec.l2_per_sample, parties.X.shape[1], total_sum_squares,
                     semivalue_weights(self.semivalue, len(parties.train_parties)))
 
@@ -591,7 +591,7 @@ class DPDataValuator(BaseEstimator):
         n_params = game.T.shape[1] * game.X.shape[1]
         objective = _subspace.mean_loss_and_gradient(
             np.eye(n_params), game.X_val, game.T_val, loss=game.loss,
-            huber_epsilon=game.huber_epsilon, l2=l2, n_penalized=game.n_penalized)
+            loss_param=game.loss_param, l2=l2, n_penalized=game.n_penalized)
         with one_blas_thread():
             theta = minimize(objective, np.zeros(n_params), jac=True,
                              method="L-BFGS-B", options=dict(maxiter=500)).x
@@ -607,7 +607,7 @@ class DPDataValuator(BaseEstimator):
         """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
         if self.clip_norm != "auto":
             return float(self.clip_norm)
-        settings = dict(loss=game.loss, huber_epsilon=game.huber_epsilon,
+        settings = dict(loss=game.loss, loss_param=game.loss_param,
                         l2=game.l2, n_penalized=game.n_penalized)
         rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
         theta = np.zeros((game.T.shape[1], game.X.shape[1]))
@@ -651,7 +651,7 @@ class DPDataValuator(BaseEstimator):
 
     def _sgd_pass(self, game, X, T, learning_rate, order):
         """Parameters after one clipped, noiseless SGD pass (in the subspace)."""
-        model = dict(loss=game.loss, huber_epsilon=game.huber_epsilon, l2=game.l2,
+        model = dict(loss=game.loss, loss_param=game.loss_param, l2=game.l2,
                      n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
                      learning_rate=learning_rate, order=order)
         if self.subspace_ is not None:
@@ -698,7 +698,7 @@ class DPDataValuator(BaseEstimator):
     def _utility(self, game, theta, rows, utility):
         """Utility of ``theta`` on the validation ``rows``, by the walk's kernel."""
         settings = dict(loss=game.loss, utility=utility,
-                        huber_epsilon=game.huber_epsilon,
+                        loss_param=game.loss_param,
                         total_sum_squares=game.total_sum_squares)
         data = (game.X_val[rows], game.T_val[rows], game.labels_val[rows])
         if self.subspace_ is not None:
@@ -717,7 +717,7 @@ class DPDataValuator(BaseEstimator):
 
     def _problem(self, game):
         settings = dict(loss=game.loss, utility=game.utility,
-                        huber_epsilon=game.huber_epsilon, l2=game.l2,
+                        loss_param=game.loss_param, l2=game.l2,
                         n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
                         learning_rate=self.learning_rate_,
                         total_sum_squares=game.total_sum_squares,

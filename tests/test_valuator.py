@@ -216,14 +216,14 @@ def test_model_spec_is_the_models_own_objective(estimator, make):
     grad = np.zeros_like(theta)
     out = np.empty_like(theta)
     for j in range(n):
-        _kernels.party_gradient(theta, Xa, T, j, j + 1, loss, 0.0,
-                                spec.l2_per_sample, d, np.empty(T.shape[1]),
+        _kernels.party_gradient(theta, Xa, T, np.ones(n), j, j + 1, loss, 0.0,
+                                spec.l2_per_sample, 0.0, d, np.empty(T.shape[1]),
                                 np.empty(T.shape[1]), out)
         grad += out / n
     at_zero = np.zeros_like(theta)
     for j in range(n):
-        _kernels.party_gradient(np.zeros_like(theta), Xa, T, j, j + 1, loss, 0.0,
-                                spec.l2_per_sample, d, np.empty(T.shape[1]),
+        _kernels.party_gradient(np.zeros_like(theta), Xa, T, np.ones(n), j, j + 1,
+                                loss, 0.0, spec.l2_per_sample, 0.0, d, np.empty(T.shape[1]),
                                 np.empty(T.shape[1]), out)
         at_zero += out / n
     assert np.linalg.norm(grad) < 1e-4 * np.linalg.norm(at_zero)
