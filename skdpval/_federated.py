@@ -28,7 +28,7 @@ from ._data import (
     validate_private_data,
     with_intercept,
 )
-from ._models import model_spec
+from ._models import check_target_domain, model_spec, public_params, row_weights
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT, check_converged
 from .exceptions import (
@@ -150,6 +150,10 @@ class DPFederatedValuator(BaseEstimator):
 
     Attributes
     ----------
+    chosen_params_ : dict
+        Parameters of the wrapped model chosen on the validation set (a
+        ``*CV`` variant's ``alpha`` / ``C``, HuberRegressor's ``scale``);
+        empty for other models.
     values_ : ndarray of shape (n_clients,)
         Mean per-round value of each client past the burn-in; NaN for
         clients held out as the validation set.
@@ -310,7 +314,11 @@ class DPFederatedValuator(BaseEstimator):
                 f"most {_MAX_CLIENTS_ALL_PERMUTATIONS} clients, got {n_clients}.")
         x_t = federated_schedule(self.noise, self.n_rounds)
 
-        spec = model_spec(estimator, n_samples=n_clients)
+        self.chosen_params_ = public_params(estimator, X_val, y_val, split_seed)
+        spec = model_spec(estimator, n_samples=n_clients, public=self.chosen_params_)
+        check_target_domain(spec, y, "y")
+        check_target_domain(spec, y_val, "y_val")
+        weights, _ = row_weights(spec, y, y_val, classes, None)
         T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
             spec, y, y_val, None if classes is None else len(classes), self.utility)
         X, X_val = with_intercept(spec, X, X_val)
@@ -359,7 +367,9 @@ class DPFederatedValuator(BaseEstimator):
                 secret = np.random.default_rng(secret_seeds[t])
                 gradients = _kernels.party_gradients(
                     theta, X, T, offsets, loss=loss, loss_param=spec.loss_param,
-                    l2=spec.l2_per_sample, n_penalized=shape[1] - spec.fit_intercept)
+                    l2=spec.l2_per_sample, l1=spec.l1_per_sample, row_weights=weights,
+                    n_penalized=shape[1] - (spec.fit_intercept
+                                            and not spec.penalize_intercept))
                 fresh = np.empty((n_clients, n_params))
                 for i, gradient in enumerate(gradients.reshape(n_clients, -1)):
                     release, noised = compress(
