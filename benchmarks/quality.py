@@ -426,14 +426,14 @@ def paper_learning_rate(data):
     T_val = np.where(data.y_val == 1, 1.0, -1.0)[:, None]
     scores = []
     for rate in AUTO_LEARNING_RATES:
-        theta = _kernels.sgd_pass(X, T, loss=_kernels.LOGISTIC, huber_epsilon=0.0,
+        theta = _kernels.sgd_pass(X, T, loss=_kernels.LOGISTIC, loss_param=0.0,
                                   l2=1.0 / len(X), n_penalized=X.shape[1] - 1,
                                   clip_norm=1.0, learning_rate=rate,
                                   theta_init=np.zeros((1, X.shape[1])),
                                   order=np.arange(len(X)))
         scores.append(_kernels.utility_of_theta(
             theta, X_val, T_val, data.y_val, loss=_kernels.LOGISTIC,
-            utility=_kernels.ACCURACY, huber_epsilon=0.0, total_sum_squares=1.0))
+            utility=_kernels.ACCURACY, loss_param=0.0, total_sum_squares=1.0))
     return float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
 
 

@@ -30,6 +30,8 @@ Cases:
 - ``large``: a default fit on 200,000 parties (d = 20, 2,000 validation
   rows, k = 1000) and on 1,000,000 (``--large-n`` to change), 2 threads, in
   a fresh process: time and peak memory.
+- ``losses``: the walk kernel's cost per step for each loss (and an L1
+  term, row weights) against binary logistic, on the Table 8 job's size.
 
 Times are medians over repeats in one process, after a warm-up fit; the
 machine (2 cores, shared) is noisy, so compare the ratios in a case.
@@ -187,7 +189,7 @@ def vs_reference(n=300, k=3):
     reference_seconds = time.perf_counter() - started
     problem = make_problem(data["X"], data["T"], np.arange(n + 1), data["X_val"],
                            data["T_val"], data["labels_val"], loss=_kernels.LOGISTIC,
-                           utility=_kernels.NEG_LOSS, huber_epsilon=0.0,
+                           utility=_kernels.NEG_LOSS, loss_param=0.0,
                            total_sum_squares=1.0, weights=np.ones(n), **settings)
     run = lambda: run_walks(problem, draws, x_tt=1.0 / np.arange(1, k + 1),
                             use_rolling=True, counted=np.ones(k, bool),
@@ -296,7 +298,7 @@ def _walk_kernel_alone(valuator, X, y, X_val, y_val, k, batch=16):
     targets = lambda labels: np.where(labels == 1, 1.0, -1.0)[:, None]
     n = len(X)
     settings = dict(loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS,
-                    huber_epsilon=0.0, l2=1.0 / n, n_penalized=X.shape[1],
+                    loss_param=0.0, l2=1.0 / n, n_penalized=X.shape[1],
                     clip_norm=valuator.clip_norm_, learning_rate=valuator.learning_rate_,
                     total_sum_squares=1.0, weights=np.ones(n))
     data = (ones(X), targets(y), np.arange(n + 1), ones(X_val), targets(y_val), y_val)
@@ -575,10 +577,78 @@ def large(ns=(200_000, 1_000_000), k=1000):
              peak_memory_mib=round(measured["peak_mib"], 1))
 
 
+def losses(k=64, batch=16, repeats=7):
+    """Seconds per step of the walk kernel for each loss, against binary logistic.
+
+    The Table 8 job's size (diabetes, 300 parties, 142 validation rows,
+    d = 10 and an intercept), i.i.d. noise drawn once, the default
+    (one public direction) and the full-space walk; classification losses on
+    the binary labels, regression losses on the standardised target, the
+    Tweedie family on the target over its mean. Also the logistic loss with
+    an L1 term and with row weights.
+    """
+    X_all, y_all = load_diabetes(return_X_y=True)
+    X_all = StandardScaler().fit_transform(X_all)
+    n = len(y_all) - N_VAL
+    with_ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
+    X, X_val = with_ones(X_all[:n]), with_ones(X_all[n:])
+    binary = np.where(y_all > np.median(y_all), 1.0, -1.0)[:, None]
+    real = ((y_all - y_all.mean()) / y_all.std())[:, None]
+    positive = (y_all / y_all.mean())[:, None]
+    K = _kernels
+    cases = [("logistic", K.LOGISTIC, 0.0, binary, {}),
+             ("logistic + l1", K.LOGISTIC, 0.0, binary, {"l1": 1e-3}),
+             ("logistic, weighted", K.LOGISTIC, 0.0, binary,
+              {"row_weights": np.linspace(0.5, 2.0, n)}),
+             ("hinge", K.HINGE, 0.0, binary, {}),
+             ("squared_hinge", K.SQUARED_HINGE, 0.0, binary, {}),
+             ("modified_huber", K.MODIFIED_HUBER, 0.0, binary, {}),
+             ("perceptron", K.PERCEPTRON, 0.0, binary, {}),
+             ("squared", K.SQUARED, 0.0, real, {}),
+             ("huber", K.HUBER, 1.35, real, {}),
+             ("epsilon_insensitive", K.EPSILON_INSENSITIVE, 0.1, real, {}),
+             ("squared_epsilon_insensitive", K.SQUARED_EPSILON_INSENSITIVE, 0.1,
+              real, {}),
+             ("pinball", K.PINBALL, 0.3, real, {}),
+             ("poisson", K.TWEEDIE, 1.0, positive, {}),
+             ("gamma", K.TWEEDIE, 2.0, positive, {}),
+             ("tweedie 1.5", K.TWEEDIE, 1.5, positive, {})]
+    rng = np.random.default_rng(0)
+    permutations = np.array([rng.permutation(n) for _ in range(batch)])
+    direction = rng.normal(size=(1, X.shape[1]))
+    direction /= np.linalg.norm(direction)
+    for walk, basis in (("default", direction), ("full-space", None)):
+        per_step = {}
+        for name, loss, param, T, extra in cases:
+            settings = dict(loss=loss, utility=K.NEG_LOSS, loss_param=param,
+                            l2=1.0 / n, n_penalized=X.shape[1] - 1, clip_norm=1.0,
+                            learning_rate=0.01, total_sum_squares=1.0,
+                            weights=np.ones(n), **extra)
+            data = (X, T[:n], np.arange(n + 1), X_val, T[n:],
+                    np.zeros(N_VAL, dtype=np.int64))
+            problem = (make_problem(*data, **settings) if basis is None else
+                       _subspace.make_subspace_problem(basis, *data, **settings))
+            noise = 0.5 * rng.normal(size=(batch, n, *problem.release_shape))
+
+            def run():
+                for _ in range(k // batch):
+                    problem.walk(permutations, noise, np.ones(batch), None)
+            run()  # compile
+            seconds = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                run()
+                seconds.append(time.perf_counter() - started)
+            per_step[name] = float(np.median(seconds)) / (k * n)
+            emit(case="losses", walk=walk, loss=name, n=n, k=k, n_val=N_VAL,
+                 d=X.shape[1] - 1, ns_per_step=round(per_step[name] * 1e9, 1),
+                 relative_to_logistic=round(per_step[name] / per_step["logistic"], 3))
+
+
 CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
          "vs_reference": vs_reference, "floor": floor, "threads": threads,
          "dask": dask, "scale": scale, "multiclass": multiclass,
-         "randomness": randomness, "large": large}
+         "randomness": randomness, "large": large, "losses": losses}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)

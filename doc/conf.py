@@ -29,6 +29,7 @@ extensions = [
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "auc_limit_table",
+    "model_coverage_table",
 ]
 autosummary_generate = True
 numpydoc_show_class_members = False

@@ -196,10 +196,12 @@ def kernel_targets(spec, y, y_val, n_classes, utility):
 
 
 def with_intercept(spec, *arrays):
-    """Append a column of ones to each array when the model fits an intercept."""
+    """Append the intercept's column to each array when the model fits one:
+    ones, or liblinear's ``intercept_scaling``."""
     if not spec.fit_intercept:
         return arrays
-    return tuple(np.hstack([A, np.ones((len(A), 1))]) for A in arrays)
+    return tuple(np.hstack([A, np.full((len(A), 1), spec.intercept_scaling)])
+                 for A in arrays)
 
 
 def check_groups(groups, n_samples):
@@ -229,14 +231,16 @@ def check_groups(groups, n_samples):
 
 Parties = namedtuple("Parties", [
     "X", "y", "offsets", "X_val", "y_val", "classes", "train_parties",
-    "n_all_parties", "party_of_sample", "n_unprotected", "scale", "target_scale"])
+    "n_all_parties", "party_of_sample", "n_unprotected", "scale", "target_scale",
+    "rows"])
 Parties.__doc__ = """The training parties and the validation set, ready for a valuator.
 
 ``X[offsets[j]:offsets[j + 1]]`` are the rows of training party ``j``
 (``train_parties[j]`` among all ``n_all_parties``), ordered by content inside
 a party; ``y`` are class indices for a classifier; ``scale`` is the
 ``(mean, std)`` the features were standardised with (validation statistics),
-or None; ``target_scale`` the ``(mean, std)`` of regression targets, or None.
+or None; ``target_scale`` the ``(mean, std)`` of regression targets, or None;
+``rows`` the index in the input ``X`` of each row of ``X``.
 """
 
 
@@ -486,4 +490,4 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     return Parties(np.ascontiguousarray(X[train_rows]), y[train_rows], offsets,
                    np.ascontiguousarray(X_val), y_val, classes, train_parties,
                    n_all_parties, party_of_sample, n_unprotected, scale,
-                   target_scale)
+                   target_scale, train_rows)

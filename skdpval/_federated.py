@@ -31,7 +31,7 @@ from ._data import (
     validate_private_data,
     with_intercept,
 )
-from ._models import model_spec
+from ._models import check_target_domain, model_spec, public_params, row_weights
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._valuator import MAX_INT, check_converged
 from .exceptions import (
@@ -174,6 +174,10 @@ class DPFederatedValuator(BaseEstimator):
 
     Attributes
     ----------
+    chosen_params_ : dict
+        Parameters of the wrapped model chosen on the validation set (a
+        ``*CV`` variant's ``alpha`` / ``C``, HuberRegressor's ``scale``);
+        empty for other models.
     values_ : ndarray of shape (n_clients,)
         Mean per-round value of each client past the burn-in; NaN for
         clients held out as the validation set.
@@ -350,7 +354,11 @@ class DPFederatedValuator(BaseEstimator):
                 f"most {_MAX_CLIENTS_ALL_PERMUTATIONS} clients, got {n_clients}.")
         x_t = federated_schedule(self.noise, self.n_rounds)
 
-        spec = model_spec(estimator, n_samples=n_clients)
+        self.chosen_params_ = public_params(estimator, X_val, y_val, split_seed)
+        spec = model_spec(estimator, n_samples=n_clients, public=self.chosen_params_)
+        check_target_domain(spec, y, "y")
+        check_target_domain(spec, y_val, "y_val")
+        weights, _ = row_weights(spec, y, y_val, classes, None)
         T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
             spec, y, y_val, None if classes is None else len(classes), self.utility)
         X, X_val = with_intercept(spec, X, X_val)
@@ -393,7 +401,7 @@ class DPFederatedValuator(BaseEstimator):
         self.n_releases_ = self.n_rounds
 
         utility_args = dict(loss=loss, utility=UTILITY_CODES[self.utility],
-                            huber_epsilon=spec.huber_epsilon,
+                            loss_param=spec.loss_param,
                             total_sum_squares=total_sum_squares)
         # Per round: a public generator (masks, permutations) and a secret
         # one (noise, rounding coins), each from its own child seed.
@@ -409,7 +417,7 @@ class DPFederatedValuator(BaseEstimator):
                 public = np.random.default_rng(public_seeds[t])
                 secret = np.random.default_rng(secret_seeds[t])
                 updates = self._clipped_updates(theta, X, T, offsets, loss, spec,
-                                                record_level)
+                                                weights, record_level)
                 fresh = np.empty((n_clients, n_params))
                 for i, update in enumerate(updates):
                     release, noised = compress(update, self.compression,
@@ -445,14 +453,18 @@ class DPFederatedValuator(BaseEstimator):
         self.rank_[clients] = rankdata(-values, method="ordinal")
         return self
 
-    def _clipped_updates(self, theta, X, T, offsets, loss, spec, record_level):
-        """Each client's clipped gradient ``(n_clients, n_params)``, or with
-        ``record_level`` the sum of its records' clipped gradients."""
+    def _clipped_updates(self, theta, X, T, offsets, loss, spec, weights,
+                         record_level):
+        """Each client's clipped gradient ``(n_clients, n_params)`` (its
+        weighted loss plus the penalty), or with ``record_level`` the sum of
+        its records' clipped gradients."""
         n_clients = len(offsets) - 1
         rows = np.arange(len(X) + 1) if record_level else offsets
         gradients = _kernels.party_gradients(
-            theta, X, T, rows, loss=loss, huber_epsilon=spec.huber_epsilon,
-            l2=spec.l2_per_sample, n_penalized=theta.shape[1] - spec.fit_intercept)
+            theta, X, T, rows, loss=loss, loss_param=spec.loss_param,
+            l2=spec.l2_per_sample, l1=spec.l1_per_sample, row_weights=weights,
+            n_penalized=theta.shape[1] - (spec.fit_intercept
+                                          and not spec.penalize_intercept))
         clipped = np.array([clip(g, self.clipping, self.clip_norm)
                             for g in gradients.reshape(len(rows) - 1, -1)])
         if not record_level:

@@ -40,16 +40,28 @@ from numba import njit
 from numba.core import types
 from numba.extending import intrinsic
 
-# Loss codes. Margin losses (LOGISTIC, HINGE, SQUARED_HINGE, MODIFIED_HUBER)
-# take targets in {-1, +1}, one output per class for one-vs-rest; MULTINOMIAL
-# takes one-hot targets; SQUARED and HUBER take real targets.
+# Loss codes. Margin losses (LOGISTIC, HINGE, SQUARED_HINGE, MODIFIED_HUBER,
+# PERCEPTRON) take targets in {-1, +1}, one output per class for one-vs-rest;
+# MULTINOMIAL takes one-hot targets; the others take real targets. One loss
+# parameter ``loss_param`` serves the losses that have one: the epsilon of
+# HUBER, EPSILON_INSENSITIVE and SQUARED_EPSILON_INSENSITIVE, the quantile of
+# PINBALL, the power p of TWEEDIE (others ignore it).
 LOGISTIC = 0
 MULTINOMIAL = 1
-SQUARED = 2
-HINGE = 3
-SQUARED_HINGE = 4
+SQUARED = 2  # 0.5 r^2, r = m - t
+HINGE = 3  # max(0, 1 - t m)
+SQUARED_HINGE = 4  # max(0, 1 - t m)^2
 MODIFIED_HUBER = 5
-HUBER = 6
+HUBER = 6  # 0.5 r^2 for |r| <= eps, else eps |r| - eps^2 / 2
+PERCEPTRON = 7  # max(0, -t m)
+EPSILON_INSENSITIVE = 8  # max(0, |r| - eps)
+SQUARED_EPSILON_INSENSITIVE = 9  # max(0, |r| - eps)^2
+PINBALL = 10  # q (t - m) for t >= m, else (1 - q) (m - t)
+# Half Tweedie deviance of the prediction exp(m) (log link), up to a term of
+# t alone (it cancels in every difference of utilities and every gradient):
+# exp((2 - p) m) / (2 - p) - t exp((1 - p) m) / (1 - p), with the limits
+# exp(m) - t m at p = 1 (Poisson) and m + t exp(-m) at p = 2 (Gamma).
+TWEEDIE = 11
 
 # Utility codes.
 NEG_LOSS = 0
@@ -162,7 +174,7 @@ def softplus_array(z, out):
 # --- losses -------------------------------------------------------------------
 
 @njit(**_scalar)
-def output_loss(loss, m, t, huber_epsilon):
+def output_loss(loss, m, t, loss_param):
     """Loss of one output with margin ``m`` and target ``t`` (not MULTINOMIAL)."""
     if loss == LOGISTIC:
         return softplus(-t * m)
@@ -181,11 +193,28 @@ def output_loss(loss, m, t, huber_epsilon):
         if z >= -1.0:
             return (1.0 - z) * (1.0 - z)
         return -4.0 * z
-    # HUBER
-    a = abs(m - t)
-    if a <= huber_epsilon:
-        return 0.5 * a * a
-    return huber_epsilon * a - 0.5 * huber_epsilon * huber_epsilon
+    if loss == HUBER:
+        a = abs(m - t)
+        if a <= loss_param:
+            return 0.5 * a * a
+        return loss_param * a - 0.5 * loss_param * loss_param
+    if loss == PERCEPTRON:
+        return max(0.0, -t * m)
+    if loss == EPSILON_INSENSITIVE:
+        return max(0.0, abs(m - t) - loss_param)
+    if loss == SQUARED_EPSILON_INSENSITIVE:
+        h = max(0.0, abs(m - t) - loss_param)
+        return h * h
+    if loss == PINBALL:
+        r = t - m
+        return max(loss_param * r, (loss_param - 1.0) * r)
+    # TWEEDIE
+    if loss_param == 1.0:
+        return np.exp(m) - t * m
+    if loss_param == 2.0:
+        return m + t * np.exp(-m)
+    return (np.exp((2.0 - loss_param) * m) / (2.0 - loss_param)
+            - t * np.exp((1.0 - loss_param) * m) / (1.0 - loss_param))
 
 
 @njit(**_scalar)
@@ -199,7 +228,7 @@ def _logistic_dloss(m, t):
 
 
 @njit(**_jit)
-def _output_dloss(loss, m, t, huber_epsilon):
+def _output_dloss(loss, m, t, loss_param):
     """Derivative of ``output_loss`` with respect to the margin ``m``."""
     if loss == LOGISTIC:
         return _logistic_dloss(m, t)
@@ -217,13 +246,33 @@ def _output_dloss(loss, m, t, huber_epsilon):
         if z >= -1.0:
             return -2.0 * t * (1.0 - z)
         return -4.0 * t
-    # HUBER
-    r = m - t
-    if r > huber_epsilon:
-        return huber_epsilon
-    if r < -huber_epsilon:
-        return -huber_epsilon
-    return r
+    if loss == HUBER:
+        r = m - t
+        if r > loss_param:
+            return loss_param
+        if r < -loss_param:
+            return -loss_param
+        return r
+    if loss == PERCEPTRON:
+        return -t if t * m <= 0.0 else 0.0
+    if loss == EPSILON_INSENSITIVE:
+        r = m - t
+        if r > loss_param:
+            return 1.0
+        if r < -loss_param:
+            return -1.0
+        return 0.0
+    if loss == SQUARED_EPSILON_INSENSITIVE:
+        r = m - t
+        if r > loss_param:
+            return 2.0 * (r - loss_param)
+        if r < -loss_param:
+            return 2.0 * (r + loss_param)
+        return 0.0
+    if loss == PINBALL:
+        return -loss_param if t > m else 1.0 - loss_param
+    # TWEEDIE: d/dm, valid at p = 1 and p = 2 too
+    return np.exp((2.0 - loss_param) * m) - t * np.exp((1.0 - loss_param) * m)
 
 
 @njit(**_jit)
@@ -235,7 +284,7 @@ def _max(values):
 
 
 @njit(**_jit)
-def sample_loss(loss, margins, targets, huber_epsilon):
+def sample_loss(loss, margins, targets, loss_param):
     """Loss of one sample: summed over outputs (one-vs-rest) or multinomial."""
     n_outputs = margins.shape[0]
     if loss == MULTINOMIAL:
@@ -248,12 +297,12 @@ def sample_loss(loss, margins, targets, huber_epsilon):
         return top + np.log(total) - dot
     value = 0.0
     for k in range(n_outputs):
-        value += output_loss(loss, margins[k], targets[k], huber_epsilon)
+        value += output_loss(loss, margins[k], targets[k], loss_param)
     return value
 
 
 @njit(**_jit)
-def sample_dloss(loss, margins, targets, huber_epsilon, out):
+def sample_dloss(loss, margins, targets, loss_param, out):
     """Gradient of ``sample_loss`` with respect to the margins, into ``out``."""
     if loss is None:  # binary logistic, compiled alone (see ``kernel_codes``)
         out[0] = _logistic_dloss(margins[0], targets[0])
@@ -269,13 +318,22 @@ def sample_dloss(loss, margins, targets, huber_epsilon, out):
             out[k] = out[k] / total - targets[k]
         return
     for k in range(n_outputs):
-        out[k] = _output_dloss(loss, margins[k], targets[k], huber_epsilon)
+        out[k] = _output_dloss(loss, margins[k], targets[k], loss_param)
 
 
 @njit(**_scalar)
-def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
-                   n_penalized, margin_buf, dloss_buf, out):
-    """Gradient of the mean loss of rows ``start:stop`` plus ``l2/2 ||W||^2``."""
+def party_gradient(theta, X, T, row_weights, start, stop, loss, loss_param, l2,
+                   l1, n_penalized, margin_buf, dloss_buf, out):
+    """Gradient of the weighted mean loss of rows ``start:stop`` plus the penalty.
+
+    Row ``r``'s loss is multiplied by ``row_weights[r]`` (ones when
+    unweighted); the penalty is ``l2/2 ||W||^2 + l1 ||W||_1`` on the
+    penalised columns, its L1 part by the subgradient ``sign(W)`` (0 at 0).
+    The penalty terms are part of the gradient the caller clips: they depend
+    on theta alone, public within the walk, so the clipped release keeps
+    sensitivity ``clip_norm`` either way; clipping them with the loss keeps
+    every step's length at most ``learning_rate * clip_norm``.
+    """
     n_outputs, n_columns = theta.shape
     for k in range(n_outputs):
         for c in range(n_columns):
@@ -287,9 +345,10 @@ def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
             for c in range(n_columns):
                 m += theta[k, c] * x[c]
             margin_buf[k] = m
-        sample_dloss(loss, margin_buf, T[row], huber_epsilon, dloss_buf)
+        sample_dloss(loss, margin_buf, T[row], loss_param, dloss_buf)
+        weight = row_weights[row]
         for k in range(n_outputs):
-            dk = dloss_buf[k]
+            dk = weight * dloss_buf[k]
             for c in range(n_columns):
                 out[k, c] += dk * x[c]
     if stop - start > 1:
@@ -300,13 +359,17 @@ def party_gradient(theta, X, T, start, stop, loss, huber_epsilon, l2,
     for k in range(n_outputs):
         for c in range(n_penalized):
             out[k, c] += l2 * theta[k, c]
+    if l1 != 0.0:
+        for k in range(n_outputs):
+            for c in range(n_penalized):
+                out[k, c] += l1 * np.sign(theta[k, c])
 
 
 @njit(**_scalar)
-def party_clipped_sum(theta, X, T, start, stop, loss, huber_epsilon, l2,
-                      n_penalized, clip_norm, margin_buf, dloss_buf, record, out):
-    """Sum over rows ``start:stop`` of each row's gradient (its loss plus
-    ``l2/2 ||W||^2``), each clipped to ``clip_norm``: record-level privacy.
+def party_clipped_sum(theta, X, T, row_weights, start, stop, loss, loss_param, l2,
+                      l1, n_penalized, clip_norm, margin_buf, dloss_buf, record, out):
+    """Sum over rows ``start:stop`` of each row's gradient (its weighted loss
+    plus the penalty), each clipped to ``clip_norm``: record-level privacy.
 
     One row changes the sum by at most ``clip_norm`` (zero-out), whatever
     the party's size; ``record`` is a buffer shaped like ``theta``.
@@ -316,8 +379,8 @@ def party_clipped_sum(theta, X, T, start, stop, loss, huber_epsilon, l2,
         for c in range(n_columns):
             out[k, c] = 0.0
     for row in range(start, stop):
-        party_gradient(theta, X, T, row, row + 1, loss, huber_epsilon, l2,
-                       n_penalized, margin_buf, dloss_buf, record)
+        party_gradient(theta, X, T, row_weights, row, row + 1, loss, loss_param, l2,
+                       l1, n_penalized, margin_buf, dloss_buf, record)
         clip_l2(record, clip_norm)
         for k in range(n_outputs):
             for c in range(n_columns):
@@ -360,6 +423,20 @@ def clip_l2(g, clip_norm):
             for c in range(n_columns):
                 g[k, c] *= scale
     return norm
+
+
+@njit(**_jit)
+def _weighted_mean_loss(loss, margins, T, row_weights, loss_param):
+    total = 0.0
+    for row in range(margins.shape[0]):
+        total += row_weights[row] * sample_loss(loss, margins[row], T[row], loss_param)
+    return total / margins.shape[0]
+
+
+def weighted_mean_loss(loss, margins, T, row_weights, loss_param):
+    """``mean_r row_weights[r] * loss(margins[r], T[r])`` (rows first; off the walk)."""
+    return _weighted_mean_loss(int(loss), _f64(margins), _f64(T), _f64(row_weights),
+                               float(loss_param))
 
 
 # --- utility on the validation set --------------------------------------------
@@ -437,7 +514,7 @@ def logistic_loss_sum(margins, targets, n_val, scratch):
 
 
 @njit(**_jit)
-def _row_losses(loss, margins, T_val_t, huber_epsilon, scratch):
+def _row_losses(loss, margins, T_val_t, loss_param, scratch):
     """``scratch[0, i]`` = the loss of validation row ``i``, for every column.
 
     Every loop runs over contiguous rows with no branch on the row, so that
@@ -469,11 +546,11 @@ def _row_losses(loss, margins, T_val_t, huber_epsilon, scratch):
         for k in range(n_outputs):
             m, t = margins[k], T_val_t[k]
             for i in range(n_rows):
-                out[i] += output_loss(loss, m[i], t[i], huber_epsilon)
+                out[i] += output_loss(loss, m[i], t[i], loss_param)
 
 
 @njit(**_scalar)
-def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
+def utility_of_margins(utility, loss, margins, T_val_t, labels, loss_param,
                        total_sum_squares, scratch):
     """Utility of the validation margins ``(n_outputs, n_columns)``.
 
@@ -487,7 +564,7 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
     if utility is None:  # NEG_LOSS, compiled alone (see ``kernel_codes``)
         if loss is None:  # binary logistic, likewise
             return -logistic_loss_sum(margins[0], T_val_t[0], n_val, scratch) / n_val
-        _row_losses(loss, margins, T_val_t, huber_epsilon, scratch)
+        _row_losses(loss, margins, T_val_t, loss_param, scratch)
         return -_sum(scratch[0], n_val) / n_val
     if utility == ACCURACY:
         correct = 0
@@ -503,9 +580,17 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, huber_epsilon,
         return correct / n_val
     if utility == NEG_MSE or utility == R2:
         m, t, squares = margins[0], T_val_t[0], scratch[0]
-        for i in range(n_columns):
-            r = m[i] - t[i]
-            squares[i] = r * r
+        log_link = False
+        if loss is not None:
+            log_link = loss == TWEEDIE
+        if log_link:  # the prediction is exp(margin)
+            for i in range(n_columns):
+                r = np.exp(m[i]) - t[i]
+                squares[i] = r * r
+        else:
+            for i in range(n_columns):
+                r = m[i] - t[i]
+                squares[i] = r * r
         total = _sum(squares, n_val)
         if utility == R2:
             return 1.0 - total / total_sum_squares
@@ -560,8 +645,8 @@ def _margins(X_val_t, theta, out):
 # --- the walk -----------------------------------------------------------------
 
 @njit(**_jit)
-def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
-          huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
+def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utility,
+          loss_param, l2, l1, n_penalized, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
           rolling_mean, weights, record_level, marginals, end_utility, theta,
           update, record, margin_buf, dloss_buf, margins, scratch):
@@ -583,18 +668,19 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
                 theta[k, c] = start[k, c]
         _margins(X_val_t, theta, margins)
         previous = utility_of_margins(utility, loss, margins, T_val_t,
-                                      labels_val, huber_epsilon,
+                                      labels_val, loss_param,
                                       total_sum_squares, scratch)
         fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
             if record_level:
-                party_clipped_sum(theta, X, T, offsets[j], offsets[j + 1], loss,
-                                  huber_epsilon, l2, n_penalized, clip_norm,
-                                  margin_buf, dloss_buf, record, update)
+                party_clipped_sum(theta, X, T, row_weights, offsets[j],
+                                  offsets[j + 1], loss, loss_param, l2, l1,
+                                  n_penalized, clip_norm, margin_buf, dloss_buf,
+                                  record, update)
             else:
-                party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
-                               huber_epsilon, l2, n_penalized, margin_buf,
+                party_gradient(theta, X, T, row_weights, offsets[j], offsets[j + 1],
+                               loss, loss_param, l2, l1, n_penalized, margin_buf,
                                dloss_buf, update)
                 clip_l2(update, clip_norm)
             if has_noise:
@@ -623,7 +709,7 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
                     theta[k, c] -= learning_rate * update[k, c]
             _step_margins(X_val_t, update, learning_rate, margins)
             current = utility_of_margins(utility, loss, margins, T_val_t,
-                                         labels_val, huber_epsilon,
+                                         labels_val, loss_param,
                                          total_sum_squares, scratch)
             marginals[b, j] = weights[position] * (current - previous)
             previous = current
@@ -638,6 +724,11 @@ def _f64(a):
 
 def _i64(a):
     return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def unit_weights(n_rows):
+    """Row weights of an unweighted loss: ones (one multiply a row, no branch)."""
+    return np.ones(n_rows)
 
 
 def pad_columns(a):
@@ -666,9 +757,9 @@ def kernel_codes(loss, utility, n_outputs):
 
 
 def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
-              huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
-              total_sum_squares, starts, permutations, weights, noise=None,
-              x_tt=None, rolling_mean=None, record_level=False):
+              loss_param, l2, n_penalized, l1=0.0, row_weights=None, clip_norm,
+              learning_rate, total_sum_squares, starts, permutations, weights,
+              noise=None, x_tt=None, rolling_mean=None, record_level=False):
     """Call the walk kernel with its buffers; return (marginals, end_utility, theta).
 
     Every kernel entry point of a fit goes through here, so that a fit
@@ -687,8 +778,10 @@ def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
     marginals = np.empty((n_walks, offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
     theta = np.empty((n_outputs, n_columns))
-    _walk(X, T, offsets, X_val_t, T_val_t, labels_val,
-          *kernel_codes(loss, utility, n_outputs), huber_epsilon, l2, n_penalized,
+    _walk(X, T, unit_weights(len(X)) if row_weights is None else _f64(row_weights),
+          offsets, X_val_t, T_val_t, labels_val,
+          *kernel_codes(loss, utility, n_outputs), loss_param, l2, float(l1),
+          n_penalized,
           clip_norm, learning_rate, total_sum_squares, starts, _i64(permutations), noise,
           np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
           np.empty((1, 1, 1)) if rolling_mean is None else _f64(rolling_mean),
@@ -727,8 +820,8 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
     p = problem
     marginals, end_utility, _ = _run_walk(
         p.X, p.T, p.offsets, p.X_val_t, p.T_val_t, p.labels_val, loss=p.loss,
-        utility=p.utility, huber_epsilon=p.huber_epsilon, l2=p.l2,
-        n_penalized=p.n_penalized, clip_norm=p.clip_norm,
+        utility=p.utility, loss_param=p.loss_param, l2=p.l2, l1=p.l1,
+        row_weights=p.row_weights, n_penalized=p.n_penalized, clip_norm=p.clip_norm,
         learning_rate=p.learning_rate, total_sum_squares=p.total_sum_squares,
         starts=p.theta_init[None], permutations=permutations, weights=p.weights,
         noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
@@ -736,12 +829,13 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
     return marginals, end_utility
 
 
-def sgd_pass(X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
-             learning_rate, theta_init, order):
+def sgd_pass(X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
+             learning_rate, theta_init, order, l1=0.0, row_weights=None):
     """Return theta after one clipped SGD pass over the rows ``order`` of X.
 
     The pass is a noiseless walk through the parties ``order`` (one row
-    each, repeats allowed) with no validation rows.
+    each, repeats allowed) with no validation rows; ``row_weights`` (one per
+    row of X, default ones) weigh the rows' losses.
     """
     X = _f64(X)
     theta_init = _f64(theta_init)
@@ -749,16 +843,17 @@ def sgd_pass(X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
     _, _, theta = _run_walk(
         X, _f64(T), np.arange(X.shape[0] + 1), np.zeros((n_columns, 0)),
         np.zeros((theta_init.shape[0], 0)), np.empty(0, dtype=np.int64),
-        loss=int(loss), utility=NEG_LOSS, huber_epsilon=float(huber_epsilon),
+        loss=int(loss), utility=NEG_LOSS, loss_param=float(loss_param),
         l2=float(l2), n_penalized=int(n_penalized), clip_norm=float(clip_norm),
-        learning_rate=float(learning_rate), total_sum_squares=1.0,
-        starts=theta_init[None], permutations=_i64(order)[None],
+        learning_rate=float(learning_rate), total_sum_squares=1.0, l1=l1,
+        row_weights=row_weights, starts=theta_init[None],
+        permutations=_i64(order)[None],
         weights=np.zeros(len(order)))
     return theta
 
 
 def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
-                        huber_epsilon, total_sum_squares):
+                        loss_param, total_sum_squares):
     """Utility of each parameter matrix ``thetas[i]`` on the validation set (rows).
 
     Each is a walk of no steps from ``thetas[i]``.
@@ -768,7 +863,7 @@ def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
     _, utilities, _ = _run_walk(
         np.zeros((0, n_columns)), np.zeros((0, n_outputs)), np.zeros(1, np.int64),
         pad_columns(X_val), pad_columns(T_val), _i64(labels_val), loss=int(loss),
-        utility=int(utility), huber_epsilon=float(huber_epsilon), l2=0.0,
+        utility=int(utility), loss_param=float(loss_param), l2=0.0,
         n_penalized=0, clip_norm=1.0, learning_rate=0.0,
         total_sum_squares=float(total_sum_squares), starts=thetas,
         permutations=np.zeros((len(thetas), 0), np.int64), weights=np.zeros(0))
@@ -782,20 +877,23 @@ def utility_of_theta(theta, X_val, T_val, labels_val, **settings):
 
 
 @njit(**_jit)
-def _party_gradients(theta, X, T, offsets, loss, huber_epsilon, l2, n_penalized,
-                     margin_buf, dloss_buf, out):
+def _party_gradients(theta, X, T, row_weights, offsets, loss, loss_param, l2, l1,
+                     n_penalized, margin_buf, dloss_buf, out):
     for j in range(offsets.shape[0] - 1):
-        party_gradient(theta, X, T, offsets[j], offsets[j + 1], loss,
-                       huber_epsilon, l2, n_penalized, margin_buf, dloss_buf,
+        party_gradient(theta, X, T, row_weights, offsets[j], offsets[j + 1], loss,
+                       loss_param, l2, l1, n_penalized, margin_buf, dloss_buf,
                        out[j])
 
 
-def party_gradients(theta, X, T, offsets, *, loss, huber_epsilon, l2, n_penalized):
+def party_gradients(theta, X, T, offsets, *, loss, loss_param, l2, n_penalized,
+                    l1=0.0, row_weights=None):
     """Unclipped gradient of every party at ``theta``: ``(n_parties, *theta.shape)``."""
     theta = _f64(theta)
     out = np.empty((len(offsets) - 1, *theta.shape))
-    _party_gradients(theta, _f64(X), _f64(T), _i64(offsets), int(loss),
-                     float(huber_epsilon), float(l2), int(n_penalized),
+    _party_gradients(theta, _f64(X), _f64(T),
+                     unit_weights(len(X)) if row_weights is None else _f64(row_weights),
+                     _i64(offsets), int(loss), float(loss_param), float(l2),
+                     float(l1), int(n_penalized),
                      np.empty(theta.shape[0]), np.empty(theta.shape[0]), out)
     return out
 

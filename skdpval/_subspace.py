@@ -23,7 +23,14 @@ Layout (``n_outputs`` outputs, ``n_columns`` columns with the intercept's):
   rows, stored so that the margin updates run over contiguous rows;
 - ``penalty`` of shape ``(m, m)``: ``B D B^T`` with ``D`` the mask of the
   penalised parameters, so that the L2 term's gradient in ``z`` is
-  ``l2 * penalty @ z``.
+  ``l2 * penalty @ z``;
+- ``penalised_basis`` of shape ``(m, n_penalised)``: the basis restricted to
+  the penalised parameters, so that the L1 term's subgradient in ``z`` is
+  ``l1 * P @ sign(P^T z)`` (computed only when ``l1`` is not zero).
+
+As in the full-space walk, the penalty terms are added to the loss gradient
+before clipping (they depend on ``z`` alone, public within the walk), and
+``row_weights`` (ones when unweighted) multiply each row's loss.
 
 A permutation's walk starts from ``z = 0`` (``theta = 0``); the other
 starting points (``starts``) serve the utilities and gradients a fit needs
@@ -44,6 +51,8 @@ from ._kernels import (
     pad_columns,
     padded_length,
     sample_dloss,
+    unit_weights,
+    weighted_mean_loss,
     utility_of_margins,
     validation_scratch,
 )
@@ -52,9 +61,10 @@ from ._walk import PartiesByOffsets
 
 
 @njit(**_jit)
-def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
-                    margin_buf, dloss_buf, out):
-    """Gradient in ``z`` of the mean loss of rows ``start:stop`` plus the L2 term."""
+def _party_gradient(z, F, T, row_weights, start, stop, loss, loss_param, l2,
+                    penalty, l1, penalised_basis, margin_buf, dloss_buf, out):
+    """Gradient in ``z`` of the weighted mean loss of rows ``start:stop`` plus
+    the penalty (see the module docstring)."""
     m = z.shape[0]
     n_outputs = F.shape[2]
     for i in range(m):
@@ -65,12 +75,13 @@ def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
             for i in range(m):
                 margin += z[i] * F[row, i, k]
             margin_buf[k] = margin
-        sample_dloss(loss, margin_buf, T[row], huber_epsilon, dloss_buf)
+        sample_dloss(loss, margin_buf, T[row], loss_param, dloss_buf)
+        weight = row_weights[row]
         for i in range(m):
             total = 0.0
             for k in range(n_outputs):
                 total += dloss_buf[k] * F[row, i, k]
-            out[i] += total
+            out[i] += weight * total
     if stop - start > 1:
         inverse = 1.0 / (stop - start)
         for i in range(m):
@@ -81,29 +92,39 @@ def _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
             for j in range(m):
                 total += penalty[i, j] * z[j]
             out[i] += l2 * total
+    if l1 != 0.0:
+        for p in range(penalised_basis.shape[1]):
+            theta_p = 0.0
+            for i in range(m):
+                theta_p += z[i] * penalised_basis[i, p]
+            sign = l1 * np.sign(theta_p)
+            for i in range(m):
+                out[i] += sign * penalised_basis[i, p]
 
 
 @njit(**_jit)
-def _party_clipped_sum(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
-                       clip_norm, margin_buf, dloss_buf, record, out):
-    """Sum over rows ``start:stop`` of each row's gradient in ``z`` (its loss
-    plus the L2 term), each clipped to ``clip_norm``: record-level privacy."""
+def _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
+                       penalty, l1, penalised_basis, clip_norm, margin_buf, dloss_buf,
+                       record, out):
+    """Sum over rows ``start:stop`` of each row's gradient in ``z`` (its
+    weighted loss plus the penalty), each clipped to ``clip_norm``:
+    record-level privacy."""
     m = z.shape[0]
     record_2d = record.reshape((1, m))  # a view, for clip_l2
     for i in range(m):
         out[i] = 0.0
     for row in range(start, stop):
-        _party_gradient(z, F, T, row, row + 1, loss, huber_epsilon, l2, penalty,
-                        margin_buf, dloss_buf, record)
+        _party_gradient(z, F, T, row_weights, row, row + 1, loss, loss_param, l2,
+                        penalty, l1, penalised_basis, margin_buf, dloss_buf, record)
         clip_l2(record_2d, clip_norm)
         for i in range(m):
             out[i] += record[i]
 
 
 @njit(**_scalar)
-def _release(z, F, T, start, stop, loss, huber_epsilon, l2, penalty, clip_norm,
-             record_level, noise, b, j, has_noise, use_rolling, fresh, rolling_mean,
-             margin_buf, dloss_buf, record, update):
+def _release(z, F, T, row_weights, start, stop, loss, loss_param, l2, penalty, l1,
+             penalised_basis, clip_norm, record_level, noise, b, j, has_noise,
+             use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record, update):
     """``update`` <- the combination of party ``j``'s releases that moves ``z``.
 
     The release: the party's clipped projected gradient (at record level, the
@@ -115,11 +136,12 @@ def _release(z, F, T, start, stop, loss, huber_epsilon, l2, penalty, clip_norm,
     """
     m = z.shape[0]
     if record_level:
-        _party_clipped_sum(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
-                           clip_norm, margin_buf, dloss_buf, record, update)
+        _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
+                           penalty, l1, penalised_basis, clip_norm, margin_buf,
+                           dloss_buf, record, update)
     else:
-        _party_gradient(z, F, T, start, stop, loss, huber_epsilon, l2, penalty,
-                        margin_buf, dloss_buf, update)
+        _party_gradient(z, F, T, row_weights, start, stop, loss, loss_param, l2,
+                        penalty, l1, penalised_basis, margin_buf, dloss_buf, update)
         clip_l2(update.reshape((1, m)), clip_norm)
     if has_noise:
         # The release: the clipped projected gradient plus the noise.
@@ -138,8 +160,8 @@ def _release(z, F, T, start, stop, loss, huber_epsilon, l2, penalty, clip_norm,
 
 
 @njit(**_jit)
-def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
-          huber_epsilon, l2, penalty, clip_norm, learning_rate,
+def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
+          loss_param, l2, penalty, l1, penalised_basis, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
           rolling_mean, weights, record_level, marginals, end_utility, ends,
           update, record, margin_buf, dloss_buf, margins, scratch):
@@ -164,15 +186,15 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
                 for v in range(n_rows):
                     margins[k, v] += z[i] * column[v]
         previous = utility_of_margins(utility, loss, margins, T_val_t,
-                                      labels_val, huber_epsilon,
+                                      labels_val, loss_param,
                                       total_sum_squares, scratch)
         fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
-            _release(z, F, T, offsets[j], offsets[j + 1], loss, huber_epsilon, l2,
-                     penalty, clip_norm, record_level, noise, b, j, has_noise,
-                     use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record,
-                     update)
+            _release(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
+                     loss_param, l2, penalty, l1, penalised_basis, clip_norm,
+                     record_level, noise, b, j, has_noise, use_rolling, fresh,
+                     rolling_mean, margin_buf, dloss_buf, record, update)
             for i in range(m):
                 step = learning_rate * update[i]
                 z[i] -= step
@@ -182,7 +204,7 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
                     for v in range(n_rows):
                         row[v] -= step * column[v]
             current = utility_of_margins(utility, loss, margins, T_val_t,
-                                         labels_val, huber_epsilon,
+                                         labels_val, loss_param,
                                          total_sum_squares, scratch)
             marginals[b, j] = weights[position] * (current - previous)
             previous = current
@@ -190,8 +212,9 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
 
 
 @njit(**_jit)
-def _line_walk(F, T, offsets, loss, huber_epsilon, l2, penalty, clip_norm,
-               learning_rate, kind, lo, inv_h, table, quad, s_val, permutations,
+def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
+               penalised_basis, clip_norm, learning_rate, kind, lo, inv_h, table,
+               quad, s_val, permutations,
                noise, x_tt, use_rolling, rolling_mean, weights, record_level,
                marginals, end_utility, ends, update, record, margin_buf,
                dloss_buf):
@@ -207,10 +230,10 @@ def _line_walk(F, T, offsets, loss, huber_epsilon, l2, penalty, clip_norm,
         fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
-            _release(z, F, T, offsets[j], offsets[j + 1], loss, huber_epsilon, l2,
-                     penalty, clip_norm, record_level, noise, b, j, has_noise,
-                     use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record,
-                     update)
+            _release(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
+                     loss_param, l2, penalty, l1, penalised_basis, clip_norm,
+                     record_level, noise, b, j, has_noise, use_rolling, fresh,
+                     rolling_mean, margin_buf, dloss_buf, record, update)
             z_old = z[0]
             z[0] -= learning_rate * update[0]
             change, previous = _line.line_change(kind, lo, inv_h, table, quad, s_val,
@@ -235,17 +258,23 @@ def _validation_layout(F_rows):
     return out
 
 
+def penalised_basis(basis, n_outputs, n_penalized):
+    """The basis on the penalised parameters only: ``(m, n_outputs * n_penalized)``."""
+    per_output = np.reshape(basis, (basis.shape[0], n_outputs, -1))
+    return _f64(per_output[:, :, :n_penalized].reshape(basis.shape[0], -1))
+
+
 def penalty_matrix(basis, n_outputs, n_penalized):
     """``B D B^T``: the L2 term in ``z``, ``D`` masking the penalised parameters."""
-    per_output = np.reshape(basis, (basis.shape[0], n_outputs, -1))
-    penalised = per_output[:, :, :n_penalized].reshape(basis.shape[0], -1)
+    penalised = penalised_basis(basis, n_outputs, n_penalized)
     return _f64(penalised @ penalised.T)
 
 
 def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
-              huber_epsilon, l2, penalty, clip_norm, learning_rate,
+              loss_param, l2, penalty, clip_norm, learning_rate,
               total_sum_squares, permutations, weights, starts=None, noise=None,
-              x_tt=None, rolling_mean=None, record_level=False):
+              x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
+              l1_basis=None, row_weights=None):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
     Everything a fit in a subspace computes goes through here, so that it
@@ -263,9 +292,14 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
     marginals = np.empty((n_walks, offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
     ends = np.empty((n_walks, m))
-    _walk(F, T, offsets, F_val, T_val_t, labels_val,
-          *kernel_codes(loss, utility, n_outputs), huber_epsilon, l2, penalty,
-          clip_norm, learning_rate, total_sum_squares,
+    if l1_basis is None:
+        if l1 != 0.0:
+            raise ValueError("an L1 term needs the penalised basis")
+        l1_basis = np.zeros((m, 0))
+    _walk(F, T, unit_weights(len(F)) if row_weights is None else _f64(row_weights),
+          offsets, F_val, T_val_t, labels_val,
+          *kernel_codes(loss, utility, n_outputs), loss_param, l2, penalty,
+          float(l1), _f64(l1_basis), clip_norm, learning_rate, total_sum_squares,
           np.zeros((1, m)) if starts is None else _f64(starts),
           np.ascontiguousarray(permutations, np.int64), noise,
           np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
@@ -283,8 +317,9 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean):
     line = p.line
     marginals = np.empty((n_walks, p.offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
-    _line_walk(p.F, p.T, p.offsets, kernel_codes(p.loss, p.utility, 1)[0],
-               p.huber_epsilon, p.l2, p.penalty, p.clip_norm, p.learning_rate,
+    _line_walk(p.F, p.T, p.row_weights, p.offsets,
+               kernel_codes(p.loss, p.utility, 1)[0], p.loss_param, p.l2, p.penalty,
+               p.l1, p.l1_basis, p.clip_norm, p.learning_rate,
                line.kind, line.lo, line.inv_h, line.table, line.quad, line.s_val,
                np.ascontiguousarray(permutations, np.int64),
                np.empty((0, 1, 1)) if noise is None else noise,
@@ -299,8 +334,9 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean):
 
 class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         "F", "T", "offsets", "F_val", "T_val_t", "labels_val", "loss", "utility",
-        "huber_epsilon", "l2", "penalty", "clip_norm", "learning_rate",
-        "total_sum_squares", "weights", "record_level", "line"])):
+        "loss_param", "l2", "penalty", "clip_norm", "learning_rate",
+        "total_sum_squares", "weights", "l1", "l1_basis", "row_weights",
+        "record_level", "line"])):
     """The walk's inputs in a subspace, contiguous (see the module docstring).
 
     ``line`` is the validation utility along the line
@@ -328,19 +364,21 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         marginals, end_utility, _ = _run_walk(
             self.F, self.T, self.offsets, self.F_val, self.T_val_t,
             self.labels_val, loss=self.loss, utility=self.utility,
-            huber_epsilon=self.huber_epsilon, l2=self.l2, penalty=self.penalty,
+            loss_param=self.loss_param, l2=self.l2, penalty=self.penalty,
             clip_norm=self.clip_norm, learning_rate=self.learning_rate,
             total_sum_squares=self.total_sum_squares, permutations=permutations,
             weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
+            l1=self.l1, l1_basis=self.l1_basis, row_weights=self.row_weights,
             record_level=self.record_level)
         return marginals, end_utility
 
 
 def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
-                          loss, utility, huber_epsilon, l2, n_penalized,
+                          loss, utility, loss_param, l2, n_penalized,
                           clip_norm, learning_rate, total_sum_squares, weights,
-                          record_level=False, line_range=None,
-                          line_intervals=_line.LINE_MAX_INTERVALS, exact_utility=False):
+                          l1=0.0, row_weights=None, record_level=False,
+                          line_range=None, line_intervals=_line.LINE_MAX_INTERVALS,
+                          exact_utility=False):
     """Project the parties' rows and the validation set on ``basis``; pack them.
 
     For one direction, the utility along the line is tabulated over
@@ -364,9 +402,11 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
         np.ascontiguousarray(offsets, dtype=np.int64),
         _validation_layout(F_val), pad_columns(T_val),
         np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
-        int(utility), float(huber_epsilon), float(l2),
+        int(utility), float(loss_param), float(l2),
         penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
-        float(learning_rate), float(total_sum_squares), _f64(weights),
+        float(learning_rate), float(total_sum_squares), _f64(weights), float(l1),
+        penalised_basis(basis, n_outputs, n_penalized),
+        unit_weights(len(X)) if row_weights is None else _f64(row_weights),
         bool(record_level), line)
 
 
@@ -376,8 +416,8 @@ def _no_validation(m, n_outputs):
             np.empty(0, dtype=np.int64))
 
 
-def sgd_pass(basis, X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
-             learning_rate, order):
+def sgd_pass(basis, X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
+             learning_rate, order, l1=0.0, row_weights=None):
     """``theta = B^T z`` after one clipped SGD pass in ``z`` over the rows ``order``.
 
     A noiseless walk from ``z = 0`` through the parties ``order`` (one row
@@ -387,17 +427,19 @@ def sgd_pass(basis, X, T, *, loss, huber_epsilon, l2, n_penalized, clip_norm,
     _, _, ends = _run_walk(
         project_rows(basis, X, n_outputs), _f64(T),
         np.arange(X.shape[0] + 1, dtype=np.int64), *_no_validation(m, n_outputs),
-        loss=int(loss), utility=0, huber_epsilon=float(huber_epsilon),
+        loss=int(loss), utility=0, loss_param=float(loss_param),
         l2=float(l2), penalty=penalty_matrix(basis, n_outputs, n_penalized),
         clip_norm=float(clip_norm), learning_rate=float(learning_rate),
         total_sum_squares=1.0,
         permutations=np.ascontiguousarray(order, np.int64)[None],
-        weights=np.zeros(len(order)))
+        weights=np.zeros(len(order)), l1=l1,
+        l1_basis=penalised_basis(basis, n_outputs, n_penalized),
+        row_weights=row_weights)
     return (ends[0] @ basis).reshape(n_outputs, -1)
 
 
 def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
-                        utility, huber_epsilon, total_sum_squares):
+                        utility, loss_param, total_sum_squares):
     """Utility of each ``thetas[i]`` (in the subspace) on the validation rows.
 
     Each is a walk of no steps from ``z = B theta``.
@@ -408,15 +450,15 @@ def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
         np.zeros((0, m, n_outputs)), np.zeros((0, n_outputs)), np.zeros(1, np.int64),
         _validation_layout(project_rows(basis, X_val, n_outputs)), pad_columns(T_val),
         np.ascontiguousarray(labels_val, np.int64), loss=int(loss),
-        utility=int(utility), huber_epsilon=float(huber_epsilon), l2=0.0,
+        utility=int(utility), loss_param=float(loss_param), l2=0.0,
         penalty=np.zeros((m, m)), clip_norm=1.0, learning_rate=0.0,
         total_sum_squares=float(total_sum_squares), starts=starts,
         permutations=np.zeros((len(starts), 0), np.int64), weights=np.zeros(0))
     return utilities
 
 
-def party_gradients(basis, theta, X, T, offsets, *, loss, huber_epsilon, l2,
-                    n_penalized):
+def party_gradients(basis, theta, X, T, offsets, *, loss, loss_param, l2,
+                    n_penalized, l1=0.0, row_weights=None):
     """Gradient in ``z`` of every party at ``theta = B^T z``: ``(n_parties, m)``.
 
     Party ``j``'s walk takes one unclipped step of rate 1 from ``z``: the
@@ -429,16 +471,19 @@ def party_gradients(basis, theta, X, T, offsets, *, loss, huber_epsilon, l2,
     _, _, ends = _run_walk(
         project_rows(basis, X, n_outputs), _f64(T),
         np.ascontiguousarray(offsets, np.int64), *_no_validation(m, n_outputs),
-        loss=int(loss), utility=0, huber_epsilon=float(huber_epsilon),
+        loss=int(loss), utility=0, loss_param=float(loss_param),
         l2=float(l2), penalty=penalty_matrix(basis, n_outputs, n_penalized),
         clip_norm=np.inf, learning_rate=1.0, total_sum_squares=1.0,
         starts=z[None], permutations=np.arange(n_parties)[:, None],
-        weights=np.zeros(1))
+        weights=np.zeros(1), l1=l1,
+        l1_basis=penalised_basis(basis, n_outputs, n_penalized),
+        row_weights=row_weights)
     return z - ends
 
 
-def mean_loss_and_gradient(basis, X, T, *, loss, huber_epsilon, l2, n_penalized):
-    """``f(z) -> (mean loss + l2 term, its gradient in z)`` over all rows of X.
+def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
+                           l1=0.0, row_weights=None):
+    """``f(z) -> (mean weighted loss + penalty, its (sub)gradient in z)`` over all rows of X.
 
     For minimisers (the public direction's fit): the rows are projected
     once; each call is a walk of no steps (the loss) and a walk of one
@@ -449,20 +494,33 @@ def mean_loss_and_gradient(basis, X, T, *, loss, huber_epsilon, l2, n_penalized)
     F_val = _validation_layout(F)
     T, T_val_t = _f64(T), pad_columns(T)
     labels = np.zeros(len(X), dtype=np.int64)
+    unweighted = row_weights is None or np.all(np.asarray(row_weights) == 1.0)
     penalty = penalty_matrix(basis, n_outputs, n_penalized)
-    settings = dict(loss=int(loss), huber_epsilon=float(huber_epsilon),
-                    penalty=penalty, total_sum_squares=1.0, weights=np.zeros(1))
+    l1_basis = penalised_basis(basis, n_outputs, n_penalized)
+    row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+    settings = dict(loss=int(loss), loss_param=float(loss_param),
+                    penalty=penalty, total_sum_squares=1.0, weights=np.zeros(1),
+                    row_weights=row_weights)
 
     def objective(z):
         z = _f64(z)
-        _, (utility,), _ = _run_walk(
-            F, T, np.array([0, len(X)]), F_val, T_val_t, labels, utility=0, l2=0.0,
-            clip_norm=1.0, learning_rate=0.0, starts=z[None],
-            permutations=np.zeros((1, 0), np.int64), **settings)
+        # The walk's utility is an unweighted mean: weighted losses are summed
+        # by their own kernel.
+        if unweighted:
+            _, (utility,), _ = _run_walk(
+                F, T, np.array([0, len(X)]), F_val, T_val_t, labels, utility=0,
+                l2=0.0, clip_norm=1.0, learning_rate=0.0, starts=z[None],
+                permutations=np.zeros((1, 0), np.int64), **settings)
+            mean_loss = -utility
+        else:
+            margins = _f64(np.einsum("rik,i->rk", F, z))
+            mean_loss = weighted_mean_loss(loss, margins, T, row_weights, loss_param)
         _, _, (end,) = _run_walk(
             F, T, np.array([0, len(X)]), *_no_validation(m, n_outputs), utility=0,
             l2=float(l2), clip_norm=np.inf, learning_rate=1.0, starts=z[None],
-            permutations=np.zeros((1, 1), np.int64), **settings)
-        return -utility + 0.5 * l2 * z @ penalty @ z, z - end
+            permutations=np.zeros((1, 1), np.int64), l1=float(l1),
+            l1_basis=l1_basis, **settings)
+        return (mean_loss + 0.5 * l2 * z @ penalty @ z
+                + l1 * np.sum(np.abs(z @ l1_basis)), z - end)
 
     return objective

@@ -25,7 +25,15 @@ from ._data import (
     with_intercept,
 )
 from ._line import LINE_MAX_INTERVALS
-from ._models import TARGET_SCALE_DEGREE, model_spec, split_pipeline
+from ._models import (
+    TARGET_SCALE_DEGREE,
+    check_sample_weight,
+    check_target_domain,
+    model_spec,
+    public_params,
+    row_weights,
+    split_pipeline,
+)
 from ._noise import (
     counted_permutations,
     noise_schedule,
@@ -117,8 +125,8 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
 # targets, loss, utility, the semivalue weights.
 Game = namedtuple("Game", [
     "X", "T", "offsets", "X_val", "T_val", "labels_val", "loss", "utility",
-    "huber_epsilon", "l2", "n_penalized", "total_sum_squares", "weights",
-    "record_level"], defaults=(False,))
+    "loss_param", "l2", "n_penalized", "total_sum_squares", "weights", "l1",
+    "row_weights", "val_weights", "val_spec", "record_level"], defaults=(False,))
 
 
 class DPDataValuator(BaseEstimator):
@@ -156,12 +164,18 @@ class DPDataValuator(BaseEstimator):
     Parameters
     ----------
     estimator : estimator object, default=None
-        The linear model whose loss and L2 penalty define the walk: one of
-        SGDClassifier, SGDRegressor, LogisticRegression, LinearRegression,
-        Ridge, RidgeClassifier. Only its loss, penalty, ``alpha`` / ``C``,
-        ``epsilon`` (huber) and ``fit_intercept`` are used; it is never
-        fitted. With ``standardize=True`` the penalty acts on the
-        coefficients of the standardised features (and targets). A
+        The linear model whose per-sample objective (loss, penalty, weights)
+        defines the walk: any linear model of ``sklearn.linear_model`` or
+        ``sklearn.svm`` that minimises a sum of per-sample losses plus a
+        penalty (the user guide's coverage table lists them, and why the
+        others are refused). Only the parameters of its objective are used
+        (loss, penalty, ``alpha`` / ``C``, ``l1_ratio``, ``epsilon``,
+        ``quantile``, ``power``, ``class_weight``, ``fit_intercept``); it is
+        never fitted on the private data. A ``*CV`` variant (and
+        HuberRegressor, for its scale) is fitted on the validation set
+        only, to choose those parameters (``chosen_params_``). With
+        ``standardize=True`` the penalty acts on the coefficients of the
+        standardised features (and targets). A
         :class:`~sklearn.pipeline.Pipeline` ending in such a model is
         accepted: its other steps are fitted on the public validation set
         only (``preprocessor_``) and applied to ``X``, and the last step is
@@ -318,6 +332,11 @@ class DPDataValuator(BaseEstimator):
 
     Attributes
     ----------
+    chosen_params_ : dict
+        Parameters of the wrapped model chosen on the validation set only: a
+        ``*CV`` variant's choice (``alpha``, ``l1_ratio``, ``C``), fitted
+        with its own cross-validation on ``X_val, y_val``, and
+        HuberRegressor's ``scale``; empty for other models.
     values_ : ndarray of shape (n_samples,) or (n_groups,)
         Estimated value of each party (sample, or group in the order of
         ``groups_``); NaN for parties held out as the validation set.
@@ -533,7 +552,7 @@ class DPDataValuator(BaseEstimator):
         return preprocessor, clone(model)
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, X_val=None, y_val=None, groups=None):
+    def fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """Estimate the value of every training sample, or of every group.
 
         Parameters
@@ -554,6 +573,12 @@ class DPDataValuator(BaseEstimator):
             release is the mean of its records' clipped gradients and the
             privacy unit stays the record; with ``"group"`` it is its
             mean-loss gradient clipped once, and the unit is the group.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each sample's loss (finite, >= 0), multiplied by the
+            estimator's ``class_weight``; applied before clipping, so a
+            weight above 1 saturates at ``clip_norm``. Public: weights are
+            parameters the user chooses and must not be computed from the
+            private data (e.g. from the training labels' counts).
 
         Returns
         -------
@@ -572,8 +597,15 @@ class DPDataValuator(BaseEstimator):
 
         parties = self._prepare_parties(X, y, X_val, y_val, groups, spec, split_seed,
                                         preprocessor)
-        spec = model_spec(estimator, n_samples=len(parties.train_parties))
-        game = self._game(spec, parties)._replace(
+        sample_weight = check_sample_weight(sample_weight,
+                                            len(parties.party_of_sample))
+        self.chosen_params_ = public_params(estimator, parties.X_val, parties.y_val,
+                                            search_seed)
+        spec = model_spec(estimator, n_samples=len(parties.train_parties),
+                          public=self.chosen_params_)
+        check_target_domain(spec, parties.y, "y")
+        check_target_domain(spec, parties.y_val, "y_val")
+        game = self._game(spec, parties, sample_weight)._replace(
             record_level=groups is not None and self.privacy_unit == "record")
         self.subspace_, line_center = self._subspace_basis(estimator, game)
         self.clip_norm_ = self._clip_norm(game)
@@ -614,18 +646,29 @@ class DPDataValuator(BaseEstimator):
             self.classes_ = parties.classes
         return parties
 
-    def _game(self, spec, parties):
+    def _game(self, spec, parties, sample_weight):
         """The kernels' view of the valuation."""
         T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
             spec, parties.y, parties.y_val,
             None if parties.classes is None else len(parties.classes),
             self.utility)
         X, X_val = with_intercept(spec, parties.X, parties.X_val)
+        weights, weights_val = row_weights(
+            spec, parties.y, parties.y_val, parties.classes,
+            None if sample_weight is None else sample_weight[parties.rows])
+        # Standardised targets (by s) divide the loss's own scale (huber's
+        # epsilon) by s, and an L1 term of a squared loss by s as well: the
+        # objective is then the original one over s^2 (L2 terms keep alpha).
         target_std = 1.0 if parties.target_scale is None else parties.target_scale[1]
         return Game(X, T, parties.offsets, X_val, T_val, labels_val, loss,
-                    UTILITY_CODES[self.utility], spec.huber_epsilon / target_std,
-                    spec.l2_per_sample, parties.X.shape[1], total_sum_squares,
-                    semivalue_weights(self.semivalue, len(parties.train_parties)))
+                    UTILITY_CODES[self.utility], spec.loss_param / target_std,
+                    spec.l2_per_sample,
+                    parties.X.shape[1] + (spec.fit_intercept and spec.penalize_intercept),
+                    total_sum_squares,
+                    semivalue_weights(self.semivalue, len(parties.train_parties)),
+                    spec.l1_per_sample / target_std, weights, weights_val,
+                    model_spec(self._get_estimator()[1], n_samples=len(X_val),
+                               public=self.chosen_params_))
 
     def _subspace_basis(self, estimator, game):
         """The public basis ``(m, n_params)`` with orthonormal rows, or None;
@@ -657,11 +700,14 @@ class DPDataValuator(BaseEstimator):
         ``n_val`` validation rows), minimised from zero by L-BFGS. Only the
         validation set is read.
         """
-        l2 = model_spec(estimator, n_samples=len(game.X_val)).l2_per_sample
         n_params = game.T.shape[1] * game.X.shape[1]
+        loss = game.loss if game.val_spec.direction_loss is None else (
+            game.val_spec.direction_loss)
         objective = _subspace.mean_loss_and_gradient(
-            np.eye(n_params), game.X_val, game.T_val, loss=game.loss,
-            huber_epsilon=game.huber_epsilon, l2=l2, n_penalized=game.n_penalized)
+            np.eye(n_params), game.X_val, game.T_val, loss=loss,
+            loss_param=game.loss_param, l2=game.val_spec.l2_per_sample,
+            l1=game.val_spec.l1_per_sample, row_weights=game.val_weights,
+            n_penalized=game.n_penalized)
         with one_blas_thread():
             theta = minimize(objective, np.zeros(n_params), jac=True,
                              method="L-BFGS-B", options=dict(maxiter=500)).x
@@ -677,8 +723,9 @@ class DPDataValuator(BaseEstimator):
         """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
         if self.clip_norm != "auto":
             return float(self.clip_norm)
-        settings = dict(loss=game.loss, huber_epsilon=game.huber_epsilon,
-                        l2=game.l2, n_penalized=game.n_penalized)
+        settings = dict(loss=game.loss, loss_param=game.loss_param,
+                        l2=game.l2, l1=game.l1, n_penalized=game.n_penalized,
+                        row_weights=game.val_weights)
         rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
         theta = np.zeros((game.T.shape[1], game.X.shape[1]))
         if self.subspace_ is not None:
@@ -725,9 +772,10 @@ class DPDataValuator(BaseEstimator):
 
     def _sgd_pass(self, game, X, T, learning_rate, order):
         """Parameters after one clipped, noiseless SGD pass (in the subspace)."""
-        model = dict(loss=game.loss, huber_epsilon=game.huber_epsilon, l2=game.l2,
-                     n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
-                     learning_rate=learning_rate, order=order)
+        model = dict(loss=game.loss, loss_param=game.loss_param, l2=game.l2,
+                     l1=game.l1, n_penalized=game.n_penalized,
+                     clip_norm=self.clip_norm_, learning_rate=learning_rate,
+                     order=order, row_weights=game.val_weights)
         if self.subspace_ is not None:
             return _subspace.sgd_pass(self.subspace_, X, T, **model)
         return _kernels.sgd_pass(X, T, theta_init=np.zeros((T.shape[1], X.shape[1])),
@@ -775,7 +823,7 @@ class DPDataValuator(BaseEstimator):
     def _utility(self, game, theta, rows, utility):
         """Utility of ``theta`` on the validation ``rows``, by the walk's kernel."""
         settings = dict(loss=game.loss, utility=utility,
-                        huber_epsilon=game.huber_epsilon,
+                        loss_param=game.loss_param,
                         total_sum_squares=game.total_sum_squares)
         data = (game.X_val[rows], game.T_val[rows], game.labels_val[rows])
         if self.subspace_ is not None:
@@ -800,11 +848,12 @@ class DPDataValuator(BaseEstimator):
         least 512), so that the table costs at most a sixteenth of the exact
         walk's utilities; a walk past it reads the utility from the rows, exactly."""
         settings = dict(loss=game.loss, utility=game.utility,
-                        huber_epsilon=game.huber_epsilon, l2=game.l2,
+                        loss_param=game.loss_param, l2=game.l2,
                         n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
                         learning_rate=self.learning_rate_,
                         total_sum_squares=game.total_sum_squares,
-                        weights=game.weights, record_level=game.record_level)
+                        weights=game.weights, l1=game.l1,
+                        row_weights=game.row_weights, record_level=game.record_level)
         if self.subspace_ is not None:
             n_parties = len(game.offsets) - 1
             return _subspace.make_subspace_problem(

@@ -56,8 +56,9 @@ from ._reduction import NodeSums, merge_sums, reduce_tree, reduce_walked, tree_n
 
 _WalkProblemFields = namedtuple("WalkProblem", [
     "X", "T", "offsets", "X_val_t", "T_val_t", "labels_val", "loss", "utility",
-    "huber_epsilon", "l2", "n_penalized", "clip_norm", "learning_rate",
-    "total_sum_squares", "theta_init", "weights", "record_level"])
+    "loss_param", "l2", "n_penalized", "clip_norm", "learning_rate",
+    "total_sum_squares", "theta_init", "weights", "l1", "row_weights",
+    "record_level"])
 
 
 class PartiesByOffsets:
@@ -95,15 +96,17 @@ WalkResult = namedtuple("WalkResult", [
 
 
 def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
-                 huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
-                 total_sum_squares, weights, record_level=False):
+                 loss_param, l2, n_penalized, clip_norm, learning_rate,
+                 total_sum_squares, weights, l1=0.0, row_weights=None,
+                 record_level=False):
     """Pack the walk's inputs as contiguous arrays and plain scalars.
 
     ``X`` holds the parties' rows, party ``j`` being
-    ``X[offsets[j]:offsets[j + 1]]``; the validation set is given by rows
-    (stored transposed and padded, see :mod:`skdpval._kernels`).
-    ``record_level``: each row's gradient is clipped, a party releases their
-    noisy sum divided by its size (see :func:`skdpval._kernels._walk`).
+    ``X[offsets[j]:offsets[j + 1]]``; ``row_weights`` (default ones) weigh
+    their losses; the validation set is given by rows (stored transposed and
+    padded, see :mod:`skdpval._kernels`). ``record_level``: each row's
+    gradient is clipped, a party releases their noisy sum divided by its
+    size (see :func:`skdpval._kernels._walk`).
     """
     f64, i64 = _kernels._f64, _kernels._i64
     n_outputs = T.shape[1]
@@ -111,9 +114,11 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
         f64(X), f64(T), i64(offsets),
         _kernels.pad_columns(X_val), _kernels.pad_columns(T_val),
         i64(labels_val), int(loss),
-        int(utility), float(huber_epsilon), float(l2), int(n_penalized),
+        int(utility), float(loss_param), float(l2), int(n_penalized),
         float(clip_norm), float(learning_rate), float(total_sum_squares),
-        np.zeros((n_outputs, X.shape[1])), f64(weights), bool(record_level))
+        np.zeros((n_outputs, X.shape[1])), f64(weights), float(l1),
+        _kernels.unit_weights(len(X)) if row_weights is None else f64(row_weights),
+        bool(record_level))
 
 
 def stream_words(seed_sequence, n_streams):

@@ -10,10 +10,13 @@ import numpy as np
 from scipy.special import expit, logsumexp, softmax
 
 LOSSES = ("logistic", "multinomial", "squared", "hinge", "squared_hinge",
-          "modified_huber", "huber")
+          "modified_huber", "huber", "perceptron", "epsilon_insensitive",
+          "squared_epsilon_insensitive", "pinball", "poisson", "gamma", "tweedie")
+# Losses whose loss_param is a power p (the Tweedie family, log link).
+TWEEDIE_POWERS = {"poisson": 1.0, "gamma": 2.0}
 
 
-def loss_and_dloss(loss, margins, target, huber_epsilon=0.1):
+def loss_and_dloss(loss, margins, target, loss_param=0.1):
     """Loss of one sample and its derivative with respect to the margins."""
     m, t = np.asarray(margins, float), np.asarray(target, float)
     if loss == "logistic":
@@ -36,22 +39,53 @@ def loss_and_dloss(loss, margins, target, huber_epsilon=0.1):
     if loss == "huber":
         r = m - t
         a = np.abs(r)
-        value = np.where(a <= huber_epsilon, 0.5 * r ** 2,
-                         huber_epsilon * a - 0.5 * huber_epsilon ** 2)
-        return np.sum(value), np.clip(r, -huber_epsilon, huber_epsilon)
+        value = np.where(a <= loss_param, 0.5 * r ** 2,
+                         loss_param * a - 0.5 * loss_param ** 2)
+        return np.sum(value), np.clip(r, -loss_param, loss_param)
+    if loss == "perceptron":
+        z = t * m
+        return np.sum(np.maximum(0.0, -z)), np.where(z <= 0, -t, 0.0)
+    if loss == "epsilon_insensitive":
+        r = m - t
+        excess = np.abs(r) - loss_param
+        return (np.sum(np.maximum(0.0, excess)),
+                np.where(excess > 0, np.sign(r), 0.0))
+    if loss == "squared_epsilon_insensitive":
+        r = m - t
+        excess = np.maximum(0.0, np.abs(r) - loss_param)
+        return np.sum(excess ** 2), 2.0 * excess * np.sign(r)
+    if loss == "pinball":
+        q, r = loss_param, t - m  # r > 0: the prediction is below the target
+        return (np.sum(np.where(r >= 0, q * r, (q - 1.0) * r)),
+                np.where(r > 0, -q, 1.0 - q))
+    if loss in ("poisson", "gamma", "tweedie"):
+        # Half Tweedie deviance of mu = exp(m), dropping terms of t alone;
+        # derivative by the chain rule, d mu / d m = mu.
+        p = TWEEDIE_POWERS.get(loss, loss_param)
+        mu = np.exp(m)
+        if p == 1.0:
+            value = mu - t * np.log(mu)
+        elif p == 2.0:
+            value = np.log(mu) + t / mu
+        else:
+            value = mu ** (2 - p) / (2 - p) - t * mu ** (1 - p) / (1 - p)
+        return np.sum(value), mu * (mu ** (1 - p) - t * mu ** (-p))
     raise ValueError(loss)
 
 
-def utility(name, loss, theta, X_val, T_val, labels_val, huber_epsilon=0.1):
+def utility(name, loss, theta, X_val, T_val, labels_val, loss_param=0.1):
     """V(theta) on the validation set."""
     M = X_val @ theta.T
     if name == "neg_loss":
-        return -np.mean([loss_and_dloss(loss, M[i], T_val[i], huber_epsilon)[0]
+        return -np.mean([loss_and_dloss(loss, M[i], T_val[i], loss_param)[0]
                          for i in range(len(M))])
     if name == "accuracy":
         predicted = (M[:, 0] > 0).astype(int) if M.shape[1] == 1 else M.argmax(1)
         return np.mean(predicted == labels_val)
-    sse = np.sum((M[:, 0] - T_val[:, 0]) ** 2)
+    predictions = M[:, 0]
+    if loss in ("poisson", "gamma", "tweedie"):  # log link
+        predictions = np.exp(predictions)
+    sse = np.sum((predictions - T_val[:, 0]) ** 2)
     if name == "neg_mse":
         return -sse / len(M)
     if name == "r2":
@@ -61,8 +95,8 @@ def utility(name, loss, theta, X_val, T_val, labels_val, huber_epsilon=0.1):
 
 def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
                learning_rate, l2, n_penalized, clip_norm, permutations, noise,
-               x_tt, q, weights, huber_epsilon=0.1, basis=None, offsets=None,
-               record_level=False):
+               x_tt, q, weights, loss_param=0.1, basis=None, offsets=None,
+               record_level=False, l1=0.0, row_weights=None):
     """Semivalue estimates psi of Algorithm 1 for fixed permutations and noise.
 
     ``noise[t, j]`` is party j's Gaussian noise at permutation t (zeros for no
@@ -72,10 +106,13 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
     (``noise[t, j]`` of shape (m,)), and theta moves by ``basis.T`` times the
     released combination.
     With ``offsets``, party j owns rows ``offsets[j]:offsets[j + 1]``: its
-    gradient is that of its mean loss (plus the L2 term), clipped once, or
-    with ``record_level`` each row's gradient (its loss plus the L2 term) is
+    gradient is that of its mean loss (plus the penalty), clipped once, or
+    with ``record_level`` each row's gradient (its loss plus the penalty) is
     clipped, the clipped rows are summed, the noise is added to the sum and
     the result divided by the number of rows.
+    ``l1`` adds ``l1 * sign(theta)`` on the penalised columns (a
+    subgradient of ``l1 ||W||_1``); ``row_weights[r]`` multiplies row r's
+    loss gradient (default 1).
     Returns ``(psi, end_utilities)``.
     """
     k, n = permutations.shape
@@ -89,7 +126,7 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
 
     def V(theta):
         return utility(utility_name, loss, theta, X_val, T_val, labels_val,
-                       huber_epsilon)
+                       loss_param)
 
     for t in range(1, k + 1):
         theta = np.zeros((n_outputs, n_columns))
@@ -97,12 +134,14 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
         for position, j in enumerate(permutations[t - 1]):
             row_gradients = []
             for r in range(offsets[j], offsets[j + 1]):
-                _, dloss = loss_and_dloss(loss, theta @ X[r], T[r], huber_epsilon)
-                row_gradients.append(np.outer(dloss, X[r]))
+                _, dloss = loss_and_dloss(loss, theta @ X[r], T[r], loss_param)
+                weight = 1.0 if row_weights is None else row_weights[r]
+                row_gradients.append(weight * np.outer(dloss, X[r]))
 
             def penalised_projection(g):
                 g = g.copy()
-                g[:, :n_penalized] += l2 * theta[:, :n_penalized]
+                g[:, :n_penalized] += (l2 * theta[:, :n_penalized]
+                                       + l1 * np.sign(theta[:, :n_penalized]))
                 return basis @ g.ravel() if basis is not None else g
 
             def clipped(g):

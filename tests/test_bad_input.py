@@ -78,9 +78,10 @@ CASES = {
     "batch_permutations 0": (fit(DPDataValuator(batch_permutations=0, **FAST)),
                              ValueError, "'batch_permutations'"),
     "unsupported estimator": (fit(DPDataValuator(SVC(), **FAST)), TypeError,
-                              "supported estimators"),
-    "C chosen by cross-validation": (fit(DPDataValuator(LogisticRegressionCV(), **FAST)),
-                                     TypeError, "LogisticRegression\\(C=...\\)"),
+                              "closest supported model: LinearSVC"),
+    "C chosen by cross-validation on too few validation rows": (
+        fit(DPDataValuator(LogisticRegressionCV(), **FAST)), ValueError,
+        "fits it on the validation set, and that failed"),
     "classifier utility on regressor": (
         fit(DPDataValuator(LinearRegression(), utility="accuracy", **FAST),
             y=X[:, 0]), ValueError, "utility='accuracy'"),

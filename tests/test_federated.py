@@ -56,7 +56,7 @@ def test_one_noiseless_round_with_all_permutations_is_exact_shapley(clients,
     T = np.where(y[order] == 1, 1.0, -1.0)[:, None]
     gradients = _kernels.party_gradients(
         np.zeros((1, 4)), ones(X)[order], T, offsets, loss=_kernels.LOGISTIC,
-        huber_epsilon=0.0, l2=1 / (2.0 * 6), n_penalized=3).reshape(6, -1)
+        loss_param=0.0, l2=1 / (2.0 * 6), n_penalized=3).reshape(6, -1)
     clipped = [g / max(1, np.linalg.norm(g) / C) for g in gradients]
     T_val = np.where(y_val == 1, 1.0, -1.0)[:, None]
 

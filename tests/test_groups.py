@@ -54,8 +54,8 @@ def test_group_gradient_is_the_mean_loss_gradient_clipped_once():
     T = rng.choice([-1.0, 1.0], size=(7, 1))
     theta = rng.normal(size=(1, 3))
     out = np.empty((1, 3))
-    _kernels.party_gradient(theta, X, T, 2, 6, _kernels.LOGISTIC, 0.0, 0.3, 2,
-                            np.empty(1), np.empty(1), out)
+    _kernels.party_gradient(theta, X, T, np.ones(7), 2, 6, _kernels.LOGISTIC, 0.0,
+                            0.3, 0.0, 2, np.empty(1), np.empty(1), out)
     rows = slice(2, 6)
     margins = X[rows] @ theta[0]
     dloss = -T[rows, 0] / (1 + np.exp(T[rows, 0] * margins))

@@ -5,7 +5,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from helpers import FixedDraws
-from reference import LOSSES, algorithm1, loss_and_dloss
+from reference import LOSSES, TWEEDIE_POWERS, algorithm1, loss_and_dloss
 from skdpval import _kernels
 from skdpval._semivalues import semivalue_weights
 from skdpval._walk import make_problem, run_walks
@@ -15,10 +15,29 @@ LOSS_CODES = {
     "squared": _kernels.SQUARED, "hinge": _kernels.HINGE,
     "squared_hinge": _kernels.SQUARED_HINGE,
     "modified_huber": _kernels.MODIFIED_HUBER, "huber": _kernels.HUBER,
+    "perceptron": _kernels.PERCEPTRON,
+    "epsilon_insensitive": _kernels.EPSILON_INSENSITIVE,
+    "squared_epsilon_insensitive": _kernels.SQUARED_EPSILON_INSENSITIVE,
+    "pinball": _kernels.PINBALL, "poisson": _kernels.TWEEDIE,
+    "gamma": _kernels.TWEEDIE, "tweedie": _kernels.TWEEDIE,
 }
+# The losses the walk had before L1 terms and row weights: the full grid of
+# noise modes and semivalues runs on these; every loss runs the smaller one.
+FIRST_LOSSES = LOSSES[:7]
+REAL_TARGET_LOSSES = ("squared", "huber", "epsilon_insensitive",
+                      "squared_epsilon_insensitive", "pinball")
+POSITIVE_TARGET_LOSSES = ("poisson", "gamma", "tweedie")
 UTILITY_CODES = {"neg_loss": _kernels.NEG_LOSS, "accuracy": _kernels.ACCURACY,
                  "neg_mse": _kernels.NEG_MSE, "r2": _kernels.R2}
 HUBER_EPSILON = 0.3
+TWEEDIE_POWER = 1.5
+
+
+def loss_param_of(loss):
+    """The kernels' loss parameter for a reference loss name."""
+    if loss in TWEEDIE_POWERS:
+        return TWEEDIE_POWERS[loss]
+    return TWEEDIE_POWER if loss == "tweedie" else HUBER_EPSILON
 
 
 def make_data(loss, n=6, d=3, n_val=5, n_outputs=None, seed=0):
@@ -28,9 +47,13 @@ def make_data(loss, n=6, d=3, n_val=5, n_outputs=None, seed=0):
     X_val = np.hstack([rng.normal(size=(n_val, d)), np.ones((n_val, 1))])
     if n_outputs is None:
         n_outputs = 3 if loss == "multinomial" else 1
-    if loss in ("squared", "huber"):
+    if loss in REAL_TARGET_LOSSES:
         T = rng.normal(size=(n, 1))
         T_val = rng.normal(size=(n_val, 1))
+        labels = np.zeros(n_val, dtype=np.int64)
+    elif loss in POSITIVE_TARGET_LOSSES:
+        T = np.exp(rng.normal(size=(n, 1)))
+        T_val = np.exp(rng.normal(size=(n_val, 1)))
         labels = np.zeros(n_val, dtype=np.int64)
     else:
         y = rng.integers(max(n_outputs, 2), size=n)
@@ -47,7 +70,8 @@ def make_data(loss, n=6, d=3, n_val=5, n_outputs=None, seed=0):
 
 
 def run_both(loss, utility_name, noise_mode, q, semivalue, *, n_outputs=None,
-             k=5, learning_rate=0.4, clip_norm=1.0, l2=0.1, seed=0, n_jobs=None):
+             k=5, learning_rate=0.4, clip_norm=1.0, l2=0.1, seed=0, n_jobs=None,
+             l1=0.0, weighted=False):
     X, T, X_val, T_val, labels = make_data(loss, n_outputs=n_outputs, seed=seed)
     n, n_columns = X.shape
     rng = np.random.default_rng(seed + 1)
@@ -59,18 +83,19 @@ def run_both(loss, utility_name, noise_mode, q, semivalue, *, n_outputs=None,
     if noise_mode == "none":
         noise = np.zeros_like(noise)
     weights = semivalue_weights(semivalue, n)
+    row_weights = rng.uniform(0.2, 3.0, size=n) if weighted else None
     common = dict(learning_rate=learning_rate, l2=l2, n_penalized=n_columns - 1,
-                  clip_norm=clip_norm)
+                  clip_norm=clip_norm, l1=l1, row_weights=row_weights)
     psi, end_ref = algorithm1(
         X, T, X_val, T_val, labels, loss=loss, utility_name=utility_name,
         permutations=permutations, noise=noise, x_tt=x_tt, q=q, weights=weights,
-        huber_epsilon=HUBER_EPSILON, **common)
+        loss_param=loss_param_of(loss), **common)
 
     counted = t > q * k
     tss = float(np.sum((T_val[:, 0] - T_val[:, 0].mean()) ** 2))
     problem = make_problem(
         X, T, np.arange(n + 1), X_val, T_val, labels, loss=LOSS_CODES[loss],
-        utility=UTILITY_CODES[utility_name], huber_epsilon=HUBER_EPSILON,
+        utility=UTILITY_CODES[utility_name], loss_param=loss_param_of(loss),
         total_sum_squares=tss, weights=weights, **common)
     result = run_walks(problem, FixedDraws(permutations,
                                            None if noise_mode == "none" else noise),
@@ -85,7 +110,7 @@ SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1)]
 @pytest.mark.parametrize("semivalue", SEMIVALUES, ids=str)
 @pytest.mark.parametrize("q", [0.0, 0.5])
 @pytest.mark.parametrize("noise_mode", ["none", "iid", "correlated", "custom"])
-@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("loss", FIRST_LOSSES)
 def test_walk_matches_reference(loss, noise_mode, q, semivalue):
     # Two jobs: the permutations of a one-permutation wave are still split
     # over workers, and the rolling means carry over between waves.
@@ -94,6 +119,55 @@ def test_walk_matches_reference(loss, noise_mode, q, semivalue):
     assert np.any(psi != 0)
     assert_allclose(values, psi, rtol=1e-10, atol=1e-10)
     assert_allclose(end_kernel, end_ref, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("l1", [0.0, 0.05])
+@pytest.mark.parametrize("noise_mode", ["none", "correlated"])
+@pytest.mark.parametrize("loss", LOSSES)
+def test_walk_matches_reference_with_l1_and_row_weights(loss, noise_mode, l1,
+                                                         weighted):
+    psi, values, end_ref, end_kernel = run_both(
+        loss, "neg_loss", noise_mode, 0.0, "shapley", l1=l1, weighted=weighted,
+        learning_rate=0.2)
+    assert np.any(psi != 0)
+    assert_allclose(values, psi, rtol=1e-10, atol=1e-10)
+    assert_allclose(end_kernel, end_ref, rtol=1e-10, atol=1e-10)
+
+
+def test_a_weighted_party_gradient_is_its_weight_times_the_unweighted():
+    """Before clipping, weight w multiplies the loss gradient; the penalty is not
+    weighted; after clipping a weight > 1 saturates at the clip norm."""
+    X, T, _, _, _ = make_data("logistic", n=5)
+    theta = np.random.default_rng(7).normal(size=(1, X.shape[1]))
+    offsets = np.arange(6)
+    settings = dict(loss=_kernels.LOGISTIC, loss_param=0.0, n_penalized=3)
+    bare = _kernels.party_gradients(theta, X, T, offsets, l2=0.0, **settings)
+    weights = np.array([0.0, 0.5, 1.0, 2.0, 7.0])
+    weighted = _kernels.party_gradients(theta, X, T, offsets, l2=0.0,
+                                        row_weights=weights, **settings)
+    assert_allclose(weighted, weights[:, None, None] * bare, rtol=1e-14)
+    with_l2 = _kernels.party_gradients(theta, X, T, offsets, l2=0.3,
+                                       row_weights=weights, **settings)
+    penalty = np.zeros_like(theta)
+    penalty[:, :3] = 0.3 * theta[:, :3]
+    assert_allclose(with_l2, weighted + penalty, rtol=1e-13)
+    clipped = weighted.copy()
+    for g in clipped:
+        _kernels.clip_l2(g, 0.1)
+    norms = np.linalg.norm(clipped.reshape(5, -1), axis=1)
+    assert norms[0] == 0 and np.all(norms[3:] <= 0.1 + 1e-15)
+
+
+def test_l1_term_is_a_sign_subgradient_on_penalised_columns():
+    X, T, _, _, _ = make_data("squared", n=3)
+    theta = np.array([[0.5, -2.0, 0.0, 1.5]])  # last column: the intercept
+    settings = dict(loss=_kernels.SQUARED, loss_param=0.0, n_penalized=3, l2=0.0)
+    offsets = np.arange(4)
+    bare = _kernels.party_gradients(theta, X, T, offsets, **settings)
+    with_l1 = _kernels.party_gradients(theta, X, T, offsets, l1=0.25, **settings)
+    assert_allclose(with_l1 - bare, np.broadcast_to([[[0.25, -0.25, 0.0, 0.0]]],
+                                                    bare.shape), atol=1e-15)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "hinge", "squared", "modified_huber"])
@@ -123,14 +197,17 @@ def test_reference_gradient_matches_finite_differences(loss):
         m = 1.5 * rng.normal(size=n_outputs)
         if loss == "multinomial":
             t = np.eye(n_outputs)[rng.integers(n_outputs)]
-        elif loss in ("squared", "huber"):
+        elif loss in REAL_TARGET_LOSSES:
             t = rng.normal(size=n_outputs)
+        elif loss in POSITIVE_TARGET_LOSSES:
+            t = np.exp(rng.normal(size=n_outputs))
         else:
             t = rng.choice([-1.0, 1.0], size=n_outputs)
-        _, grad = loss_and_dloss(loss, m, t, HUBER_EPSILON)
+        _, grad = loss_and_dloss(loss, m, t, loss_param_of(loss))
         h = 1e-6
-        numeric = [(loss_and_dloss(loss, m + h * e, t, HUBER_EPSILON)[0]
-                    - loss_and_dloss(loss, m - h * e, t, HUBER_EPSILON)[0]) / (2 * h)
+        numeric = [(loss_and_dloss(loss, m + h * e, t, loss_param_of(loss))[0]
+                    - loss_and_dloss(loss, m - h * e, t, loss_param_of(loss))[0])
+                   / (2 * h)
                    for e in np.eye(n_outputs)]
         assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
 
@@ -143,13 +220,15 @@ def test_sample_loss_matches_reference_and_is_stable(loss):
         m = scale * rng.normal(size=n_outputs)
         t = (np.eye(n_outputs)[0] if loss == "multinomial"
              else np.array([1.0] * n_outputs))
-        value = _kernels.sample_loss(LOSS_CODES[loss], m, t, HUBER_EPSILON)
+        param = loss_param_of(loss)
+        value = _kernels.sample_loss(LOSS_CODES[loss], m, t, param)
         out = np.empty(n_outputs)
-        _kernels.sample_dloss(LOSS_CODES[loss], m, t, HUBER_EPSILON, out)
-        if loss in ("squared", "squared_hinge") and scale == 1e300:
-            continue  # the loss itself is 1e600: overflow is the right answer
+        _kernels.sample_dloss(LOSS_CODES[loss], m, t, param, out)
+        if (loss in ("squared", "squared_hinge", "squared_epsilon_insensitive")
+                and scale == 1e300) or (loss in POSITIVE_TARGET_LOSSES and scale > 1):
+            continue  # the loss itself is 1e600 or exp(1e3): overflow is right
         with np.errstate(over="ignore"):
-            expected, expected_grad = loss_and_dloss(loss, m, t, HUBER_EPSILON)
+            expected, expected_grad = loss_and_dloss(loss, m, t, param)
         assert np.isfinite(value) and np.all(np.isfinite(out))
         assert_allclose(value, expected, rtol=1e-12)
         assert_allclose(out, expected_grad, rtol=1e-12, atol=1e-300)

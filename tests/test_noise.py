@@ -29,7 +29,7 @@ def released_noise_variance(noise_mode, k=12, n_runs=300, d=40, s=1.0, seed=0,
     problem = make_problem(
         x[None, :], np.array([[-1.0]]), np.arange(2), np.eye(d), np.zeros((d, 1)),
         np.zeros(d), loss=_kernels.HINGE, utility=_kernels.NEG_MSE,
-        huber_epsilon=0.0, l2=0.0, n_penalized=d, clip_norm=1.0,
+        loss_param=0.0, l2=0.0, n_penalized=d, clip_norm=1.0,
         learning_rate=lr, total_sum_squares=1.0, weights=np.ones(1))
     moments = np.zeros(k)
     for _ in range(n_runs):

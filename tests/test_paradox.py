@@ -30,7 +30,7 @@ def problem():
     return make_problem(ones(data.X_train), signs(data.y_train), np.arange(n + 1),
                         ones(data.X_val), signs(data.y_val), data.y_val,
                         loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS,
-                        huber_epsilon=0.0, l2=1.0 / n, n_penalized=10,
+                        loss_param=0.0, l2=1.0 / n, n_penalized=10,
                         clip_norm=1.0, learning_rate=0.01, total_sum_squares=1.0,
                         weights=np.ones(n))
 

@@ -54,10 +54,10 @@ def test_grouped_walk_matches_reference(loss, noise_mode, m, record_level):
     psi, end_ref = algorithm1(
         X, T, X_val, T_val, labels, loss=loss, utility_name="neg_loss",
         permutations=permutations, noise=noise, x_tt=x_tt, q=0.0, weights=weights,
-        huber_epsilon=HUBER_EPSILON, basis=basis, offsets=OFFSETS,
+        loss_param=HUBER_EPSILON, basis=basis, offsets=OFFSETS,
         record_level=record_level, **common)
     settings = dict(loss=LOSS_CODES[loss], utility=UTILITY_CODES["neg_loss"],
-                    huber_epsilon=HUBER_EPSILON, total_sum_squares=1.0,
+                    loss_param=HUBER_EPSILON, total_sum_squares=1.0,
                     weights=weights, record_level=record_level, **common)
     if m is None:
         problem = make_problem(X, T, OFFSETS, X_val, T_val, labels, **settings)
@@ -78,7 +78,7 @@ def release(X, T, offsets, party, *, clip_norm, noise=None, basis=None,
     L2, no intercept)."""
     n_outputs, n_columns = T.shape[1], X.shape[1]
     settings = dict(loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS,
-                    huber_epsilon=0.0, l2=0.0, clip_norm=clip_norm, learning_rate=1.0,
+                    loss_param=0.0, l2=0.0, clip_norm=clip_norm, learning_rate=1.0,
                     total_sum_squares=1.0, weights=np.zeros(1),
                     permutations=np.array([[party]]), record_level=record_level)
     n_parties = len(offsets) - 1

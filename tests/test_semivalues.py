@@ -87,7 +87,7 @@ def hinge_game(n, seed):
         return np.mean((X_val @ theta > 0).astype(int) == labels)
 
     kernel = dict(X=X, T=y[:, None], X_val=X_val, T_val=T_val, labels_val=labels,
-                  loss=_kernels.HINGE, utility=_kernels.ACCURACY, huber_epsilon=0.0,
+                  loss=_kernels.HINGE, utility=_kernels.ACCURACY, loss_param=0.0,
                   l2=0.0, n_penalized=d, clip_norm=clip_norm, learning_rate=lr,
                   total_sum_squares=1.0)
     return v, kernel

@@ -24,7 +24,12 @@ from skdpval._semivalues import semivalue_weights
 from skdpval._walk import run_walks
 from skdpval.datasets import flip_labels
 from skdpval.metrics import detection_auc_limit, noisy_label_auc
-from test_kernels import HUBER_EPSILON, LOSS_CODES, UTILITY_CODES, make_data
+from test_kernels import (
+    LOSS_CODES,
+    UTILITY_CODES,
+    loss_param_of,
+    make_data,
+)
 
 
 def orthonormal_rows(m, n_params, seed):
@@ -33,7 +38,7 @@ def orthonormal_rows(m, n_params, seed):
 
 
 def run_both(loss, noise_mode, q, semivalue, *, m, n_outputs=None, k=5,
-             utility_name="neg_loss", seed=0, n_jobs=None):
+             utility_name="neg_loss", seed=0, n_jobs=None, l1=0.0, weighted=False):
     """The subspace kernel (through run_walks) and the reference, same draws."""
     X, T, X_val, T_val, labels = make_data(loss, n_outputs=n_outputs, seed=seed)
     n, n_columns = X.shape
@@ -46,15 +51,17 @@ def run_both(loss, noise_mode, q, semivalue, *, m, n_outputs=None, k=5,
     if noise_mode == "none":
         noise = np.zeros_like(noise)
     weights = semivalue_weights(semivalue, n)
-    common = dict(learning_rate=0.4, l2=0.1, n_penalized=n_columns - 1, clip_norm=0.8)
+    row_weights = rng.uniform(0.2, 3.0, size=n) if weighted else None
+    common = dict(learning_rate=0.4, l2=0.1, n_penalized=n_columns - 1, clip_norm=0.8,
+                  l1=l1, row_weights=row_weights)
     psi, end_ref = algorithm1(
         X, T, X_val, T_val, labels, loss=loss, utility_name=utility_name,
         permutations=permutations, noise=noise, x_tt=x_tt, q=q, weights=weights,
-        huber_epsilon=HUBER_EPSILON, basis=basis, **common)
+        loss_param=loss_param_of(loss), basis=basis, **common)
     tss = float(np.sum((T_val[:, 0] - T_val[:, 0].mean()) ** 2))
     problem = _subspace.make_subspace_problem(
         basis, X, T, np.arange(n + 1), X_val, T_val, labels, loss=LOSS_CODES[loss],
-        utility=UTILITY_CODES[utility_name], huber_epsilon=HUBER_EPSILON,
+        utility=UTILITY_CODES[utility_name], loss_param=loss_param_of(loss),
         total_sum_squares=tss, weights=weights, **common)
     result = run_walks(problem, FixedDraws(permutations,
                                            None if noise_mode == "none" else noise),
@@ -67,10 +74,22 @@ def run_both(loss, noise_mode, q, semivalue, *, m, n_outputs=None, k=5,
 @pytest.mark.parametrize("noise_mode, q", [("none", 0.0), ("iid", 0.0),
                                            ("correlated", 0.5)])
 @pytest.mark.parametrize("m", [1, 3])
-@pytest.mark.parametrize("loss", list(LOSS_CODES))
+@pytest.mark.parametrize("loss", list(LOSS_CODES)[:7])
 def test_projected_walk_matches_reference(loss, m, noise_mode, q, semivalue):
     psi, values, end_ref, end_kernel = run_both(loss, noise_mode, q, semivalue, m=m,
                                                 n_jobs=2)
+    assert np.any(psi != 0)
+    assert_allclose(values, psi, rtol=1e-10, atol=1e-12)
+    assert_allclose(end_kernel, end_ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("weighted, l1", [(False, 0.05), (True, 0.0), (True, 0.05)])
+@pytest.mark.parametrize("m", [1, 3])
+@pytest.mark.parametrize("loss", list(LOSS_CODES))
+def test_projected_walk_with_l1_and_row_weights_matches_reference(loss, m, l1,
+                                                                  weighted):
+    psi, values, end_ref, end_kernel = run_both(loss, "correlated", 0.0, "shapley",
+                                                m=m, l1=l1, weighted=weighted)
     assert np.any(psi != 0)
     assert_allclose(values, psi, rtol=1e-10, atol=1e-12)
     assert_allclose(end_kernel, end_ref, rtol=1e-10, atol=1e-12)
@@ -152,7 +171,7 @@ def test_projected_release_has_sensitivity_clip_norm():
         problem = _subspace.make_subspace_problem(
             basis, X, targets, np.arange(n + 1), X[:5], T[:5], y[:5],
             loss=LOSS_CODES["logistic"], utility=UTILITY_CODES["neg_loss"],
-            huber_epsilon=0.0, l2=0.0, n_penalized=d, clip_norm=C,
+            loss_param=0.0, l2=0.0, n_penalized=d, clip_norm=C,
             learning_rate=0.0, total_sum_squares=1.0, weights=np.ones(n))
         releases = np.zeros((1, n, 2))  # zero noise: raw release = clipped g
         problem.walk(np.arange(n)[None], releases, np.ones(1), np.zeros((n, 2)))

@@ -6,17 +6,22 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
+from sklearn.cluster import KMeans
 from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.linear_model import (
+    GammaRegressor,
+    Lars,
     Lasso,
     LinearRegression,
     LogisticRegression,
     Ridge,
     RidgeClassifier,
     SGDClassifier,
+    PoissonRegressor,
     SGDRegressor,
 )
 from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skdpval._valuator as valuator_module
@@ -102,7 +107,7 @@ def test_fitted_attributes_are_the_documented_ones(classification):
                       "privacy_report_", "n_features_in_", "marginal_mean_",
                       "marginal_var_", "n_marginals_", "initial_utility_",
                       "final_utilities_", "values_stderr_", "subspace_",
-                      "clip_norm_", "q_", "privacy_unit_"}
+                      "clip_norm_", "q_", "privacy_unit_", "chosen_params_"}
     # One number per party or permutation; the public basis is one row.
     assert all(np.ndim(value) <= 1 for name, value in vars(valuator).items()
                if isinstance(value, np.ndarray) and name != "subspace_")
@@ -216,14 +221,14 @@ def test_model_spec_is_the_models_own_objective(estimator, make):
     grad = np.zeros_like(theta)
     out = np.empty_like(theta)
     for j in range(n):
-        _kernels.party_gradient(theta, Xa, T, j, j + 1, loss, 0.0,
-                                spec.l2_per_sample, d, np.empty(T.shape[1]),
+        _kernels.party_gradient(theta, Xa, T, np.ones(n), j, j + 1, loss, 0.0,
+                                spec.l2_per_sample, 0.0, d, np.empty(T.shape[1]),
                                 np.empty(T.shape[1]), out)
         grad += out / n
     at_zero = np.zeros_like(theta)
     for j in range(n):
-        _kernels.party_gradient(np.zeros_like(theta), Xa, T, j, j + 1, loss, 0.0,
-                                spec.l2_per_sample, d, np.empty(T.shape[1]),
+        _kernels.party_gradient(np.zeros_like(theta), Xa, T, np.ones(n), j, j + 1,
+                                loss, 0.0, spec.l2_per_sample, 0.0, d, np.empty(T.shape[1]),
                                 np.empty(T.shape[1]), out)
         at_zero += out / n
     assert np.linalg.norm(grad) < 1e-4 * np.linalg.norm(at_zero)
@@ -327,11 +332,24 @@ Y_OK = np.array([0, 1] * 10)
     ({"utility": "r2"}, {}, "utility='r2' does not apply to a classifier"),
     ({"epsilon": 1.0, "noise_multiplier": 2.0}, {}, "epsilon=None"),
     ({"noise": np.ones(7)}, {}, "noise must give one x_tt per permutation"),
-    ({"estimator": Lasso()}, {}, "supported estimators are"),
-    ({"estimator": SGDClassifier(loss="perceptron")}, {}, "loss='perceptron'"),
-    ({"estimator": SGDClassifier(penalty="l1")}, {}, "penalty='l1'"),
-    ({"estimator": LogisticRegression(l1_ratio=0.5)}, {}, "l1_ratio"),
-    ({"estimator": LogisticRegression(class_weight="balanced")}, {}, "class_weight"),
+    ({"estimator": Lars()}, {}, "Lars is not supported.*closest.*DPLabelQuality"),
+    ({"estimator": SVC()}, {}, "closest supported model: LinearSVC"),
+    ({"estimator": KMeans()}, {}, "supported estimators are"),
+    ({"estimator": Lasso(positive=True)}, {}, "positive=True"),
+    ({"estimator": LinearSVC(multi_class="crammer_singer")}, {}, "crammer_singer"),
+    ({"estimator": LogisticRegression(class_weight={7: 2.0})}, {},
+     "class_weight has labels"),
+    ({"estimator": LogisticRegression(class_weight="even")}, {}, "class_weight"),
+    ({}, dict(sample_weight=np.ones(19)), "sample_weight must have shape"),
+    ({}, dict(sample_weight=-np.ones(20)), "sample_weight must be finite and >= 0"),
+    ({}, dict(sample_weight=np.r_[np.nan, np.ones(19)]), "sample_weight must be"),
+    ({"estimator": PoissonRegressor()}, dict(y=np.r_[-1.0, np.ones(19)]),
+     "y must be >= 0"),
+    ({"estimator": GammaRegressor()}, dict(y=np.r_[0.0, np.ones(19)]),
+     "y must be > 0"),
+    ({"estimator": LogisticRegression(solver="liblinear")},
+     dict(y=np.arange(20) % 3, X_val=X_OK[:6], y_val=np.arange(6) % 3),
+     "liblinear.*two classes"),
     ({}, dict(X_val=X_OK[:5]), "X_val and y_val must be given together"),
     ({}, dict(X_val=X_OK[:5, :2], y_val=Y_OK[:5]), "features"),
     ({}, dict(X_val=X_OK[:5], y_val=np.zeros(5)), "y_val has a single class"),
