@@ -236,7 +236,9 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         **fit_params : dict
-            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``,
+            ``sample_weight``); ``sample_weight`` of the kept rows also goes
+            to the estimator's ``fit``.
 
         Returns
         -------
@@ -252,7 +254,11 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
                 self, fit_params["X_val"], dtype=None)}
         self.valuator_, values = _fit_values(valuator, X, y, fit_params)
         self.kept_mask_ = _kept_mask(values, self.drop_fraction, None)
-        self.estimator_ = clone(estimator).fit(X[self.kept_mask_], y[self.kept_mask_])
+        weights = fit_params.get("sample_weight")
+        kept_weights = ({} if weights is None else
+                        {"sample_weight": np.asarray(weights)[self.kept_mask_]})
+        self.estimator_ = clone(estimator).fit(X[self.kept_mask_], y[self.kept_mask_],
+                                               **kept_weights)
         if hasattr(self.estimator_, "classes_"):
             self.classes_ = self.estimator_.classes_
         self.privacy_report_ = step_privacy_report(self)
