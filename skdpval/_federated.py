@@ -110,9 +110,11 @@ class DPFederatedValuator(BaseEstimator):
     privacy_unit : {"record", "group"}, default="record"
         Whom the guarantee protects when ``fit`` gets ``groups``: one record
         of any client, or a whole client. Record-level releases support no
-        compression but ``("randk", m)`` (the others read a client's sum,
-        to which one record adds an unbounded change); without ``groups``
-        every sample is a client and the unit is the sample either way.
+        compression but ``("randk", m)``: top-k, quantisation and signs of
+        a client's sum can change far more than ``clip_norm`` when one
+        record does (the kept coordinates, every sign), so their accounted
+        sensitivity would not hold. Without ``groups`` every sample is a
+        client and the unit is the sample either way.
     clipping : {"l2", "coordinate"}, default="l2"
         How gradients are clipped before compression and noise.
     compression : None, ("randk", m), ("topk", m), ("quantize", levels) or \
@@ -147,9 +149,9 @@ class DPFederatedValuator(BaseEstimator):
     utility : {"neg_loss", "accuracy", "neg_mse", "r2"}, default="neg_loss"
         Validation utility (classifiers: neg_loss, accuracy; regressors:
         neg_loss, neg_mse, r2). Accuracy barely moves once the global model
-        is fitted: with it a fully mislabelled client ranked last in 1-3 of
-        10 splits without noise, against 10 of 10 with the loss
-        (``benchmarks/quality.py --suite federated``).
+        is fitted: with it a fully mislabelled client of ten ranked last in
+        1-3 of 10 splits without noise (make_classification, breast_cancer),
+        against 10 of 10 with the loss.
     validation_fraction : float in (0, 1), default=0.2
         Fraction of the clients held out, whole, as the validation set when
         ``fit`` gets no ``X_val``; drawn at random without reading labels.
@@ -370,10 +372,11 @@ class DPFederatedValuator(BaseEstimator):
         kind, _ = check_compression(self.compression, n_params)
         if record_level and kind not in (None, "randk"):
             raise ValueError(
-                f"compression={self.compression!r} does not bound what one "
-                "record adds to a client's sum of clipped gradients: with "
-                "privacy_unit='record' use compression=None or ('randk', m), "
-                "or set privacy_unit='group' to protect whole clients.")
+                f"compression={self.compression!r} of a client's sum of clipped "
+                "gradients can change by more than clip_norm when one record "
+                "does: with privacy_unit='record' use compression=None or "
+                "('randk', m), or set privacy_unit='group' to protect whole "
+                "clients.")
         release_sensitivity = sensitivity(self.compression, self.clipping,
                                           self.clip_norm, n_params)
         if isinstance(self.noise, str) and self.noise == "none":

@@ -70,7 +70,9 @@ class DPLabelQuality(BaseEstimator):
     that matters and comes close to the best any mechanism can do
     (:func:`skdpval.metrics.detection_auc_limit`). Use
     :class:`~skdpval.DPDataValuator` for pricing and attribution, which need
-    the Shapley value.
+    the Shapley value: of data sets (groups) under record-level privacy,
+    which keep their no-noise ranking; a single point's private value does
+    not (:func:`skdpval.metrics.value_fidelity`).
 
     Parameters
     ----------
