@@ -31,6 +31,15 @@ CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
 REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
 
 
+OUTSIDE_DOMAIN = (
+    " The private data must lie in the estimators' input domain: finite "
+    "features, numeric targets for a regressor, labels in the public class "
+    "set for a classifier. It is checked before any release; whether the "
+    "data lie in it is not covered by the privacy guarantee (see the privacy "
+    "model), and a fixed row-by-row rule applied before fit (e.g. "
+    "np.nan_to_num) maps any data set into it.")
+
+
 def check_epsilon(epsilon, delta):
     """An error naming the supported range when the noise calibration cannot
     reach ``epsilon`` at ``delta`` (None: no epsilon to reach)."""
@@ -106,7 +115,7 @@ def encode_training_labels(y, classes):
             f"y has labels outside the class set {classes.tolist()!r}, which "
             "is taken from y_val (public) so that no training label can change "
             "the model. Pass classes=[...] listing every class, or remove "
-            "those samples.")
+            "those samples." + OUTSIDE_DOMAIN)
     return index
 
 
@@ -259,7 +268,7 @@ def _first_line_without_value(error):
     if message.startswith(("could not convert", "invalid literal")):
         message = message.split(":", 1)[0]  # the rest is the value
     return (f"{message} (in the training data X, y; the values of private data "
-            "are not shown)")
+            f"are not shown).{OUTSIDE_DOMAIN}")
 
 
 def validate_private_data(estimator, X, y, **check_params):

@@ -7,7 +7,12 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression, Ridge
 
-from skdpval import DPDataValuator, DPFederatedValuator
+from skdpval import (
+    DPDataValuator,
+    DPFederatedValuator,
+    DPLabelQuality,
+    LayeredShapleyValuator,
+)
 from skdpval.metrics import membership_inference_auc
 
 
@@ -108,3 +113,67 @@ def test_values_that_are_all_zero_warn(params):
     with pytest.warns(ConvergenceWarning, match="Every value is 0"):
         DPDataValuator(n_permutations=4, epsilon=2.0, random_state=0, **params).fit(
             X[:30], y[:30], X_val=X[30:], y_val=y[30:])
+
+
+# --- the input domain (issue 22) ---------------------------------------------
+def _domain_data():
+    rng = np.random.default_rng(0)
+    X, X_val = rng.uniform(size=(16, 3)), rng.uniform(size=(12, 3))
+    return X, np.arange(16) % 2, X_val, np.arange(12) % 2
+
+
+def _out_of_domain(case, X, y):
+    """One private value moved outside the domain; the rest unchanged."""
+    X, y = X.copy(), y.astype(object if case == "string y" else float)
+    if case == "label outside the class set":
+        y[3] = 7
+    elif case == "NaN in X":
+        X[3, 1] = np.nan
+    elif case == "inf in X":
+        X[3, 1] = np.inf
+    elif case == "string y":
+        y[3] = "seven"
+    return X, y
+
+
+DOMAIN_ESTIMATORS = {
+    "DPDataValuator": lambda: DPDataValuator(n_permutations=2, random_state=0,
+                                             noise_seed=0),
+    "DPLabelQuality": lambda: DPLabelQuality(epsilon=1.0, noise_seed=0),
+    "DPFederatedValuator": lambda: DPFederatedValuator(n_rounds=2, epsilon=1.0,
+                                                       random_state=0, noise_seed=0),
+    "LayeredShapleyValuator": lambda: LayeredShapleyValuator(epsilon=1.0,
+                                                             random_state=0,
+                                                             noise_seed=0),
+}
+
+
+@pytest.mark.parametrize("case", ["label outside the class set", "NaN in X",
+                                  "inf in X"])
+@pytest.mark.parametrize("name", DOMAIN_ESTIMATORS)
+def test_out_of_domain_private_data_is_refused_and_says_the_check_is_outside(
+        name, case):
+    """The neighbour (row 3 in the domain) fits; the data set outside raises,
+    before any release, with a message that states the policy."""
+    X, y, X_val, y_val = _domain_data()
+    make = DOMAIN_ESTIMATORS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make().fit(X, y, X_val=X_val, y_val=y_val)  # the neighbour
+        with pytest.raises(ValueError) as error:
+            make().fit(*_out_of_domain(case, X, y), X_val=X_val, y_val=y_val)
+    message = str(error.value)
+    assert "checked before any release" in message
+    assert "not covered by the privacy guarantee" in message
+
+
+def test_a_non_numeric_regression_target_is_outside_the_domain():
+    X, y, X_val, y_val = _domain_data()
+    X_bad, y_bad = _out_of_domain("string y", X, y)
+    valuator = DPDataValuator(Ridge(), n_permutations=2, random_state=0, noise_seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        valuator.fit(X, y.astype(float), X_val=X_val, y_val=y_val.astype(float))
+        with pytest.raises(ValueError, match="checked before any release") as error:
+            valuator.fit(X_bad, y_bad, X_val=X_val, y_val=y_val.astype(float))
+    assert "seven" not in str(error.value)  # the private value is not quoted
