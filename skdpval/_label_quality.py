@@ -31,11 +31,15 @@ class DPLabelQuality(BaseEstimator):
     - multiclass: the true class's score minus the best other class's;
     - regressor: minus the absolute residual ``|y - f(x)|``;
 
-    each clipped to ``[-clip, clip]``. The score is released **once** per
-    party with Gaussian noise of std ``clip / mu``, ``mu`` calibrated
-    exactly to ``(epsilon, delta)``: one Gaussian release of sensitivity
-    ``clip`` under zero-out adjacency (a party's slot releasing pure noise),
-    ``2 clip`` under replace-one. Low scores point at bad labels.
+    each clipped to ``[-clip, clip]`` (a regressor's to ``[-clip, 0]``).
+    The score is released **once** per party with Gaussian noise of std
+    ``sensitivity / mu``, ``mu`` calibrated exactly to ``(epsilon,
+    delta)``. A classifier's score has sensitivity ``clip`` under zero-out
+    adjacency (a party's slot releasing pure noise) and ``2 clip`` under
+    replace-one. A regressor's is released centred, ``score + clip / 2`` in
+    ``[-clip / 2, clip / 2]``, so its sensitivity is ``clip / 2`` under
+    zero-out and ``clip`` under replace-one (the centring is undone after
+    the noise, a public shift). Low scores point at bad labels.
 
     It is not a semivalue: it says how well a label agrees with a model
     trained on the validation set, not what a party adds to a model. Use it
@@ -111,7 +115,8 @@ class DPLabelQuality(BaseEstimator):
         The guarantee of a party's release (``inf`` without noise).
 
     noise_multiplier_ : float
-        Noise std divided by ``clip`` (``1 / mu``).
+        Noise std divided by the zero-out sensitivity (``1 / mu``):
+        ``clip`` for a classifier, ``clip / 2`` for a regressor.
 
     n_releases_ : int
         Releases per party: 1.
@@ -215,13 +220,16 @@ class DPLabelQuality(BaseEstimator):
             self.classes_ = parties.classes
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
                                             model_seed, "DPLabelQuality")
-        scores = self._party_scores(parties)
-        noise_std = self._report_privacy(parties, groups)
+        # A regressor's scores lie in [-clip, 0]: released centred, in
+        # [-clip/2, clip/2], their zero-out sensitivity is clip/2.
+        centre = 0.0 if is_classifier(self.estimator_) else -self.clip / 2
+        scores = self._party_scores(parties) - centre
+        noise_std = self._report_privacy(parties, groups, self.clip - abs(centre))
         if noise_std > 0:
             generator = np.random.default_rng(secret_seed_sequence(self.noise_seed))
             scores = scores + gaussian_noise(generator, noise_std,
                                              np.empty(len(scores)))
-        self._set_values(scores, parties, groups)
+        self._set_values(scores + centre, parties, groups)
         return self
 
     def _party_scores(self, parties):
@@ -272,21 +280,31 @@ class DPLabelQuality(BaseEstimator):
             margin = own - per_class.max(axis=1)
         return np.where(np.isnan(margin), -np.inf, margin)
 
-    def _report_privacy(self, parties, groups):
-        """Sets the privacy attributes; returns the noise std."""
+    def _report_privacy(self, parties, groups, sensitivity):
+        """Sets the privacy attributes; returns the noise std.
+
+        ``sensitivity``: of the released score under zero-out adjacency
+        (its largest magnitude); replace-one doubles it.
+        """
         noise_std = (0.0 if self.epsilon is None else
-                     noise_std_for_budget(self.epsilon, self.delta, 1, self.clip))
+                     noise_std_for_budget(self.epsilon, self.delta, 1, sensitivity))
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=1,
             clip_norm=self.clip, unit="sample" if groups is None else "group",
             n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0))
+            noise_source=noise_source(self.noise_seed, noise_std > 0),
+            sensitivity=sensitivity)
         self.privacy_report_["release"] = (
             "one clipped score per party: the margin of its label under a model "
-            "fitted on the validation set, in [-clip, clip]")
+            "fitted on the validation set, in [-clip, clip]"
+            if sensitivity == self.clip else
+            "one clipped score per party: minus the absolute residual of its "
+            "target under a model fitted on the validation set, in [-clip, 0], "
+            "released centred (plus clip/2: sensitivity clip/2 under zero-out, "
+            "clip under replace-one)")
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = float(self.delta)
-        self.noise_multiplier_ = noise_std / self.clip
+        self.noise_multiplier_ = noise_std / sensitivity
         self.n_releases_ = 1
         return noise_std
 
