@@ -33,6 +33,15 @@ CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
 REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
 
 
+OUTSIDE_DOMAIN = (
+    " The private data must lie in the estimators' input domain: finite "
+    "features, numeric targets for a regressor, labels in the public class "
+    "set for a classifier. It is checked before any release; whether the "
+    "data lie in it is not covered by the privacy guarantee (see the privacy "
+    "model), and a fixed row-by-row rule applied before fit (e.g. "
+    "np.nan_to_num) maps any data set into it.")
+
+
 def check_epsilon(epsilon, delta):
     """An error naming the supported range when the noise calibration cannot
     reach ``epsilon`` at ``delta`` (None: no epsilon to reach)."""
@@ -108,7 +117,7 @@ def encode_training_labels(y, classes):
             f"y has labels outside the class set {classes.tolist()!r}, which "
             "is taken from y_val (public) so that no training label can change "
             "the model. Pass classes=[...] listing every class, or remove "
-            "those samples.")
+            "those samples." + OUTSIDE_DOMAIN)
     return index
 
 
@@ -142,7 +151,7 @@ def check_validation_features(estimator, X_val, stacklevel=3, **check_params):
             f"X_val has {X_val.shape[1]} features, but X has "
             f"{estimator.n_features_in_}: the validation set needs the same "
             f"columns as the training data.")
-    return X_val
+    return flush_subnormals(X_val)  # as the private rows are
 
 
 def check_validation_targets(y_val, n_val, classes):
@@ -152,8 +161,8 @@ def check_validation_targets(y_val, n_val, classes):
         raise ValueError(f"y_val must be 1-D with one target per row of X_val "
                          f"({n_val}), got shape {y_val.shape}.")
     if classes is None:
-        return check_array(y_val, ensure_2d=False, dtype=np.float64,
-                           input_name="y_val")
+        return flush_subnormals(check_array(y_val, ensure_2d=False,
+                                            dtype=np.float64, input_name="y_val"))
     index, unknown = _class_index(y_val, classes)
     if np.any(unknown):
         raise ValueError(f"y_val has labels not in classes={classes.tolist()!r}: "
@@ -265,7 +274,7 @@ def _first_line_without_value(error):
     if message.startswith(("could not convert", "invalid literal")):
         message = message.split(":", 1)[0]  # the rest is the value
     return (f"{message} (in the training data X, y; the values of private data "
-            "are not shown)")
+            f"are not shown).{OUTSIDE_DOMAIN}")
 
 
 def validate_private_data(estimator, X, y, **check_params):
@@ -273,11 +282,31 @@ def validate_private_data(estimator, X, y, **check_params):
 
     scikit-learn's and numpy's messages can quote the data ("could not
     convert string to float: 'salary=183000'", a 1-D ``X`` printed whole):
-    such an error keeps its first line, without the value.
+    such an error keeps its first line, without the value. Subnormal
+    features (and regression targets) become 0 (:func:`flush_subnormals`).
     """
-    return call_on_private_data(
+    X, y = call_on_private_data(
         lambda: validate_data(estimator, X, y, **check_params),
         _first_line_without_value)
+    if check_params.get("y_numeric"):
+        y = flush_subnormals(y)
+    return flush_subnormals(X), y
+
+
+def flush_subnormals(array):
+    """``array`` with every value of magnitude below the smallest normal float
+    set to 0; other arrays (not floating point) unchanged.
+
+    Arithmetic on subnormal numbers is slow on many processors, so a
+    private row of them would show in the run time. Always a new array, so
+    that the time spent here does not depend on whether there were any.
+    """
+    if not (isinstance(array, np.ndarray) and array.dtype.kind == "f"):
+        return array
+    flushed = np.empty_like(array)  # the same memory layout
+    np.copyto(flushed, array)
+    np.copyto(flushed, 0, where=np.abs(array) < np.finfo(array.dtype).tiny)
+    return flushed
 
 
 def check_classes_parameter(estimator, is_classifier, classes):
@@ -317,8 +346,9 @@ def standardize_by_validation(X, X_val, center=True):
     if not center:
         mean = np.zeros_like(mean)
     with np.errstate(over="ignore"):
-        return (np.nan_to_num((X - mean) / std, copy=False),
-                np.nan_to_num((X_val - mean) / std, copy=False), (mean, std))
+        return (flush_subnormals(np.nan_to_num((X - mean) / std, copy=False)),
+                flush_subnormals(np.nan_to_num((X_val - mean) / std, copy=False)),
+                (mean, std))
 
 
 def standardize_targets(y, y_val, center=True):

@@ -53,16 +53,20 @@ class DPLabelQuality(BaseEstimator):
       model on the validation set (``residual_scale_``), times ``clip``: the
       clip then caps residuals at 3 of those sds;
 
-    each clipped to ``[-clip, clip]``. The score is released **once** per
-    party with Gaussian noise of std ``clip / mu``, ``mu`` calibrated
-    exactly to ``(epsilon, delta)``: one Gaussian release of sensitivity
-    ``clip`` under zero-out adjacency (a party's slot releasing pure noise),
-    ``2 clip`` under replace-one. Low scores point at bad labels. For
+    each clipped to ``[-clip, clip]`` (a regressor's to ``[-clip, 0]``).
+    The score is released **once** per party with Gaussian noise of std
+    ``sensitivity / mu``, ``mu`` calibrated exactly to ``(epsilon,
+    delta)``. A classifier's score has sensitivity ``clip`` under zero-out
+    adjacency (a party's slot releasing pure noise) and ``2 clip`` under
+    replace-one. A regressor's is released centred, ``score + clip / 2`` in
+    ``[-clip / 2, clip / 2]``, so its sensitivity is ``clip / 2`` under
+    zero-out and ``clip`` under replace-one (the centring is undone after
+    the noise, a public shift). Low scores point at bad labels. For
     groups with ``privacy_unit="record"`` (the default) the noise is added
-    to the sum of a group's clipped scores (sensitivity ``clip``: one
-    record) and the sum divided by the group's size ``n_g`` (public): a
-    group's score has noise std ``clip / (mu n_g)``, and the guarantee is
-    per record.
+    to the sum of a group's clipped (and centred) scores (sensitivity that
+    of one record) and the sum divided by the group's size ``n_g``
+    (public): a group's score has noise std ``sensitivity / (mu n_g)``, and
+    the guarantee is per record.
 
     It is not a semivalue: it says how well a label agrees with a model
     trained on the validation set, not what a party adds to a model. Use it
@@ -151,8 +155,9 @@ class DPLabelQuality(BaseEstimator):
         The guarantee of a party's release (``inf`` without noise).
 
     noise_multiplier_ : float
-        Noise std divided by ``clip`` (``1 / mu``); record-level, that of a
-        group's sum of scores (its mean's is that over ``n_g``).
+        Noise std divided by the zero-out sensitivity (``1 / mu``):
+        ``clip`` for a classifier, ``clip / 2`` for a regressor; record-level,
+        that of a group's sum of scores (its mean's is that over ``n_g``).
 
     privacy_unit_ : {"sample", "group", "record"}
         Whom ``epsilon_`` protects.
@@ -268,21 +273,26 @@ class DPLabelQuality(BaseEstimator):
                                             model_seed, "DPLabelQuality")
         if not is_classifier(self.estimator_):
             self.residual_scale_ = _residual_scale(self.estimator_, parties)
+        # A regressor's scores lie in [-clip, 0]: released centred, in
+        # [-clip/2, clip/2], their zero-out sensitivity is clip/2.
+        centre = 0.0 if is_classifier(self.estimator_) else -self.clip / 2
         record_level = groups is not None and self.privacy_unit == "record"
-        scores = self._party_scores(parties, record_level)
-        noise_std = self._report_privacy(parties, groups, record_level)
+        scores = self._party_scores(parties, record_level, centre)
+        noise_std = self._report_privacy(parties, groups, self.clip - abs(centre),
+                                         record_level)
         if noise_std > 0:
             generator = np.random.default_rng(secret_seed_sequence(self.noise_seed))
             scores = scores + gaussian_noise(generator, noise_std,
                                              np.empty(len(scores)))
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
-        self._set_values(scores, parties, groups)
+        self._set_values(scores + centre, parties, groups)
         return self
 
-    def _party_scores(self, parties, record_level=False):
-        """Each training party's mean clipped score (before noise), or with
-        ``record_level`` the sum of its rows' clipped scores.
+    def _party_scores(self, parties, record_level=False, centre=0.0):
+        """Each training party's mean clipped score minus ``centre`` (before
+        noise), or with ``record_level`` the sum of its rows' clipped scores
+        minus ``centre`` each.
 
         A score that is not a number (an overflow in a private row) counts
         as 0, the middle of the range, and overflows raise no warning: either
@@ -295,7 +305,8 @@ class DPLabelQuality(BaseEstimator):
             row_scores = call_on_private_data(
                 lambda: self._row_scores(X, parties.y), self._scoring_failed,
                 catch=Exception)
-        row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip, self.clip)
+        row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip,
+                             self.clip) - centre
         sums = np.add.reduceat(row_scores, parties.offsets[:-1])
         return sums if record_level else sums / np.diff(parties.offsets)
 
@@ -332,31 +343,41 @@ class DPLabelQuality(BaseEstimator):
             margin = own - per_class.max(axis=1)
         return np.where(np.isnan(margin), -np.inf, margin)
 
-    def _report_privacy(self, parties, groups, record_level):
+    def _report_privacy(self, parties, groups, sensitivity, record_level):
         """Sets the privacy attributes; returns the noise std (of a sum of
-        clipped scores at record level)."""
+        clipped scores at record level).
+
+        ``sensitivity``: of the released score under zero-out adjacency
+        (its largest magnitude); replace-one doubles it.
+        """
         noise_std = (0.0 if self.epsilon is None else
                      noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1,
-                                          self.clip))
+                                          sensitivity))
         self.privacy_unit_ = ("record" if record_level else
                               "sample" if groups is None else "group")
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=1,
             clip_norm=self.clip, unit=self.privacy_unit_,
             n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0))
+            noise_source=noise_source(self.noise_seed, noise_std > 0),
+            sensitivity=sensitivity)
         self.privacy_report_["release"] = (
             "one clipped score per party: the margin of its label under a model "
-            "fitted on the validation set, in [-clip, clip]")
+            "fitted on the validation set, in [-clip, clip]"
+            if sensitivity == self.clip else
+            "one clipped score per party: minus the absolute residual of its "
+            "target under a model fitted on the validation set, in [-clip, 0], "
+            "released centred (plus clip/2: sensitivity clip/2 under zero-out, "
+            "clip under replace-one)")
         if record_level:
             add_record_level(self.privacy_report_, np.diff(parties.offsets), "group")
             self.privacy_report_["release"] = (
-                "one score per group: the sum of its records' clipped margins "
-                "(each in [-clip, clip]) plus Gaussian noise of std noise_std, "
-                "divided by its size n_g (public)")
+                "one score per group: the sum of its records' clipped (and, for "
+                "a regressor, centred) scores plus Gaussian noise of std "
+                "noise_std, divided by its size n_g (public)")
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = float(self.delta)
-        self.noise_multiplier_ = noise_std / self.clip
+        self.noise_multiplier_ = noise_std / sensitivity
         self.n_releases_ = 1
         return noise_std
 

@@ -36,6 +36,7 @@ from sklearn.model_selection import (
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
+from sklearn.utils.metadata_routing import get_routing_for_object
 from sklearn.utils.validation import check_is_fitted
 
 from ._accounting import chosen_epsilon, composed_epsilon, gdp_mu, pure_dp_mu
@@ -45,6 +46,9 @@ from ._layered import LayeredShapleyValuator
 # training set but one.
 _PARTITIONS = (KFold, StratifiedKFold, GroupKFold, StratifiedGroupKFold,
                LeaveOneOut, LeaveOneGroupOut)
+# Splitters whose test folds partition the groups: a group is in every
+# training set but one.
+_GROUP_PARTITIONS = (GroupKFold, StratifiedGroupKFold, LeaveOneGroupOut)
 _STRATIFIED = (StratifiedKFold, RepeatedStratifiedKFold, StratifiedShuffleSplit,
                StratifiedGroupKFold)
 # Parameters of DP models (diffprivlib's) that, left None, are read from the
@@ -172,7 +176,12 @@ def privacy_spent(obj, *, delta=None):
     ``n_splits - 1`` of them when the test folds partition the data (KFold,
     StratifiedKFold, GroupKFold...; ``n_splits - n_repeats`` for the
     repeated ones, ``n_splits`` for any other splitter), plus the refit.
-    The count comes from the search's public structure (``n_splits_``, the
+    When the fits value groups (``groups`` routed to the estimator), a
+    group is in a training set when any of its rows is: only GroupKFold,
+    StratifiedGroupKFold and LeaveOneGroupOut keep it out of one, and with
+    any other splitter (KFold over the rows...) it is counted in all
+    ``n_splits``. The count comes from the search's public structure
+    (``n_splits_``, the splitter, the metadata the estimator requests, the
     candidates in ``cv_results_["params"]``, the refit), never from which
     rows fell in which fold.
 
@@ -554,8 +563,16 @@ def _search_spend(search):
 
 
 def _training_folds_per_party(search):
-    """Most training sets of the search's splitter one party can be in."""
+    """Most training sets of the search's splitter one party can be in.
+
+    A party is in a training set when any of its rows is. When the fits
+    value groups, only a splitter whose test folds partition the groups
+    leaves a group out of one training set; any other (KFold over the
+    rows...) may put some of a group's rows in every training set.
+    """
     n_splits, cv = search.n_splits_, search.cv
+    if _fits_value_groups(search):
+        return n_splits - 1 if isinstance(cv, _GROUP_PARTITIONS) else n_splits
     if cv is None or isinstance(cv, Integral) or isinstance(cv, _PARTITIONS):
         return n_splits - 1
     if isinstance(cv, (RepeatedKFold, RepeatedStratifiedKFold)):
@@ -563,6 +580,24 @@ def _training_folds_per_party(search):
     if isinstance(cv, PredefinedSplit) and np.all(cv.test_fold != -1):
         return n_splits - 1
     return n_splits  # any other splitter: possibly every training set
+
+
+def _fits_value_groups(search):
+    """Whether the search's fits value groups (or clients), not samples.
+
+    A search passes ``groups`` to its estimator only through metadata
+    routing, when the estimator requests it; a refit that reports group
+    units settles it too.
+    """
+    estimator = getattr(search, "estimator", None)
+    if estimator is not None:
+        try:
+            if get_routing_for_object(estimator).consumes("fit", {"groups"}):
+                return True
+        except (AttributeError, TypeError):
+            pass  # no metadata routing for this estimator
+    fitted = getattr(search, "best_estimator_", None)
+    return fitted is not None and "group" in _spend_of(fitted).units
 
 
 def _stratifies_on_labels(search):

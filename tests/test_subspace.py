@@ -342,6 +342,43 @@ def test_label_quality_multiclass_regression_and_groups():
     assert scorer.privacy_report_["unit"] == "record"  # the default with groups
 
 
+def test_label_quality_regressor_is_centred_with_sensitivity_half_clip():
+    """Issue 22: a regressor's score lies in [-clip, 0]. Released centred, its
+    zero-out sensitivity is clip / 2 and its replace-one sensitivity clip,
+    shown by a worst-case pair (residual 0 against a residual past clip);
+    the noise and both epsilons follow from them (analytic curve, here)."""
+    from test_workflow import analytic_epsilon, analytic_mu
+
+    X, y, X_val, y_val = _estimator_data("regression")
+    clip, delta = 0.8, 1e-5
+    scaled = (X - X_val.mean(0)) / X_val.std(0)
+    prediction = DPLabelQuality(Ridge(), epsilon=None, clip=clip).fit(
+        X, y, X_val=X_val, y_val=y_val).estimator_.predict(scaled)
+    good, bad = y.copy(), y.copy()
+    good[0], bad[0] = prediction[0], prediction[0] + 10 * clip
+    exact = [DPLabelQuality(Ridge(), epsilon=None, clip=clip).fit(
+        X, target, X_val=X_val, y_val=y_val).values_ for target in (good, bad)]
+    released = [DPLabelQuality(Ridge(), epsilon=1.0, delta=delta, clip=clip,
+                               noise_seed=3).fit(X, target, X_val=X_val, y_val=y_val)
+                for target in (good, bad)]
+    # The centred scores reach both ends of [-clip/2, clip/2]...
+    assert exact[0][0] + clip / 2 == pytest.approx(clip / 2, abs=1e-9)
+    assert exact[1][0] + clip / 2 == pytest.approx(-clip / 2, abs=1e-12)
+    assert np.all(np.abs(np.concatenate(exact) + clip / 2) <= clip / 2)
+    # ...so the pair's releases (same noise) differ by clip at party 0 only.
+    difference = released[0].values_ - released[1].values_
+    assert difference[0] == pytest.approx(clip, rel=1e-9)
+    assert_array_equal(difference[1:], 0.0)
+    report = released[0].privacy_report_
+    noise_std = clip / 2 / analytic_mu(1.0, delta)
+    assert report["sensitivity"] == clip / 2
+    assert report["noise_std"] == pytest.approx(noise_std, rel=1e-6)
+    assert report["epsilon"] == pytest.approx(1.0, rel=1e-6)
+    assert report["epsilon_replace_one"] == pytest.approx(
+        analytic_epsilon(difference[0] / noise_std, delta), rel=1e-6)
+    assert released[0].noise_multiplier_ == pytest.approx(noise_std / (clip / 2))
+
+
 def test_label_quality_finds_flipped_labels_and_works_in_a_filter():
     from skdpval import DPValueFilter
 

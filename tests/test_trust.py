@@ -7,7 +7,12 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression, Ridge
 
-from skdpval import DPDataValuator, DPFederatedValuator
+from skdpval import (
+    DPDataValuator,
+    DPFederatedValuator,
+    DPLabelQuality,
+    LayeredShapleyValuator,
+)
 from skdpval.metrics import membership_inference_auc
 
 
@@ -110,3 +115,131 @@ def test_values_that_are_all_zero_warn(params):
     with pytest.warns(ConvergenceWarning, match="Every value is 0"):
         DPDataValuator(n_permutations=4, epsilon=2.0, random_state=0, **params).fit(
             X[:30], y[:30], X_val=X[30:], y_val=y[30:])
+
+
+# --- the input domain (issue 22) ---------------------------------------------
+def _domain_data():
+    rng = np.random.default_rng(0)
+    X, X_val = rng.uniform(size=(16, 3)), rng.uniform(size=(12, 3))
+    return X, np.arange(16) % 2, X_val, np.arange(12) % 2
+
+
+def _out_of_domain(case, X, y):
+    """One private value moved outside the domain; the rest unchanged."""
+    X, y = X.copy(), y.astype(object if case == "string y" else float)
+    if case == "label outside the class set":
+        y[3] = 7
+    elif case == "NaN in X":
+        X[3, 1] = np.nan
+    elif case == "inf in X":
+        X[3, 1] = np.inf
+    elif case == "string y":
+        y[3] = "seven"
+    return X, y
+
+
+DOMAIN_ESTIMATORS = {
+    "DPDataValuator": lambda: DPDataValuator(n_permutations=2, random_state=0,
+                                             noise_seed=0),
+    "DPLabelQuality": lambda: DPLabelQuality(epsilon=1.0, noise_seed=0),
+    "DPFederatedValuator": lambda: DPFederatedValuator(n_rounds=2, epsilon=1.0,
+                                                       random_state=0, noise_seed=0),
+    "LayeredShapleyValuator": lambda: LayeredShapleyValuator(epsilon=1.0,
+                                                             random_state=0,
+                                                             noise_seed=0),
+}
+
+
+@pytest.mark.parametrize("case", ["label outside the class set", "NaN in X",
+                                  "inf in X"])
+@pytest.mark.parametrize("name", DOMAIN_ESTIMATORS)
+def test_out_of_domain_private_data_is_refused_and_says_the_check_is_outside(
+        name, case):
+    """The neighbour (row 3 in the domain) fits; the data set outside raises,
+    before any release, with a message that states the policy."""
+    X, y, X_val, y_val = _domain_data()
+    make = DOMAIN_ESTIMATORS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make().fit(X, y, X_val=X_val, y_val=y_val)  # the neighbour
+        with pytest.raises(ValueError) as error:
+            make().fit(*_out_of_domain(case, X, y), X_val=X_val, y_val=y_val)
+    message = str(error.value)
+    assert "checked before any release" in message
+    assert "not covered by the privacy guarantee" in message
+
+
+def test_a_non_numeric_regression_target_is_outside_the_domain():
+    X, y, X_val, y_val = _domain_data()
+    X_bad, y_bad = _out_of_domain("string y", X, y)
+    valuator = DPDataValuator(Ridge(), n_permutations=2, random_state=0, noise_seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        valuator.fit(X, y.astype(float), X_val=X_val, y_val=y_val.astype(float))
+        with pytest.raises(ValueError, match="checked before any release") as error:
+            valuator.fit(X_bad, y_bad, X_val=X_val, y_val=y_val.astype(float))
+    assert "seven" not in str(error.value)  # the private value is not quoted
+
+
+# --- subnormal private inputs (issue 22) --------------------------------------
+TINY = np.finfo(float).tiny
+
+
+def _subnormal_data(zeros):
+    """Rows 0-5 of X, and targets 0-3, subnormal (or exactly zero)."""
+    rng = np.random.default_rng(1)
+    X, X_val = rng.normal(size=(24, 3)), rng.normal(size=(16, 3))
+    y = rng.normal(size=24)
+    small = rng.uniform(1e-3, 0.9, size=(6, 3)) * TINY * np.sign(rng.normal(size=(6, 3)))
+    X[:6] = 0.0 if zeros else small
+    y[:4] = 0.0 if zeros else small[:4, 0]
+    X_val[0, 0] = 0.0 if zeros else TINY / 3  # public data flushed alike
+    return X, y, X_val, rng.normal(size=16)
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_the_kernels_get_no_subnormal_input(standardize):
+    from skdpval._data import prepare_parties
+
+    X, y, X_val, y_val = _subnormal_data(zeros=False)
+    assert np.any((X != 0) & (np.abs(X) < TINY))
+    parties = prepare_parties(
+        DPDataValuator(Ridge()), X, y, X_val, y_val, np.arange(24) // 3,
+        is_classifier=False, classes=None, validation_fraction=0.2, split_seed=0,
+        standardize=standardize)
+    for array in (parties.X, parties.y, parties.X_val, parties.y_val):
+        assert not np.any((array != 0) & (np.abs(array) < TINY))
+    assert np.any((X != 0) & (np.abs(X) < TINY))  # the user's array untouched
+
+
+SUBNORMAL_ESTIMATORS = {
+    "walk, regression, groups, full space": (
+        lambda: DPDataValuator(Ridge(), n_permutations=3, standardize=False,
+                               subspace=None, learning_rate=0.05, random_state=0,
+                               noise_seed=0), True, True),
+    "walk, classifier, public line": (
+        lambda: DPDataValuator(n_permutations=3, standardize=False, random_state=0,
+                               noise_seed=0), False, False),
+    "label quality, regression": (
+        lambda: DPLabelQuality(Ridge(), epsilon=1.0, standardize=False,
+                               noise_seed=0), True, False),
+    "federated, regression": (
+        lambda: DPFederatedValuator(Ridge(), n_rounds=2, epsilon=1.0, utility="r2",
+                                    standardize=False, random_state=0,
+                                    noise_seed=0), True, True),
+}
+
+
+@pytest.mark.parametrize("name", SUBNORMAL_ESTIMATORS)
+def test_a_fit_on_subnormal_rows_equals_the_fit_on_zeros(name):
+    make, regression, grouped = SUBNORMAL_ESTIMATORS[name]
+    fits = []
+    for zeros in (False, True):
+        X, y, X_val, y_val = _subnormal_data(zeros)
+        if not regression:
+            y, y_val = np.arange(24) % 2, np.arange(16) % 2
+        groups = np.arange(24) // 3 if grouped else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(make().fit(X, y, X_val=X_val, y_val=y_val, groups=groups))
+    np.testing.assert_array_equal(fits[0].values_, fits[1].values_)

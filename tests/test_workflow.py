@@ -10,6 +10,7 @@ import types
 import imblearn.pipeline as imblearn_pipeline
 import numpy as np
 import pytest
+import sklearn
 from dp_accounting.pld import common, privacy_loss_distribution
 from scipy.optimize import brentq
 from scipy.stats import norm
@@ -230,6 +231,39 @@ def test_training_folds_bound_the_real_ones(cv, expected):
     count = _training_folds_per_party(search)
     assert count >= in_training.max()
     assert count == (in_training.max() if expected is None else expected)
+
+
+@pytest.mark.parametrize("cv", [
+    KFold(3, shuffle=True, random_state=0), KFold(3), GroupKFold(3),
+    ShuffleSplit(n_splits=3, test_size=0.3, random_state=0)], ids=repr)
+def test_group_units_count_every_fold_holding_any_of_their_rows(data, cv):
+    """Issue 22: groups routed to the valuator, a splitter over rows.
+
+    A group takes part in a fit when any of its rows is in the training set.
+    KFold(3) with groups of 4 puts some group in all 3 training sets: 2
+    candidates x 3 + refit = 7 fits (mu 0.788, eps 3.02), not 5. (When
+    every fold boundary falls between groups the count overstates: safe.)
+    """
+    X, y, val = data
+    groups = np.arange(len(X)) // 4
+    with sklearn.config_context(enable_metadata_routing=True):
+        valuator = DPDataValuator(epsilon=1.0, **FAST).set_fit_request(
+            groups=True, X_val=True, y_val=True)
+        search = GridSearchCV(valuator, {"q": [0.5, 0.9]}, cv=cv,
+                              scoring=lambda estimator, X, y: 0.0)
+        search.fit(X, y, groups=groups, **val)
+    in_training = np.zeros(groups.max() + 1, dtype=int)
+    for train, _ in cv.split(X, y, groups):
+        in_training[np.unique(groups[train])] += 1
+    spent = privacy_spent(search)
+    assert spent["max_fits_per_party"] >= 2 * in_training.max() + 1
+    expected = 2 if isinstance(cv, GroupKFold) else 3
+    assert in_training.max() == expected  # the bound is reached
+    assert spent["max_fits_per_party"] == 2 * expected + 1
+    mu = np.sqrt(2 * expected + 1) * analytic_mu(1.0, DELTA)
+    assert spent["mu"] == pytest.approx(mu, rel=1e-6)
+    if expected == 3:
+        assert (round(spent["mu"], 3), round(spent["epsilon"], 2)) == (0.788, 3.02)
 
 
 def test_a_refit_that_disagrees_with_its_parameters_is_an_error(data):
