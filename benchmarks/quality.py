@@ -131,33 +131,42 @@ def limit_data(name, seeds, **options):
             for seed in range(seeds)]
 
 
+def detection_cases(suite, name, data, methods, epsilons, n_jobs):
+    """One case per (method, epsilon): the AUC of low values for the noisy
+    rows over the seeds' data sets, and its fraction of the limit."""
+    for method, make in methods.items():
+        for epsilon in ([None] if method in NOT_PRIVATE else epsilons):
+            aucs = []
+            started = time.perf_counter()
+            for seed, d in enumerate(data):
+                estimator = make(epsilon, seed)
+                if isinstance(estimator, DPDataValuator):
+                    estimator.set_params(n_jobs=n_jobs)
+                estimator.fit(d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
+                aucs.append(noisy_label_auc(estimator.values_, d.is_noisy))
+            case = dict(case=suite, dataset=name, n=len(d.y_train),
+                        n_val=len(d.y_val), method=method, epsilon=epsilon,
+                        delta=DELTA, auc_mean=round(float(np.mean(aucs)), 4),
+                        auc_std=round(float(np.std(aucs)), 4), seeds=len(data),
+                        seconds_per_fit=round((time.perf_counter() - started)
+                                              / len(data), 3))
+            if epsilon is not None:
+                limit = detection_auc_limit(epsilon, DELTA)
+                case.update(limit=round(limit, 4), limit_fraction=round(
+                    float((np.mean(aucs) - 0.5) / (limit - 0.5)), 4))
+            yield case
+
+
 def run_limit(datasets, methods, epsilons, seeds, n_jobs):
     limit_fractions = {}
     for name in datasets:
-        data = limit_data(name, seeds)
-        for method in methods:
-            for epsilon in ([None] if method in NOT_PRIVATE else epsilons):
-                aucs = []
-                started = time.perf_counter()
-                for seed, d in enumerate(data):
-                    estimator = LIMIT_METHODS[method](epsilon, seed)
-                    if isinstance(estimator, DPDataValuator):
-                        estimator.set_params(n_jobs=n_jobs)
-                    estimator.fit(d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
-                    aucs.append(noisy_label_auc(estimator.values_, d.is_noisy))
-                case = dict(case="limit", dataset=name, n=len(d.y_train),
-                            n_val=len(d.y_val), method=method, epsilon=epsilon,
-                            delta=DELTA, auc_mean=round(float(np.mean(aucs)), 4),
-                            auc_std=round(float(np.std(aucs)), 4), seeds=seeds,
-                            seconds_per_fit=round((time.perf_counter() - started)
-                                                  / seeds, 3))
-                if epsilon is not None:
-                    limit = detection_auc_limit(epsilon, DELTA)
-                    fraction = (np.mean(aucs) - 0.5) / (limit - 0.5)
-                    case.update(limit=round(limit, 4),
-                                limit_fraction=round(float(fraction), 4))
-                    limit_fractions.setdefault((method, epsilon), []).append(fraction)
-                emit(**case)
+        for case in detection_cases("limit", name, limit_data(name, seeds),
+                                    {m: LIMIT_METHODS[m] for m in methods},
+                                    epsilons, n_jobs):
+            if case["epsilon"] is not None:
+                limit_fractions.setdefault((case["method"], case["epsilon"]),
+                                           []).append(case["limit_fraction"])
+            emit(**case)
     for (method, epsilon), fractions in limit_fractions.items():
         emit(case="summary", method=method, epsilon=epsilon,
              datasets=len(fractions),
@@ -179,27 +188,9 @@ REGRESSION_METHODS = {
 def run_regression(epsilons, seeds, n_jobs):
     for name in ("diabetes", "regression"):
         data = [load_noisy_regression(name, random_state=seed) for seed in range(seeds)]
-        for method, make in REGRESSION_METHODS.items():
-            for epsilon in ([None] if method in NOT_PRIVATE else epsilons):
-                aucs = []
-                started = time.perf_counter()
-                for seed, d in enumerate(data):
-                    estimator = make(epsilon, seed)
-                    if isinstance(estimator, DPDataValuator):
-                        estimator.set_params(n_jobs=n_jobs)
-                    estimator.fit(d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
-                    aucs.append(noisy_label_auc(estimator.values_, d.is_noisy))
-                case = dict(case="regression", dataset=name, n=len(d.y_train),
-                            n_val=len(d.y_val), method=method, epsilon=epsilon,
-                            delta=DELTA, auc_mean=round(float(np.mean(aucs)), 4),
-                            auc_std=round(float(np.std(aucs)), 4), seeds=seeds,
-                            seconds_per_fit=round((time.perf_counter() - started)
-                                                  / seeds, 3))
-                if epsilon is not None:
-                    limit = detection_auc_limit(epsilon, DELTA)
-                    case.update(limit=round(limit, 4), limit_fraction=round(
-                        float((np.mean(aucs) - 0.5) / (limit - 0.5)), 4))
-                emit(**case)
+        for case in detection_cases("regression", name, data, REGRESSION_METHODS,
+                                    epsilons, n_jobs):
+            emit(**case)
 
 
 def run_swing(datasets, seeds):
