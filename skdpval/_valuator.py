@@ -42,7 +42,8 @@ from ._noise import (
     secret_seed_sequence,
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
-from ._walk import SeededDraws, make_problem, one_blas_thread, run_walks
+from ._space import space_of
+from ._walk import SeededDraws, one_blas_thread, run_walks
 from .exceptions import SkdpvalWarning, warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
@@ -126,7 +127,8 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
 Game = namedtuple("Game", [
     "X", "T", "offsets", "X_val", "T_val", "labels_val", "loss", "utility",
     "loss_param", "l2", "n_penalized", "total_sum_squares", "weights", "l1",
-    "row_weights", "val_weights", "val_spec", "record_level"], defaults=(False,))
+    "row_weights", "val_weights", "val_spec", "record_level", "space"],
+    defaults=(False, None))
 
 
 class DPDataValuator(BaseEstimator):
@@ -608,6 +610,7 @@ class DPDataValuator(BaseEstimator):
         game = self._game(spec, parties, sample_weight)._replace(
             record_level=groups is not None and self.privacy_unit == "record")
         self.subspace_, line_center = self._subspace_basis(estimator, game)
+        game = game._replace(space=space_of(self.subspace_))
         self.clip_norm_ = self._clip_norm(game)
         x_tt, use_rolling, add_noise = noise_schedule(
             self.noise, self.n_permutations, self.batch_permutations)
@@ -728,12 +731,7 @@ class DPDataValuator(BaseEstimator):
                         row_weights=game.val_weights)
         rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
         theta = np.zeros((game.T.shape[1], game.X.shape[1]))
-        if self.subspace_ is not None:
-            gradients = _subspace.party_gradients(self.subspace_, theta, *rows,
-                                                  **settings)
-        else:
-            gradients = _kernels.party_gradients(theta, *rows, **settings).reshape(
-                len(game.X_val), -1)
+        gradients = game.space.party_gradients(theta, *rows, **settings)
         norms = np.linalg.norm(gradients, axis=1)
         norms = norms[norms > 0]  # rows the loss is flat at carry no scale
         if len(norms) == 0 or not np.all(np.isfinite(norms)):
@@ -762,9 +760,7 @@ class DPDataValuator(BaseEstimator):
             noise_source=noise_source(self.noise_seed, noise_std > 0))
         if game.record_level:
             add_record_level(self.privacy_report_, np.diff(game.offsets), "group")
-        self.privacy_report_["release_dimension"] = (
-            int(self.subspace_.shape[0]) if self.subspace_ is not None else "all "
-            "parameters")
+        self.privacy_report_["release_dimension"] = game.space.release_dimension
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = float(self.delta)
         self.noise_multiplier_ = noise_std / self.clip_norm_
@@ -776,10 +772,7 @@ class DPDataValuator(BaseEstimator):
                      l1=game.l1, n_penalized=game.n_penalized,
                      clip_norm=self.clip_norm_, learning_rate=learning_rate,
                      order=order, row_weights=game.val_weights)
-        if self.subspace_ is not None:
-            return _subspace.sgd_pass(self.subspace_, X, T, **model)
-        return _kernels.sgd_pass(X, T, theta_init=np.zeros((T.shape[1], X.shape[1])),
-                                 **model)
+        return game.space.sgd_pass(X, T, **model)
 
     def _learning_rate(self, game, step_noise, seed):
         """``learning_rate``, or "auto": a search on the validation set, capped by the noise.
@@ -826,19 +819,11 @@ class DPDataValuator(BaseEstimator):
                         loss_param=game.loss_param,
                         total_sum_squares=game.total_sum_squares)
         data = (game.X_val[rows], game.T_val[rows], game.labels_val[rows])
-        if self.subspace_ is not None:
-            return _subspace.utilities_of_thetas(self.subspace_, theta[None], *data,
-                                                 **settings)[0]
-        return _kernels.utility_of_theta(theta, *data, **settings)
+        return game.space.utility(theta, *data, **settings)
 
     def _margin_scale(self, game):
         """RMS over validation rows of the norm of d(margins) / d(release)."""
-        if self.subspace_ is None:
-            squared = game.T.shape[1] * np.sum(game.X_val**2, axis=1)
-        else:
-            F = _subspace.project_rows(self.subspace_, game.X_val, game.T.shape[1])
-            squared = np.sum(F**2, axis=(1, 2))
-        return float(np.sqrt(np.mean(squared)))
+        return game.space.margin_scale(game.X_val, game.T.shape[1])
 
     def _problem(self, game, noise_std, line_center):
         """The walk's inputs. Along a public line the utility is tabulated
@@ -854,17 +839,14 @@ class DPDataValuator(BaseEstimator):
                         total_sum_squares=game.total_sum_squares,
                         weights=game.weights, l1=game.l1,
                         row_weights=game.row_weights, record_level=game.record_level)
-        if self.subspace_ is not None:
-            n_parties = len(game.offsets) - 1
-            return _subspace.make_subspace_problem(
-                self.subspace_, game.X, game.T, game.offsets, game.X_val,
-                game.T_val, game.labels_val, **settings,
-                line_range=_line_range(line_center, 4 * self.learning_rate_
-                                       * noise_std * np.sqrt(n_parties)),
-                line_intervals=min(LINE_MAX_INTERVALS,
-                                   max(512, n_parties * self.n_permutations // 16)))
-        return make_problem(game.X, game.T, game.offsets, game.X_val, game.T_val,
-                            game.labels_val, **settings)
+        n_parties = len(game.offsets) - 1
+        return game.space.problem(
+            game.X, game.T, game.offsets, game.X_val, game.T_val, game.labels_val,
+            **settings,
+            line_range=_line_range(line_center, 4 * self.learning_rate_
+                                   * noise_std * np.sqrt(n_parties)),
+            line_intervals=min(LINE_MAX_INTERVALS,
+                               max(512, n_parties * self.n_permutations // 16)))
 
     def _standard_errors(self):
         """``sqrt(marginal_var_ / n_marginals_)``; NaN, with a warning, below

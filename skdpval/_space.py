@@ -1,0 +1,81 @@
+"""Where a walk's releases live: the whole parameter space, or a public subspace.
+
+The valuator asks the same five things of either (party gradients at the
+initial model, a noiseless SGD pass, a utility, how far a unit release moves
+the validation margins, and the walk problem); :class:`FullSpace` answers
+with :mod:`skdpval._kernels` (the seed paper's Algorithm 1) and
+:class:`Subspace` with :mod:`skdpval._subspace` (project, then clip, then
+noise). The estimators never branch on which one they hold.
+"""
+
+import numpy as np
+
+from . import _kernels, _subspace
+from ._walk import make_problem
+
+
+class FullSpace:
+    """Releases of every parameter: ``(n_outputs, n_columns)`` a step."""
+
+    basis = None
+    release_dimension = "all parameters"
+
+    def party_gradients(self, theta, X, T, offsets, **settings):
+        """Unclipped gradient of each party at ``theta``: ``(n_parties, n_params)``."""
+        gradients = _kernels.party_gradients(theta, X, T, offsets, **settings)
+        return gradients.reshape(len(offsets) - 1, -1)
+
+    def sgd_pass(self, X, T, **model):
+        """Parameters after one clipped, noiseless SGD pass from zero."""
+        return _kernels.sgd_pass(X, T, theta_init=np.zeros((T.shape[1], X.shape[1])),
+                                 **model)
+
+    def utility(self, theta, X_val, T_val, labels_val, **settings):
+        return _kernels.utility_of_theta(theta, X_val, T_val, labels_val, **settings)
+
+    def margin_scale(self, X_val, n_outputs):
+        """RMS over validation rows of the norm of d(margins) / d(release)."""
+        return float(np.sqrt(np.mean(n_outputs * np.sum(X_val**2, axis=1))))
+
+    def problem(self, X, T, offsets, X_val, T_val, labels_val, *, line_range,
+                line_intervals, **settings):
+        """The full-space walk's problem (no line to tabulate)."""
+        return make_problem(X, T, offsets, X_val, T_val, labels_val, **settings)
+
+
+class Subspace:
+    """Releases of ``z`` in ``theta = B^T z``: ``m`` numbers a step."""
+
+    def __init__(self, basis):
+        self.basis = basis
+        self.release_dimension = int(basis.shape[0])
+
+    def party_gradients(self, theta, X, T, offsets, **settings):
+        """Unclipped gradient in ``z`` of each party at ``theta``: ``(n_parties, m)``."""
+        return _subspace.party_gradients(self.basis, theta, X, T, offsets, **settings)
+
+    def sgd_pass(self, X, T, **model):
+        """``theta = B^T z`` after one clipped, noiseless SGD pass from zero."""
+        return _subspace.sgd_pass(self.basis, X, T, **model)
+
+    def utility(self, theta, X_val, T_val, labels_val, **settings):
+        return _subspace.utilities_of_thetas(self.basis, theta[None], X_val, T_val,
+                                             labels_val, **settings)[0]
+
+    def margin_scale(self, X_val, n_outputs):
+        """RMS over validation rows of the norm of d(margins) / d(release)."""
+        F = _subspace.project_rows(self.basis, X_val, n_outputs)
+        return float(np.sqrt(np.mean(np.sum(F**2, axis=(1, 2)))))
+
+    def problem(self, X, T, offsets, X_val, T_val, labels_val, *, line_range,
+                line_intervals, **settings):
+        """The subspace walk's problem; along one direction the utility is
+        tabulated over ``line_range`` (:mod:`skdpval._line`)."""
+        return _subspace.make_subspace_problem(
+            self.basis, X, T, offsets, X_val, T_val, labels_val, **settings,
+            line_range=line_range, line_intervals=line_intervals)
+
+
+def space_of(basis):
+    """:class:`FullSpace` for ``None``, else :class:`Subspace` of ``basis``."""
+    return FullSpace() if basis is None else Subspace(basis)
