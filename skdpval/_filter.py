@@ -205,7 +205,11 @@ class DPValueFilter(BaseEstimator):
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         **fit_params : dict
-            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+            Passed to the valuator's ``fit``: above all ``X_val``
+            (array-like of shape (n_val, n_features)) and ``y_val``
+            (array-like of shape (n_val,)), the public validation set.
+            Without them the valuator holds out part of ``X`` as its
+            validation set, unprotected.
 
         Returns
         -------
@@ -240,7 +244,11 @@ class DPValueFilter(BaseEstimator):
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like or Series of shape (n_samples,)
         **fit_params : dict
-            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+            Passed to the valuator's ``fit``: above all ``X_val``
+            (array-like of shape (n_val, n_features)) and ``y_val``
+            (array-like of shape (n_val,)), the public validation set.
+            Without them the valuator holds out part of ``X`` as its
+            validation set, unprotected.
 
         Returns
         -------
@@ -276,7 +284,11 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         **fit_params : dict
-            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+            Passed to the valuator's ``fit``: above all ``X_val``
+            (array-like of shape (n_val, n_features)) and ``y_val``
+            (array-like of shape (n_val,)), the public validation set.
+            Without them the valuator holds out part of ``X`` as its
+            validation set, unprotected.
 
         Returns
         -------
