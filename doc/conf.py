@@ -11,6 +11,9 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE / "_ext"))
+# Document (and run the gallery on) this checkout's package, even where
+# another copy of skdpval is installed.
+sys.path.insert(0, str(HERE.parent))
 
 import skdpval  # noqa: E402
 from offline_inventories import write_inventories  # noqa: E402
@@ -28,16 +31,25 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    # ".. plot::" figures drawn at build time (choosing_epsilon, speed).
+    "matplotlib.sphinxext.plot_directive",
     "auc_limit_table",
     "model_coverage_table",
 ]
 autosummary_generate = True
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 100)]
+# Class pages document every public method with its parameters, and their
+# Methods table links to them (doc/_templates/autosummary/class.rst).
+templates_path = ["_templates"]
 numpydoc_show_class_members = False
 exclude_patterns = ["_build", "_inventories", "auto_examples/*.ipynb",
                     "auto_examples/*.py", "auto_examples/*.zip"]
 default_role = "literal"
-# Inherited scikit-learn methods (score, ...) refer to labels of sklearn's own docs.
-suppress_warnings = ["ref.ref"]
+# Inherited scikit-learn methods (score, set_fit_request, ...) refer to labels
+# and glossary terms of sklearn's own docs.
+suppress_warnings = ["ref.ref", "ref.term"]
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"skdpval {release}"
@@ -84,7 +96,8 @@ def _compile_kernels():
 
     X = np.random.default_rng(0).normal(size=(20, 3))
     y = np.arange(20) % 2
-    DPDataValuator(n_permutations=2, random_state=0).fit(X, y, X_val=X, y_val=y)
+    DPDataValuator(epsilon=1.0, n_permutations=20, random_state=0).fit(
+        X, y, X_val=X, y_val=y)
 
 
 _compile_kernels()

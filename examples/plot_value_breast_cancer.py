@@ -50,5 +50,4 @@ plt.show()
 ax = plot_values(valuator, mark=data.is_noisy, mark_label="flipped")
 ax.set_title(f"epsilon = {valuator.epsilon_:g}, max. expected AUC "
              f"{valuator.privacy_report_['max_noisy_label_auc']:.3f}")
-ax.figure.tight_layout()
 plt.show()

@@ -8,6 +8,7 @@ the samples it values. ``n`` fits that each give ``mu``-GDP (see
 sample up to ``G (F - 1) + 1`` times. :func:`skdpval.privacy_spent` counts it.
 """
 
+import sys
 import warnings
 from numbers import Real
 
@@ -80,6 +81,22 @@ def _kept_mask(values, drop_fraction, threshold):
     return keep
 
 
+def _inside_imblearn_pipeline():
+    """Whether an ``imblearn.pipeline.Pipeline`` method is on the call stack.
+
+    imbalanced-learn (0.14) gives a sampler no step parameters unless
+    metadata routing is on: ``pipe.fit(X, y, filter__X_val=...)`` reaches
+    ``fit_resample`` without them. The filter cannot see what was dropped,
+    only where it is called from.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == "imblearn.pipeline":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _take(data, index):
     """Rows ``index`` of an array, a DataFrame or a Series (keeping its index)."""
     if hasattr(data, "iloc"):
@@ -95,6 +112,16 @@ class DPValueFilter(BaseEstimator):
     without depending on it, so it works as a step of
     ``imblearn.pipeline.Pipeline``, which applies samplers at fit time only
     (``predict`` never drops anything).
+
+    In ``imblearn.pipeline.Pipeline``, turn on scikit-learn's metadata
+    routing and give the public validation set to the pipeline's ``fit``:
+    ``sklearn.set_config(enable_metadata_routing=True)``, then
+    ``pipe.fit(X, y, X_val=X_val, y_val=y_val)``. The filter requests
+    ``X_val`` and ``y_val`` by default, for ``fit`` and ``fit_resample``.
+    Without routing, imbalanced-learn (0.14) drops the step parameters of a
+    sampler (``filter__X_val=...`` never arrives), so a fit without
+    ``X_val`` inside that pipeline is an error rather than a silent,
+    unprotected split of the private rows.
 
     Parameters
     ----------
@@ -147,6 +174,11 @@ class DPValueFilter(BaseEstimator):
         "threshold": [Real, None],
     }
 
+    # Routed to fit and fit_resample when metadata routing is on (the
+    # filter is useless in a pipeline without a public validation set).
+    __metadata_request__fit = {"X_val": True, "y_val": True}
+    __metadata_request__fit_resample = {"X_val": True, "y_val": True}
+
     def __init__(self, valuator=None, *, drop_fraction=0.1, threshold=None):
         self.valuator = valuator
         self.drop_fraction = drop_fraction
@@ -173,7 +205,11 @@ class DPValueFilter(BaseEstimator):
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         **fit_params : dict
-            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+            Passed to the valuator's ``fit``: above all ``X_val``
+            (array-like of shape (n_val, n_features)) and ``y_val``
+            (array-like of shape (n_val,)), the public validation set.
+            Without them the valuator holds out part of ``X`` as its
+            validation set, unprotected.
 
         Returns
         -------
@@ -181,6 +217,14 @@ class DPValueFilter(BaseEstimator):
         """
         self._check_rule()
         _check_no_groups(self, fit_params)
+        if fit_params.get("X_val") is None and _inside_imblearn_pipeline():
+            raise ValueError(
+                "DPValueFilter got no X_val inside imblearn.pipeline.Pipeline: "
+                "imbalanced-learn passes no step parameters (filter__X_val=...) "
+                "to a sampler unless metadata routing is on, and without X_val "
+                "the valuator would hold out private rows, unprotected. Turn "
+                "routing on with sklearn.set_config(enable_metadata_routing=True) "
+                "and call pipe.fit(X, y, X_val=X_val, y_val=y_val).")
         self.valuator_, values = _fit_values(self._defaults()[0], X, y, fit_params)
         self.n_features_in_ = self.valuator_.n_features_in_
         if hasattr(self.valuator_, "feature_names_in_"):
@@ -200,7 +244,11 @@ class DPValueFilter(BaseEstimator):
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like or Series of shape (n_samples,)
         **fit_params : dict
-            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``).
+            Passed to the valuator's ``fit``: above all ``X_val``
+            (array-like of shape (n_val, n_features)) and ``y_val``
+            (array-like of shape (n_val,)), the public validation set.
+            Without them the valuator holds out part of ``X`` as its
+            validation set, unprotected.
 
         Returns
         -------
@@ -236,9 +284,12 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         **fit_params : dict
-            Passed to the valuator's ``fit`` (e.g. ``X_val``, ``y_val``,
-            ``sample_weight``); ``sample_weight`` of the kept rows also goes
-            to the estimator's ``fit``.
+            Passed to the valuator's ``fit``: above all ``X_val``
+            (array-like of shape (n_val, n_features)) and ``y_val``
+            (array-like of shape (n_val,)), the public validation set.
+            Without them the valuator holds out part of ``X`` as its
+            validation set, unprotected. ``sample_weight`` goes to the
+            valuator too and, for the kept rows, to the estimator's ``fit``.
 
         Returns
         -------

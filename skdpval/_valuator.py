@@ -442,9 +442,9 @@ class DPDataValuator(BaseEstimator):
 
     References
     ----------
-    .. [1] "Data Value Estimation on Private Gradients", Algorithm 1 and
-       Section 5 (i.i.d. vs correlated noise, burn-in ``q``); the seed paper
-       in the project's ``shared/seeds``.
+    .. [1] Zhou, Xu, Rus and Low. "Data Value Estimation on Private
+       Gradients." arXiv:2412.17008, 2024: Algorithm 1 and Section 5 (i.i.d.
+       vs correlated noise, burn-in ``q``).
     .. [2] Ghorbani and Zou. "Data Shapley: Equitable Valuation of Data for
        Machine Learning." ICML 2019.
     .. [3] Dong, Roth and Su. "Gaussian Differential Privacy." JRSS B, 2022.

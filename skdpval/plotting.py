@@ -6,13 +6,16 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 
 
-def _axes(ax):
+def _axes(ax, layout=None):
+    """``ax``, or the axes of a new figure (``layout``: its layout engine)."""
     try:
         import matplotlib.pyplot as plt
     except ImportError as error:  # pragma: no cover - depends on the install
         raise ImportError("skdpval.plotting needs matplotlib: "
                           'pip install "skdpval[plot]"') from error
-    return plt.subplots(figsize=(5, 3.5))[1] if ax is None else ax
+    if ax is not None:
+        return ax
+    return plt.subplots(figsize=(6, 4), layout=layout)[1]
 
 
 def _draw_curves(ax, x, curves):
@@ -81,13 +84,20 @@ def plot_auc_vs_budget(budgets, aucs, *, ax=None, xlabel="permutations k",
 
 
 def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=None):
-    """A fitted valuator's values, sorted, with error bars; held-out parties marked.
+    """A fitted valuator's values, sorted, with their uncertainty.
 
-    The error bar of a value is ``interval`` times its standard error,
+    The uncertainty of a value is ``interval`` times its standard error,
     ``valuator.values_stderr_`` (the spread of the Monte Carlo estimate and
-    of the noise, not its bias); without that attribute the values are drawn
-    without bars. Parties held out as the validation set (value NaN) are
-    drawn after the valued ones, as grey crosses on the zero line.
+    of the noise, not its bias), drawn as error bars and as a shaded band;
+    the legend gives its median size, since on many parties it is often
+    small next to the spread of the values. Without that attribute (or with
+    NaN standard errors) the values are drawn without bars. Parties held out
+    as the validation set (value NaN: not valued, not protected) are not
+    drawn; the legend says how many there are.
+
+    A new figure uses constrained layout, so a plain ``savefig`` keeps the
+    axis labels. The legend sits in a corner that the sorted, increasing
+    curve leaves empty (lower right or upper left).
 
     Parameters
     ----------
@@ -101,7 +111,7 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
     interval : float >= 0, default=2.0
         Half-width of the error bars in standard errors (2: about 95%).
     ax : matplotlib Axes, default=None
-        Where to draw; a new figure when None.
+        Where to draw; a new figure (constrained layout) when None.
 
     Returns
     -------
@@ -121,6 +131,7 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
     >>> ax = plot_values(valuator)
     >>> ax.get_xlabel()
     'parties, by increasing value'
+    >>> ax.figure.savefig("values.png")  # doctest: +SKIP
     """
     if not hasattr(valuator, "values_"):
         raise NotFittedError(f"plot_values needs a fitted valuator (with values_), "
@@ -130,31 +141,47 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
         raise ValueError(f"interval must be a finite number >= 0, got {interval!r}.")
     values = np.asarray(valuator.values_, dtype=np.float64)
     stderr = getattr(valuator, "values_stderr_", None)
-    stderr = (np.zeros_like(values) if stderr is None
+    stderr = (np.full_like(values, np.nan) if stderr is None
               else np.asarray(stderr, dtype=np.float64))
     mark = np.zeros(len(values), bool) if mark is None else np.asarray(mark, bool)
     if mark.shape != values.shape:
         raise ValueError(f"mark must have one entry per value ({len(values)}), "
                          f"got shape {mark.shape}.")
-    ax = _axes(ax)
+    ax = _axes(ax, layout="constrained")
     valued = np.flatnonzero(~np.isnan(values))
     order = valued[np.argsort(values[valued], kind="stable")]
     position = np.arange(len(order))
+    # NaN below two counted permutations (or no values_stderr_): no bars.
+    half_width = interval * stderr[order]
+    has_errors = bool(len(order)) and not np.isnan(half_width).all()
+    if has_errors:
+        ax.fill_between(position, values[order] - half_width,
+                        values[order] + half_width, color="tab:blue", alpha=0.25,
+                        linewidth=0, step="mid",
+                        label=f"+- {interval:g} std. error (median "
+                              f"{np.nanmedian(half_width):.2g})")
     for selected, label, color in [(~mark[order], "value", "tab:blue"),
                                    (mark[order], mark_label, "tab:red")]:
         if selected.any():
             rows = order[selected]
-            ax.errorbar(position[selected], values[rows], yerr=interval * stderr[rows],
-                        fmt="o", markersize=3, elinewidth=0.8, color=color, label=label)
-    held_out = np.flatnonzero(np.isnan(values))
-    if len(held_out):
-        ax.plot(len(order) + np.arange(len(held_out)), np.zeros(len(held_out)),
-                "x", color="grey", markersize=3,
-                label="held out (validation: not valued, not protected)")
+            ax.errorbar(position[selected], values[rows],
+                        yerr=half_width[selected] if has_errors else None,
+                        fmt="o", markersize=3, elinewidth=1.2, capsize=1.5,
+                        color=color, ecolor=color, label=label)
     ax.axhline(0.0, color="grey", linestyle=":", linewidth=1)
+    n_held_out = int(np.isnan(values).sum())
+    if n_held_out:
+        # An empty handle: a legend line that says what is not drawn.
+        ax.plot([], [], " ", label=f"{n_held_out} held out: not valued, not shown")
     ax.set_xlabel("parties, by increasing value")
-    has_errors = getattr(valuator, "values_stderr_", None) is not None and not np.isnan(
-        stderr[valued]).all()  # NaN below two counted permutations: no bars
     ax.set_ylabel(f"value +- {interval:g} std. error" if has_errors else "value")
-    ax.legend()
+    ax.set_ymargin(0.1)
+    # A sorted, increasing curve leaves two corners empty: above its left
+    # half (values below the median) and below its right half (above it).
+    # The legend takes the larger one.
+    sorted_values = values[order]
+    low, mid, high = ((sorted_values[0], np.median(sorted_values), sorted_values[-1])
+                      if len(order) else (0.0, 0.0, 0.0))
+    ax.legend(loc="lower right" if mid - low >= high - mid else "upper left",
+              fontsize="small")
     return ax

@@ -4,6 +4,7 @@ import imblearn.pipeline as imblearn_pipeline
 import numpy as np
 import pandas as pd
 import pytest
+import sklearn
 from numpy.testing import assert_array_equal
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -19,6 +20,7 @@ from skdpval import (
     DPValueFilter,
 )
 from skdpval.datasets import load_noisy_classification
+from skdpval.exceptions import UnprotectedValidationWarning
 
 # noise_seed: the checks compare predictions of two fits, so the noise must
 # repeat; validation_fraction=0.5: every class among the held-out labels.
@@ -110,18 +112,47 @@ def test_groups_are_refused_before_the_valuation(make):
         make(NeverFitted()).fit(X, y, groups=np.arange(20) // 2)
 
 
-def test_in_an_imblearn_pipeline(noisy):
-    pipe = imblearn_pipeline.Pipeline([
-        ("filter", DPValueFilter(DPDataValuator(noise="none", q=0.0,
+class SeesValidation(DPDataValuator):
+    """Records the X_val its fit got."""
+
+    def fit(self, X, y, X_val=None, y_val=None, groups=None):
+        self.X_val_seen_, self.y_val_seen_ = X_val, y_val
+        return super().fit(X, y, X_val=X_val, y_val=y_val, groups=groups)
+
+
+def _imblearn_pipe():
+    return imblearn_pipeline.Pipeline([
+        ("filter", DPValueFilter(SeesValidation(noise="none", q=0.0,
                                                 n_permutations=10, random_state=0),
                                  drop_fraction=0.3)),
         ("model", LogisticRegression()),
     ])
-    pipe.fit(noisy.X_train, noisy.y_train)
+
+
+def test_in_an_imblearn_pipeline_the_filter_receives_x_val(noisy):
+    pipe = _imblearn_pipe()
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe.fit(noisy.X_train, noisy.y_train, X_val=noisy.X_val, y_val=noisy.y_val)
+    valuator = pipe.named_steps["filter"].valuator_
+    assert valuator.X_val_seen_ is noisy.X_val
+    assert valuator.y_val_seen_ is noisy.y_val
+    assert not np.isnan(valuator.values_).any()  # no private row held out
     # The sampler acted at fit time only: predict sees every test sample.
     assert pipe.predict(noisy.X_test).shape == (len(noisy.X_test),)
     n_fit = pipe.named_steps["filter"].sample_indices_.size
-    assert n_fit < len(noisy.X_train)
+    assert n_fit == len(noisy.X_train) - int(0.3 * len(noisy.X_train))
+
+
+def test_in_an_imblearn_pipeline_a_dropped_x_val_is_an_error(noisy):
+    # Without routing imbalanced-learn drops filter__X_val: no silent
+    # fallback to an unprotected split of the private rows.
+    for params in ({"filter__X_val": noisy.X_val, "filter__y_val": noisy.y_val}, {}):
+        with pytest.raises(ValueError, match="enable_metadata_routing=True"):
+            _imblearn_pipe().fit(noisy.X_train, noisy.y_train, **params)
+    # Outside a pipeline the filter still holds out rows, and warns.
+    with pytest.warns(UnprotectedValidationWarning):
+        DPValueFilter(DPDataValuator(noise="none", q=0.0, n_permutations=10,
+                                     random_state=0)).fit(noisy.X_train, noisy.y_train)
 
 
 def test_filtering_with_noiseless_values_raises_test_accuracy(noisy):
