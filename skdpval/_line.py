@@ -43,25 +43,34 @@ LINE_TOLERANCE = 2.0**-45
 # this many steps h, centred on 0; past it the utility is computed exactly.
 LINE_MAX_INTERVALS = 2**16
 
-HERMITE = 0
+HERMITE = 0  # binary logistic
 QUADRATIC = 1
+HERMITE_MULTINOMIAL = 2
 
 LineUtility = namedtuple("LineUtility", ["kind", "lo", "inv_h", "table", "quad",
                                          "s_val"])
 LineUtility.__doc__ = """The validation utility along the line, as the kernel reads it.
 
-``kind`` is HERMITE (``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i / inv_h``,
-``s_val`` the signed validation margins per unit ``z`` for exact values past
-the table) or QUADRATIC (``quad = (q2, q1, q0)``)."""
+``kind`` is HERMITE or HERMITE_MULTINOMIAL (``table[i] = (U, h U', h^2
+U'')`` at ``z_i = lo + i / inv_h``; ``s_val`` the validation rows per unit
+``z`` for exact values past the table: ``(n_val, 1)`` signed margins, or
+``(n_val, K + 1)``, the K class margins and the true class's) or QUADRATIC
+(``quad = (q2, q1, q0)``)."""
 
 
 # max |sigma^(5)| over the reals is 1/4 (at 0); a margin for the bound.
 _SIGMA5_BOUND = 0.26
+# The 6th derivative of log-sum-exp(z c) is the 6th cumulant of c under the
+# softmax weights, mu6 - 15 mu4 mu2 - 10 mu3^2 + 30 mu2^3 in central moments,
+# each at most R^j for a spread R = max c - min c: |kappa6| <= 56 R^6.
+_CUMULANT6_BOUND = 56.0
 
 
 @njit(**_jit)
-def _tabulate_logistic(s, lo, h, table):
-    """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` (exact sums over rows)."""
+def _tabulate_logistic(rows, lo, h, table):
+    """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the binary
+    logistic loss, ``rows[:, 0]`` the signed margins (exact sums over rows)."""
+    s = rows[:, 0]
     n_val = s.shape[0]
     for i in range(table.shape[0]):
         z = lo + i * h
@@ -80,16 +89,66 @@ def _tabulate_logistic(s, lo, h, table):
         table[i, 2] = h * h * second / n_val
 
 
+@njit(**_jit)
+def _tabulate_multinomial(rows, lo, h, table):
+    """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the
+    multinomial loss: ``rows[v, :K]`` a row's class margins per unit ``z``,
+    ``rows[v, K]`` its true class's (exact sums over rows)."""
+    n_val, n_classes = rows.shape[0], rows.shape[1] - 1
+    for i in range(table.shape[0]):
+        z = lo + i * h
+        value = first = second = 0.0
+        for v in range(n_val):
+            top = z * rows[v, 0]
+            for k in range(1, n_classes):
+                top = max(top, z * rows[v, k])
+            total = mean = square = 0.0
+            for k in range(n_classes):
+                weight = np.exp(z * rows[v, k] - top)
+                total += weight
+                mean += weight * rows[v, k]
+                square += weight * rows[v, k] * rows[v, k]
+            mean /= total
+            value -= top + np.log(total) - z * rows[v, n_classes]
+            first -= mean - rows[v, n_classes]
+            second -= square / total - mean * mean
+        table[i, 0] = value / n_val
+        table[i, 1] = h * first / n_val
+        table[i, 2] = h * h * second / n_val
+
+
+def _hermite_table(kind, rows, tabulate, sixth, z_range, max_intervals):
+    """The :data:`LineUtility` of a quintic Hermite table of step ``h`` from the
+    bound ``sixth`` on ``|U^(6)|``, over ``z_range`` (at most ``max_intervals``)."""
+    h = (46080.0 * LINE_TOLERANCE / max(sixth, 1e-300)) ** (1.0 / 6.0)
+    lo, hi = z_range
+    intervals = int(min(max(np.ceil((hi - lo) / h), 1), max_intervals))
+    lo = 0.5 * (lo + hi) - 0.5 * intervals * h
+    table = np.empty((intervals + 1, 3))
+    tabulate(rows, lo, h, table)
+    return LineUtility(kind, lo, 1.0 / h, table, np.zeros(3), rows)
+
+
 def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
                  max_intervals=LINE_MAX_INTERVALS):
-    """The :data:`LineUtility` of a one-output walk along a line, or None.
+    """The :data:`LineUtility` of a walk along a line, or None.
 
-    ``c_val`` are the validation rows' margins per unit ``z``, ``t_val``
-    their targets (+-1 for the logistic loss); the table covers ``z_range``
-    ``(lo, hi)`` (centred on it when that takes more than ``max_intervals``
-    steps). None where no table applies.
+    ``c_val`` ``(n_val, n_outputs)`` are the validation rows' margins per
+    unit ``z``, ``t_val`` their targets (+-1 for the logistic loss, one-hot
+    for the multinomial one); the table covers ``z_range`` ``(lo, hi)``
+    (centred on it when that takes more than ``max_intervals`` steps). None
+    where no table applies.
     """
-    c_val, t_val = np.asarray(c_val, np.float64), np.asarray(t_val, np.float64)
+    c_val, t_val = _f64(np.atleast_2d(c_val.T).T), _f64(np.atleast_2d(t_val.T).T)
+    if loss == K.MULTINOMIAL and utility == K.NEG_LOSS:
+        rows = _f64(np.column_stack([c_val, np.sum(c_val * t_val, axis=1)]))
+        spread = c_val.max(axis=1) - c_val.min(axis=1)
+        return _hermite_table(HERMITE_MULTINOMIAL, rows, _tabulate_multinomial,
+                              _CUMULANT6_BOUND * float(np.mean(spread**6)), z_range,
+                              max_intervals)
+    if c_val.shape[1] != 1:
+        return None
+    c_val, t_val = c_val[:, 0], t_val[:, 0]
     n_val = len(c_val)
     if loss == K.SQUARED and utility in (K.NEG_LOSS, K.NEG_MSE, K.R2):
         # sum (z c - t)^2 = A z^2 - 2 B z + C
@@ -100,34 +159,43 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
             scale = -0.5 / n_val if utility == K.NEG_LOSS else -1.0 / n_val
         offset = 1.0 if utility == K.R2 else 0.0
         quad = np.array([scale * A, -2.0 * scale * B, scale * C + offset])
-        return LineUtility(QUADRATIC, 0.0, 0.0, np.zeros((1, 3)), quad, c_val)
+        return LineUtility(QUADRATIC, 0.0, 0.0, np.zeros((1, 3)), quad,
+                           c_val[:, None])
     if loss == K.LOGISTIC and utility == K.NEG_LOSS:
-        s = _f64(t_val * c_val)
-        sixth = max(_SIGMA5_BOUND * float(np.mean(s**6)), 1e-300)
-        h = (46080.0 * LINE_TOLERANCE / sixth) ** (1.0 / 6.0)
-        lo, hi = z_range
-        intervals = int(min(max(np.ceil((hi - lo) / h), 1), max_intervals))
-        lo = 0.5 * (lo + hi) - 0.5 * intervals * h
-        table = np.empty((intervals + 1, 3))
-        _tabulate_logistic(s, lo, h, table)
-        return LineUtility(HERMITE, lo, 1.0 / h, table, np.zeros(3), s)
+        s = _f64((t_val * c_val)[:, None])
+        return _hermite_table(HERMITE, s, _tabulate_logistic,
+                              _SIGMA5_BOUND * float(np.mean(s**6)), z_range,
+                              max_intervals)
     return None
 
 
-@njit(**K._scalar)
-def _exact_logistic(s, z):
+@njit(**_jit)
+def _exact(kind, rows, z):
+    """``U(z)`` from the validation rows (past the table)."""
+    n_val = rows.shape[0]
     total = 0.0
-    for v in range(s.shape[0]):
-        total += K.softplus(-s[v] * z)
-    return -total / s.shape[0]
+    if kind == HERMITE:
+        for v in range(n_val):
+            total += K.softplus(-rows[v, 0] * z)
+        return -total / n_val
+    n_classes = rows.shape[1] - 1
+    for v in range(n_val):
+        top = z * rows[v, 0]
+        for k in range(1, n_classes):
+            top = max(top, z * rows[v, k])
+        weights = 0.0
+        for k in range(n_classes):
+            weights += np.exp(z * rows[v, k] - top)
+        total += top + np.log(weights) - z * rows[v, n_classes]
+    return -total / n_val
 
 
 @njit(**K._scalar)
-def _hermite(lo, inv_h, table, s, z):
+def _hermite(kind, lo, inv_h, table, rows, z):
     """``U(z)`` from the table, or exactly past it."""
     x = (z - lo) * inv_h
     if not (x >= 0.0 and x < table.shape[0] - 1):
-        return _exact_logistic(s, z)
+        return _exact(kind, rows, z)
     i = int(x)
     t = x - i
     p0, d0, e0 = table[i, 0], table[i, 1], table[i, 2]
@@ -148,7 +216,7 @@ def _hermite(lo, inv_h, table, s, z):
 def line_value(kind, lo, inv_h, table, quad, s, z):
     if kind == QUADRATIC:
         return (quad[0] * z + quad[1]) * z + quad[2]
-    return _hermite(lo, inv_h, table, s, z)
+    return _hermite(kind, lo, inv_h, table, s, z)
 
 
 @njit(**K._scalar)
@@ -160,5 +228,5 @@ def line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
     if kind == QUADRATIC:
         return ((z_new - z_old) * (quad[0] * (z_new + z_old) + quad[1]),
                 (quad[0] * z_new + quad[1]) * z_new + quad[2])
-    current = _hermite(lo, inv_h, table, s, z_new)
+    current = _hermite(kind, lo, inv_h, table, s, z_new)
     return current - previous, current

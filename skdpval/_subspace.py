@@ -318,7 +318,8 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean):
     marginals = np.empty((n_walks, p.offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
     _line_walk(p.F, p.T, p.row_weights, p.offsets,
-               kernel_codes(p.loss, p.utility, 1)[0], p.loss_param, p.l2, p.penalty,
+               kernel_codes(p.loss, p.utility, p.F.shape[2])[0], p.loss_param, p.l2,
+               p.penalty,
                p.l1, p.l1_basis, p.clip_norm, p.learning_rate,
                line.kind, line.lo, line.inv_h, line.table, line.quad, line.s_val,
                np.ascontiguousarray(permutations, np.int64),
@@ -327,8 +328,8 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean):
                rolling_mean is not None,
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
                p.weights, p.record_level, marginals, end_utility,
-               np.empty((n_walks, 1)), np.empty(1), np.empty(1), np.empty(1),
-               np.empty(1))
+               np.empty((n_walks, 1)), np.empty(1), np.empty(1),
+               np.empty(p.F.shape[2]), np.empty(p.F.shape[2]))
     return marginals, end_utility
 
 
@@ -390,13 +391,12 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
     n_outputs = T.shape[1]
     F_val = project_rows(basis, X_val, n_outputs)
     line = None
-    if basis.shape[0] == 1 and n_outputs == 1 and not exact_utility:
+    if basis.shape[0] == 1 and not exact_utility:
         if line_range is None:
             reach = float(learning_rate) * (len(offsets) - 1) * float(clip_norm)
             line_range = (-reach, reach)
-        line = _line.line_utility(F_val[:, 0, 0], np.asarray(T_val)[:, 0], loss,
-                                  utility, total_sum_squares, line_range,
-                                  line_intervals)
+        line = _line.line_utility(F_val[:, 0, :], np.asarray(T_val), loss, utility,
+                                  total_sum_squares, line_range, line_intervals)
     return SubspaceProblem(
         project_rows(basis, X, n_outputs), _f64(T),
         np.ascontiguousarray(offsets, dtype=np.int64),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from sklearn.base import is_regressor
-from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 from sklearn.linear_model import LogisticRegression, Ridge, SGDRegressor
 
 from skdpval import DPDataValuator, _kernels as K, _line, _subspace
@@ -21,11 +21,11 @@ def test_logistic_table_is_within_its_bound_everywhere():
     assert line.kind == _line.HERMITE
     z = np.linspace(-3.0, 5.0, 20001)
     exact = -np.mean(_softplus(-np.multiply.outer(z, t * c)), axis=1)
-    tabulated = np.array([_line._hermite(line.lo, line.inv_h, line.table, line.s_val, v)
+    tabulated = np.array([_line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, v)
                           for v in z])
     assert np.max(np.abs(tabulated - exact)) <= _line.LINE_TOLERANCE + 1e-15
     # the interpolant is not the exact function: the table does the work
-    far = _line._hermite(line.lo, line.inv_h, line.table, line.s_val, 40.0)
+    far = _line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, 40.0)
     assert far == pytest.approx(-np.mean(_softplus(-40.0 * t * c)), rel=1e-13)
 
 
@@ -44,6 +44,26 @@ def test_squared_error_is_an_exact_quadratic(utility):
         assert value == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
+def test_multinomial_table_is_within_its_bound_everywhere():
+    rng = np.random.default_rng(2)
+    c = rng.normal(0, 1.5, (40, 4))
+    y = rng.integers(0, 4, 40)
+    line = _line.line_utility(c, np.eye(4)[y], K.MULTINOMIAL, K.NEG_LOSS, 1.0,
+                              (-2.0, 3.0))
+    assert line.kind == _line.HERMITE_MULTINOMIAL
+    z = np.linspace(-2.0, 3.0, 5001)
+    margins = np.multiply.outer(z, c)  # (z, rows, classes)
+    exact = -np.mean(np.logaddexp.reduce(margins, axis=2)
+                     - margins[:, np.arange(40), y], axis=1)
+    tabulated = np.array([_line._hermite(line.kind, line.lo, line.inv_h, line.table,
+                                         line.s_val, v) for v in z])
+    assert np.max(np.abs(tabulated - exact)) <= _line.LINE_TOLERANCE + 1e-15
+    far = _line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, 30.0)
+    margins = 30.0 * c
+    assert far == pytest.approx(-np.mean(np.logaddexp.reduce(margins, axis=1)
+                                         - margins[np.arange(40), y]), rel=1e-13)
+
+
 def test_other_losses_and_utilities_have_no_table():
     c, t = np.ones(4), np.ones(4)
     assert _line.line_utility(c, t, K.HUBER, K.NEG_LOSS, 1.0, (-1, 1)) is None
@@ -51,6 +71,9 @@ def test_other_losses_and_utilities_have_no_table():
 
 
 def _data(kind):
+    if kind == "multinomial":
+        X, y = load_digits(n_class=4, return_X_y=True)
+        return LogisticRegression(), X[:150], y[:150], X[500:620], y[500:620]
     if kind == "logistic":
         X, y = load_breast_cancer(return_X_y=True)
         return LogisticRegression(), X[:120], y[:120], X[400:480], y[400:480]
@@ -58,7 +81,7 @@ def _data(kind):
     return Ridge(), X[:120], y[:120], X[300:380], y[300:380]
 
 
-@pytest.mark.parametrize("kind", ["logistic", "squared"])
+@pytest.mark.parametrize("kind", ["logistic", "squared", "multinomial"])
 @pytest.mark.parametrize("settings", [
     dict(epsilon=3.0), dict(noise="none"), dict(noise="iid", epsilon=1.0),
     dict(noise="none", learning_rate=5.0)])  # far past the table: exact fallback
