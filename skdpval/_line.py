@@ -61,9 +61,11 @@ U'')`` at ``z_i = lo + i / inv_h``; ``s_val`` the validation rows per unit
 # max |sigma^(5)| over the reals is 1/4 (at 0); a margin for the bound.
 _SIGMA5_BOUND = 0.26
 # The 6th derivative of log-sum-exp(z c) is the 6th cumulant of c under the
-# softmax weights, mu6 - 15 mu4 mu2 - 10 mu3^2 + 30 mu2^3 in central moments,
-# each at most R^j for a spread R = max c - min c: |kappa6| <= 56 R^6.
-_CUMULANT6_BOUND = 56.0
+# softmax weights, mu6 - 15 mu4 mu2 - 10 mu3^2 + 30 mu2^3 in central moments.
+# With a spread R = max c - min c: |c - mean| <= R, so |mu_j| <= R^(j-2) mu2,
+# and mu2 <= R^2 / 4 (Popoviciu): |kappa6| <= (1/4 + 15/16 + 10/16 + 30/64)
+# R^6 < 2.29 R^6.
+_CUMULANT6_BOUND = 2.29
 
 
 @njit(**_jit)

@@ -829,8 +829,8 @@ class DPDataValuator(BaseEstimator):
         """The walk's inputs. Along a public line the utility is tabulated
         where a walk goes: from 0 to ``line_center`` (the validation
         optimum), widened by half that and by four noise stds of a walk of
-        ``n`` steps (``4 lr s sqrt(n)``), in at most ``n k / 16`` steps (at
-        least 512), so that the table costs at most a sixteenth of the exact
+        ``n`` steps (``4 lr s sqrt(n)``), in at most ``n k / 4`` steps (at
+        least 512), so that the table costs at most a quarter of the exact
         walk's utilities; a walk past it reads the utility from the rows, exactly."""
         settings = dict(loss=game.loss, utility=game.utility,
                         loss_param=game.loss_param, l2=game.l2,
@@ -846,7 +846,7 @@ class DPDataValuator(BaseEstimator):
             line_range=_line_range(line_center, 4 * self.learning_rate_
                                    * noise_std * np.sqrt(n_parties)),
             line_intervals=min(LINE_MAX_INTERVALS,
-                               max(512, n_parties * self.n_permutations // 16)))
+                               max(512, n_parties * self.n_permutations // 4)))
 
     def _standard_errors(self):
         """``sqrt(marginal_var_ / n_marginals_)``; NaN, with a warning, below
