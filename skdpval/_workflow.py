@@ -5,7 +5,8 @@ releases, zero-out adjacency). Fits compose exactly in GDP: a party that
 took part in fits of ``mu_1 .. mu_m`` is ``sqrt(sum mu_i^2)``-GDP. Pure
 ``epsilon``-DP parts (a diffprivlib final model, by its ``epsilon``; a
 model declaring its guarantee through ``__dp_guarantee__``; the Laplace
-values of LayeredShapleyValuator) compose with them exactly too, through the worst case of each (randomized response):
+values of LayeredShapleyValuator) compose with them exactly too, through
+the worst case of each (randomized response):
 :func:`skdpval._accounting.composed_epsilon`.
 
 What is fitted on the private data *without* noise is not counted: it is
@@ -189,7 +190,8 @@ def privacy_spent(obj, *, delta=None):
     listed under ``"leaks"``: a scaler fitted on the private rows (scale
     with the validation set's statistics instead), any other final model
     (scikit-learn's ``SGDClassifier`` has an ``epsilon`` parameter, the
-    width of its Huber loss, and is not private), a diffprivlib model left to read its bounds
+    width of its Huber loss, and is not private), a diffprivlib model left
+    to read its bounds
     from the data, the cross-validation scores a search picks its
     candidate by, folds stratified on the private labels, samples held out
     as a validation set (by every fit of a search whose ``fit`` got no
@@ -443,7 +445,8 @@ def _model_spend(estimator):
     spend.units.append(guarantee.get("unit", "sample"))
     if "mu" in guarantee:
         spend.gaussian_replace_one.append((guarantee["mu"], 1))
-        spend.notes.append(f"{name}: {guarantee['mu']:g}-GDP fit ({guarantee['source']})")
+        spend.notes.append(
+            f"{name}: {guarantee['mu']:g}-GDP fit ({guarantee['source']})")
     else:
         epsilon = guarantee["epsilon"]
         spend.pure.append((epsilon, epsilon, 1))

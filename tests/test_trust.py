@@ -190,7 +190,8 @@ def _subnormal_data(zeros):
     rng = np.random.default_rng(1)
     X, X_val = rng.normal(size=(24, 3)), rng.normal(size=(16, 3))
     y = rng.normal(size=24)
-    small = rng.uniform(1e-3, 0.9, size=(6, 3)) * TINY * np.sign(rng.normal(size=(6, 3)))
+    small = (rng.uniform(1e-3, 0.9, size=(6, 3)) * TINY
+             * np.sign(rng.normal(size=(6, 3))))
     X[:6] = 0.0 if zeros else small
     y[:4] = 0.0 if zeros else small[:4, 0]
     X_val[0, 0] = 0.0 if zeros else TINY / 3  # public data flushed alike

@@ -180,7 +180,8 @@ def test_grid_spend_equals_the_hand_computation(data, n_jobs):
     assert spent["delta"] == DELTA
     assert spent["private"] is False
     leaks = " ".join(spent["leaks"])
-    assert "LogisticRegression is fitted on the private data without a guarantee" in leaks
+    assert ("LogisticRegression is fitted on the private data without a "
+            "guarantee") in leaks
     assert "stratified on the private labels" in leaks  # cv=3 with a classifier
     assert "model selection" in leaks
 
@@ -326,7 +327,8 @@ class UndeclaredClassifier(EpsilonClassifier):
 
 
 @pytest.mark.parametrize("final", [
-    SGDClassifier(), SGDRegressor(), SVR(), HuberRegressor(), UndeclaredClassifier(2.0)],
+    SGDClassifier(), SGDRegressor(), SVR(), HuberRegressor(),
+    UndeclaredClassifier(2.0)],
     ids=lambda est: type(est).__name__)
 def test_an_epsilon_parameter_alone_is_not_a_guarantee(data, final):
     """SGD's, SVR's and Huber's epsilon are loss widths: the fit leaks (issue 22)."""
@@ -367,7 +369,8 @@ def test_a_malformed_guarantee_is_refused(data, declared):
     final = EpsilonClassifier()
     final.__dp_guarantee__ = lambda: declared
     with pytest.raises(TypeError, match="__dp_guarantee__"):
-        privacy_spent(DPFilteredClassifier(DPDataValuator(**FAST), final).fit(X, y, **val))
+        privacy_spent(DPFilteredClassifier(DPDataValuator(**FAST), final).fit(
+            X, y, **val))
 
 
 def test_a_private_final_classifier_states_its_class_set_assumption(data):
@@ -384,7 +387,8 @@ def test_filter_with_a_non_private_final_model_says_so(data):
     model = DPFilteredClassifier(DPDataValuator(**FAST), LogisticRegression())
     report = model.fit(X, y, **val).privacy_report_
     assert report["valuation_private"] and not report["final_model_private"]
-    assert "LogisticRegression is fitted on the private data without a guarantee" in report["final_model"]
+    assert ("LogisticRegression is fitted on the private data without a "
+            "guarantee") in report["final_model"]
     assert "not private" in report["final_model"]
     assert report["private"] is False
     # The valuation alone is still counted.
