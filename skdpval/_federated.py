@@ -30,6 +30,7 @@ from ._data import (
 )
 from ._models import model_spec
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
+from ._secure_noise import FEDERATED, Grid, noise_key, releases_on_grid
 from ._valuator import MAX_INT, check_converged
 from .exceptions import (
     warn_if_default_epsilon,
@@ -322,6 +323,10 @@ class DPFederatedValuator(BaseEstimator):
         check_compression(self.compression, n_params)
         release_sensitivity = sensitivity(self.compression, self.clipping,
                                           self.clip_norm, n_params)
+        # Releases on a grid (any two releases of a client are at most
+        # release_sensitivity apart; each rounded coordinate adds up to 1).
+        grid = Grid(release_sensitivity, n_params, zero_neighbour=False)
+        release_sensitivity *= grid.padding
         if isinstance(self.noise, str) and self.noise == "none":
             noise_std = 0.0
         elif self.noise_multiplier is not None:
@@ -333,11 +338,13 @@ class DPFederatedValuator(BaseEstimator):
                                 n_releases=self.n_rounds, clip_norm=self.clip_norm,
                                 unit="client", n_unprotected=n_unprotected,
                                 noise_source=noise_source(self.noise_seed, noise_std > 0),
-                                sensitivity=release_sensitivity)
+                                sensitivity=release_sensitivity,
+                                grid=grid if noise_std > 0 else None,
+                                n_draws=self.n_rounds * n_params)
         report.update(clipping=self.clipping, compression=self.compression,
                       private_support=True)
         self.privacy_report_ = report
-        self.epsilon_, self.delta_ = report["epsilon"], float(self.delta)
+        self.epsilon_, self.delta_ = report["epsilon"], report["delta"]
         self.noise_multiplier_ = report["noise_multiplier"]
         self.n_releases_ = self.n_rounds
 
@@ -345,7 +352,9 @@ class DPFederatedValuator(BaseEstimator):
                             huber_epsilon=spec.huber_epsilon,
                             total_sum_squares=total_sum_squares)
         # Per round: a public generator (masks, permutations) and a secret
-        # one (noise, rounding coins), each from its own child seed.
+        # one (rounding coins), each from its own child seed; the noise from
+        # the ChaCha20 stream of the round.
+        key = noise_key(self.noise_seed) if noise_std > 0 else None
         public_seeds = np.random.SeedSequence(round_seed).spawn(self.n_rounds)
         secret_seeds = secret_seed_sequence(self.noise_seed).spawn(self.n_rounds)
         theta = np.zeros(shape)
@@ -361,13 +370,19 @@ class DPFederatedValuator(BaseEstimator):
                     theta, X, T, offsets, loss=loss, huber_epsilon=spec.huber_epsilon,
                     l2=spec.l2_per_sample, n_penalized=shape[1] - spec.fit_intercept)
                 fresh = np.empty((n_clients, n_params))
+                if noise_std > 0:
+                    m = gaussian_noise(key, FEDERATED, t, t + 1, noise_std / grid.gamma,
+                                       np.empty((1, n_clients * n_params)))
+                    m = m.reshape(n_clients, n_params)
                 for i, gradient in enumerate(gradients.reshape(n_clients, -1)):
                     release, noised = compress(
                         clip(gradient, self.clipping, self.clip_norm),
                         self.compression, self.clip_norm, public, secret)
                     if noise_std > 0:
-                        release[noised] += gaussian_noise(secret, noise_std,
-                                                          np.empty(noised.sum()))
+                        # On the grid: gamma (rint(release / gamma) + m).
+                        release[noised] = releases_on_grid(
+                            release[noised], m[i, :noised.sum()], grid.gamma,
+                            grid.bound, np.empty(noised.sum()))
                     fresh[i] = release
                 if isinstance(self.noise, str) and self.noise in ("iid", "none"):
                     released = fresh

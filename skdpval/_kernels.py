@@ -38,6 +38,8 @@ from numba import njit
 from numba.core import types
 from numba.extending import intrinsic
 
+from ._secure_noise import NO_GRID, release_on_grid
+
 # Loss codes. Margin losses (LOGISTIC, HINGE, SQUARED_HINGE, MODIFIED_HUBER)
 # take targets in {-1, +1}, one output per class for one-vs-rest; MULTINOMIAL
 # takes one-hot targets; SQUARED and HUBER take real targets.
@@ -540,7 +542,7 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
           rolling_mean, weights, marginals, end_utility, theta, update,
-          margin_buf, dloss_buf, margins, scratch):
+          margin_buf, dloss_buf, margins, scratch, grid, grid_bound):
     """Walk ``b`` starts from ``starts[b % len(starts)]`` and steps through the
     parties ``permutations[b]``; ``theta`` ends as the last walk's parameters."""
     n_outputs, n_columns = theta.shape
@@ -564,10 +566,12 @@ def _walk(X, T, offsets, X_val_t, T_val_t, labels_val, loss, utility,
                            dloss_buf, update)
             clip_l2(update, clip_norm)
             if has_noise:
-                # The release: the clipped gradient plus the party's own noise.
+                # The release: the clipped gradient on the grid plus the
+                # party's own integer noise, times the grid.
                 for k in range(n_outputs):
                     for c in range(n_columns):
-                        update[k, c] += noise[b, j, k, c]
+                        update[k, c] = release_on_grid(
+                            update[k, c], noise[b, j, k, c], grid, grid_bound)
             if use_rolling:
                 # Use x_tt * release + (1 - x_tt) * mean of the party's past
                 # releases; hand the raw release back for the next mean.
@@ -627,7 +631,7 @@ def kernel_codes(loss, utility, n_outputs):
 def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
               huber_epsilon, l2, n_penalized, clip_norm, learning_rate,
               total_sum_squares, starts, permutations, weights, noise=None,
-              x_tt=None, rolling_mean=None):
+              x_tt=None, rolling_mean=None, grid=NO_GRID):
     """Call the walk kernel with its buffers; return (marginals, end_utility, theta).
 
     Every kernel entry point of a fit goes through here, so that a fit
@@ -654,11 +658,11 @@ def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
           weights, marginals, end_utility, theta, np.empty_like(theta),
           np.empty(n_outputs), np.empty(n_outputs),
           np.empty((n_outputs, X_val_t.shape[1])),
-          validation_scratch(len(labels_val)))
+          validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
     return marginals, end_utility, theta
 
 
-def walk(problem, permutations, noise, x_tt, rolling_mean):
+def walk(problem, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
     """Run the G-Shapley walk along each permutation of a block, independently.
 
     Parameters
@@ -667,13 +671,18 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
         The data and settings (see ``skdpval._walk``), already contiguous.
     permutations : ndarray of shape (n_walks, n_parties)
     noise : ndarray of shape (n_walks, n_parties, n_outputs, n_columns) or None
-        Each party's noise, indexed by party (not position). With
-        ``rolling_mean`` it is overwritten with the raw releases.
+        Each party's integer noise (as doubles), indexed by party (not
+        position). With ``rolling_mean`` it is overwritten with the raw
+        releases.
     x_tt : ndarray of shape (n_walks,)
         Weight of the fresh release; the rest goes to ``rolling_mean``.
     rolling_mean : ndarray of shape (n_parties, n_outputs, n_columns) or None
         Each party's mean of its earlier raw releases (read only); ``None`` for
         i.i.d. releases.
+    grid : (float, float)
+        ``(gamma, bound)``: a release is ``gamma * (a + m)``, ``a`` the clipped
+        gradient over ``gamma`` rounded and clamped to ``bound``
+        (:func:`skdpval._secure_noise.release_on_grid`).
 
     Returns
     -------
@@ -689,7 +698,7 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
         n_penalized=p.n_penalized, clip_norm=p.clip_norm,
         learning_rate=p.learning_rate, total_sum_squares=p.total_sum_squares,
         starts=p.theta_init[None], permutations=permutations, weights=p.weights,
-        noise=noise, x_tt=x_tt, rolling_mean=rolling_mean)
+        noise=noise, x_tt=x_tt, rolling_mean=rolling_mean, grid=grid)
     return marginals, end_utility
 
 

@@ -12,7 +12,8 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from ._accounting import noise_std_for_budget, privacy_report
 from ._data import call_on_private_data, check_epsilon, prepare_parties
 from ._models import fit_on_validation
-from ._noise import gaussian_noise, noise_source, secret_seed_sequence
+from ._noise import gaussian_noise, noise_source
+from ._secure_noise import LABEL_SCORE, Grid, noise_key, releases_on_grid
 from ._valuator import MAX_INT
 from .exceptions import warn_if_default_epsilon
 
@@ -216,11 +217,14 @@ class DPLabelQuality(BaseEstimator):
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
                                             model_seed, "DPLabelQuality")
         scores = self._party_scores(parties)
-        noise_std = self._report_privacy(parties, groups)
+        grid = Grid(self.clip, 1)
+        noise_std = self._report_privacy(parties, groups, grid)
         if noise_std > 0:
-            generator = np.random.default_rng(secret_seed_sequence(self.noise_seed))
-            scores = scores + gaussian_noise(generator, noise_std,
-                                             np.empty(len(scores)))
+            # One release per party on the grid: gamma (rint(score / gamma) + m).
+            m = gaussian_noise(noise_key(self.noise_seed), LABEL_SCORE, 0, 1,
+                               noise_std / grid.gamma, np.empty((1, len(scores))))
+            scores = releases_on_grid(scores, m[0], grid.gamma, grid.bound,
+                                      np.empty(len(scores)))
         self._set_values(scores, parties, groups)
         return self
 
@@ -272,7 +276,7 @@ class DPLabelQuality(BaseEstimator):
             margin = own - per_class.max(axis=1)
         return np.where(np.isnan(margin), -np.inf, margin)
 
-    def _report_privacy(self, parties, groups):
+    def _report_privacy(self, parties, groups, grid):
         """Sets the privacy attributes; returns the noise std."""
         noise_std = (0.0 if self.epsilon is None else
                      noise_std_for_budget(self.epsilon, self.delta, 1, self.clip))
@@ -280,12 +284,13 @@ class DPLabelQuality(BaseEstimator):
             noise_std=noise_std, delta=self.delta, n_releases=1,
             clip_norm=self.clip, unit="sample" if groups is None else "group",
             n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0))
+            noise_source=noise_source(self.noise_seed, noise_std > 0),
+            grid=grid if noise_std > 0 else None, n_draws=1)
         self.privacy_report_["release"] = (
             "one clipped score per party: the margin of its label under a model "
             "fitted on the validation set, in [-clip, clip]")
         self.epsilon_ = self.privacy_report_["epsilon"]
-        self.delta_ = float(self.delta)
+        self.delta_ = self.privacy_report_["delta"]
         self.noise_multiplier_ = noise_std / self.clip
         self.n_releases_ = 1
         return noise_std

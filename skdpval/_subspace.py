@@ -46,6 +46,7 @@ from ._kernels import (
     utility_of_margins,
     validation_scratch,
 )
+from ._secure_noise import NO_GRID, release_on_grid
 from ._walk import PartiesByOffsets
 
 
@@ -86,7 +87,7 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
           huber_epsilon, l2, penalty, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
           rolling_mean, weights, marginals, end_utility, ends, update, margin_buf,
-          dloss_buf, margins, scratch):
+          dloss_buf, margins, scratch, grid, grid_bound):
     """Walk ``b`` starts from ``z = starts[b % len(starts)]``, steps through the
     parties ``permutations[b]`` and leaves its parameters in ``ends[b]``.
     Buffers come from the caller."""
@@ -118,9 +119,11 @@ def _walk(F, T, offsets, F_val, T_val_t, labels_val, loss, utility,
                             update)
             clip_l2(update_2d, clip_norm)
             if has_noise:
-                # The release: the clipped projected gradient plus the noise.
+                # The release: the clipped projected gradient on the grid
+                # plus the integer noise, times the grid.
                 for i in range(m):
-                    update[i] += noise[b, j, i]
+                    update[i] = release_on_grid(update[i], noise[b, j, i], grid,
+                                                grid_bound)
             if use_rolling:
                 # As in the full-space walk: x_tt * release + (1 - x_tt) *
                 # the party's mean of its earlier releases; hand the raw
@@ -171,7 +174,7 @@ def penalty_matrix(basis, n_outputs, n_penalized):
 def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
               huber_epsilon, l2, penalty, clip_norm, learning_rate,
               total_sum_squares, permutations, weights, starts=None, noise=None,
-              x_tt=None, rolling_mean=None):
+              x_tt=None, rolling_mean=None, grid=NO_GRID):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
     Everything a fit in a subspace computes goes through here, so that it
@@ -198,7 +201,7 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
           np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
           weights, marginals, end_utility, ends, np.empty(m), np.empty(n_outputs),
           np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
-          validation_scratch(len(labels_val)))
+          validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
     return marginals, end_utility, ends
 
 
@@ -220,7 +223,7 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         m, n_outputs, n_rows = self.F_val.shape
         return self.n_parties * (m + 1) * n_outputs * n_rows
 
-    def walk(self, permutations, noise, x_tt, rolling_mean):
+    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
         """Run the walk along each permutation; see :func:`skdpval._kernels.walk`."""
         marginals, end_utility, _ = _run_walk(
             self.F, self.T, self.offsets, self.F_val, self.T_val_t,
@@ -228,7 +231,8 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
             huber_epsilon=self.huber_epsilon, l2=self.l2, penalty=self.penalty,
             clip_norm=self.clip_norm, learning_rate=self.learning_rate,
             total_sum_squares=self.total_sum_squares, permutations=permutations,
-            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean)
+            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
+            grid=grid)
         return marginals, end_utility
 
 

@@ -29,9 +29,9 @@ from ._noise import (
     noise_schedule,
     noise_source,
     released_noise_std,
-    secret_seed_sequence,
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
+from ._secure_noise import Grid, noise_key
 from ._walk import SeededDraws, make_problem, one_blas_thread, run_walks
 from .exceptions import SkdpvalWarning, warn_if_default_epsilon
 
@@ -522,15 +522,16 @@ class DPDataValuator(BaseEstimator):
         counted = counted_permutations(self.q_, self.n_permutations)
         warn_if_loo_misses_parties(self.semivalue, int(counted.sum()),
                                    len(parties.train_parties), self.q_, stacklevel=3)
-        noise_std = self._noise_std(add_noise)
-        self._report_privacy(noise_std, parties, groups)
+        grid = Grid(self.clip_norm_, self._release_dimension(game))
+        noise_std = self._noise_std(add_noise, grid)
+        self._report_privacy(noise_std, parties, groups, grid)
         self.learning_rate_ = self._learning_rate(
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
         result = run_walks(
             self._problem(game), SeededDraws(
-                np.random.SeedSequence(walk_seed), secret_seed_sequence(self.noise_seed),
-                self.n_permutations, len(parties.train_parties), noise_std),
+                np.random.SeedSequence(walk_seed), noise_key(self.noise_seed),
+                self.n_permutations, len(parties.train_parties), noise_std, grid),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
@@ -626,26 +627,36 @@ class DPDataValuator(BaseEstimator):
         clip_norm = float(np.percentile(norms, AUTO_CLIP_PERCENTILE))
         return clip_norm
 
-    def _noise_std(self, add_noise):
-        """Per-release noise std (0 without noise)."""
+    def _release_dimension(self, game):
+        """Coordinates of one release: the subspace's, or every parameter."""
+        if self.subspace_ is not None:
+            return int(self.subspace_.shape[0])
+        return int(game.T.shape[1] * game.X.shape[1])
+
+    def _noise_std(self, add_noise, grid):
+        """Per-release noise std (0 without noise), for the sensitivity of a
+        release on ``grid`` (``clip_norm_`` padded by the rounding)."""
         if not add_noise:
             return 0.0
         if self.noise_multiplier is not None:
             return self.noise_multiplier * self.clip_norm_
         return noise_std_for_budget(self.epsilon, self.delta, self.n_permutations,
-                                    self.clip_norm_)
+                                    self.clip_norm_ * grid.padding)
 
-    def _report_privacy(self, noise_std, parties, groups):
+    def _report_privacy(self, noise_std, parties, groups, grid):
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=self.n_permutations,
             clip_norm=self.clip_norm_, unit="sample" if groups is None else "group",
             n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0))
+            noise_source=noise_source(self.noise_seed, noise_std > 0),
+            sensitivity=self.clip_norm_ * grid.padding,
+            grid=grid if noise_std > 0 else None,
+            n_draws=self.n_permutations * grid.dimension)
         self.privacy_report_["release_dimension"] = (
             int(self.subspace_.shape[0]) if self.subspace_ is not None else "all "
             "parameters")
         self.epsilon_ = self.privacy_report_["epsilon"]
-        self.delta_ = float(self.delta)
+        self.delta_ = self.privacy_report_["delta"]
         self.noise_multiplier_ = noise_std / self.clip_norm_
         self.n_releases_ = self.n_permutations
 

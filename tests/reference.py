@@ -61,7 +61,7 @@ def utility(name, loss, theta, X_val, T_val, labels_val, huber_epsilon=0.1):
 
 def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
                learning_rate, l2, n_penalized, clip_norm, permutations, noise,
-               x_tt, q, weights, huber_epsilon=0.1, basis=None):
+               x_tt, q, weights, huber_epsilon=0.1, basis=None, grid=None):
     """Semivalue estimates psi of Algorithm 1 for fixed permutations and noise.
 
     ``noise[t, j]`` is party j's Gaussian noise at permutation t (zeros for no
@@ -69,7 +69,9 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
     With ``basis`` (m, n_params), orthonormal rows: the full gradient is
     projected on it, then clipped and noised in m dimensions
     (``noise[t, j]`` of shape (m,)), and theta moves by ``basis.T`` times the
-    released combination.
+    released combination. With ``grid = (gamma, bound)`` the noise is
+    integer and a release is ``gamma * (clip(rint(g_hat / gamma), -bound,
+    bound) + noise)`` (the rounded statistic on the grid).
     Returns ``(psi, end_utilities)``.
     """
     k, n = permutations.shape
@@ -93,7 +95,12 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
             if basis is not None:
                 g = basis @ g.ravel()
             g_hat = g / max(1.0, np.linalg.norm(g) / clip_norm)
-            g_tilde = g_hat + noise[t - 1, j]
+            if grid is None:
+                g_tilde = g_hat + noise[t - 1, j]
+            else:
+                gamma, bound = grid
+                on_grid = np.clip(np.rint(g_hat / gamma), -bound, bound)
+                g_tilde = gamma * (on_grid + noise[t - 1, j])
             past = (np.mean(releases[j], axis=0) if releases[j]
                     else np.zeros_like(g_tilde))
             released = x_tt[t - 1] * g_tilde + (1 - x_tt[t - 1]) * past
