@@ -150,7 +150,7 @@ def stream_nonce(kind, t=0):
 # Relative error of each computed probability P(m) (Gauss-Legendre on the
 # density over [m - 1/2, m + 1/2]; tests/test_secure_noise.py checks it
 # against a 40-digit computation).
-PROBABILITY_RELATIVE_ERROR = 1e-14
+PROBABILITY_RELATIVE_ERROR = 1e-13
 # The table covers |m| <= TAIL_SIGMAS * sigma_g (mass outside < 2e-23).
 TAIL_SIGMAS = 10.0
 
