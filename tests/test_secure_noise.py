@@ -284,3 +284,81 @@ def test_floating_point_attack_rules_out_no_neighbour_of_layered():
     # The discrete Laplace gives every integer: a release on the grid is
     # consistent with any neighbour's value.
     assert np.all(gamma * np.rint(released / gamma) == released)
+
+
+# --- white-box calibration: the scale handed to the sampler at every draw site -------
+
+def _recording_gaussian(monkeypatch, module):
+    stds = []
+    original = module.gaussian_noise
+
+    def recording(key, kind, lo, hi, std, out):
+        stds.append(std)
+        return original(key, kind, lo, hi, std, out)
+
+    monkeypatch.setattr(module, "gaussian_noise", recording)
+    return stds
+
+
+@pytest.mark.parametrize("params, dimension", [
+    ({}, 1), ({"subspace": None}, 5), ({"noise": "iid", "q": 0.0}, 1)])
+def test_walk_draws_at_the_calibrated_scale(monkeypatch, params, dimension):
+    """Each draw's std in grid units is sqrt(k) Delta / mu, Delta the grid's
+    sensitivity (2**6 for one coordinate; 2**9 + sqrt(5)/2 + 2**-20 for 5):
+    a scale error of any size fails."""
+    import skdpval._walk as walk_module
+    from skdpval import DPDataValuator
+
+    stds = _recording_gaussian(monkeypatch, walk_module)
+    X, y, X_val, y_val = _label_quality_data(60)
+    k = 8
+    DPDataValuator(n_permutations=k, epsilon=2.0, delta=1e-5, random_state=0,
+                   **params).fit(X, y, X_val=X_val, y_val=y_val)
+    delta_grid = 64.0 if dimension == 1 else 2.0**9 + math.sqrt(5) / 2 + 2.0**-20
+    assert stds and all(s == pytest.approx(math.sqrt(k) * delta_grid / gdp_mu(2.0, 1e-5),
+                                           rel=1e-9) for s in stds)
+
+
+def test_label_quality_draws_at_the_calibrated_scale(monkeypatch):
+    import skdpval._label_quality as module
+
+    stds = _recording_gaussian(monkeypatch, module)
+    X, y, X_val, y_val = _label_quality_data(60)
+    DPLabelQuality(epsilon=0.5, clip=3.0).fit(X, y, X_val=X_val, y_val=y_val)
+    assert stds == [pytest.approx(64 / gdp_mu(0.5, 5e-5), rel=1e-9)]
+
+
+def test_federated_draws_at_the_calibrated_scale(monkeypatch):
+    import skdpval._federated as module
+    from skdpval import DPFederatedValuator
+
+    stds = _recording_gaussian(monkeypatch, module)
+    X, y, X_val, y_val = _label_quality_data(60)
+    groups = np.arange(60) % 5
+    DPFederatedValuator(n_rounds=4, n_permutations_per_round=2, epsilon=1.0,
+                        random_state=0).fit(X[:, :3], y, groups=groups,
+                                            X_val=X_val[:, :3], y_val=y_val)
+    # 4 parameters (3 features and the intercept), any-two-apart rounding:
+    # j = 9, Delta = 2**9 + 2 + 2**-20.
+    expected = math.sqrt(4) * (2.0**9 + 2 + 2.0**-20) / gdp_mu(1.0, 5e-5)
+    assert len(stds) == 4 and all(s == pytest.approx(expected, rel=1e-9) for s in stds)
+
+
+def test_layered_draws_at_the_calibrated_scale(monkeypatch):
+    import skdpval._layered as module
+
+    scales = []
+    original = module.laplace_noise
+
+    def recording(key, kind, scale, size):
+        scales.append(scale)
+        return original(key, kind, scale, size)
+
+    monkeypatch.setattr(module, "laplace_noise", recording)
+    rng = np.random.default_rng(0)
+    LayeredShapleyValuator(alpha=0.3, epsilon=0.7, random_state=0,
+                           validation_fraction=0.25).fit(rng.random((24, 3)),
+                                                         np.tile([0, 1], 12))
+    # The rounded value's integer sensitivity is 2**8 + 1 grid steps: exactly
+    # 0.7-DP at scale 257 / 0.7 (as rationals).
+    assert scales == [Fraction(257) / Fraction(0.7)]
