@@ -238,8 +238,8 @@ class LayeredShapleyValuator(BaseEstimator):
         Seeds the public randomness: the split and the coalitions. It never
         seeds the noise.
     noise_seed : int >= 0 or None, default=None
-        With ``epsilon``: ``None`` draws the noise from 128 bits of fresh OS
-        entropy, so that it stays secret; an int makes it reproducible (for
+        With ``epsilon``: ``None`` draws the noise from ChaCha20 keyed with 32
+        bytes of fresh OS entropy, so that it stays secret; an int makes it reproducible (for
         tests and papers), and the guarantee then holds only while that seed
         is secret and serves one fit (two fits with one seed draw the same
         noise, which cancels between them).

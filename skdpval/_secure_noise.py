@@ -218,7 +218,9 @@ class RoundedGaussianTable:
         # Mass of |m| > top in the exact law: 2 Phi(-(top + 1/2) / sigma).
         tail = 2.0 * math.exp(float(log_ndtr(-(top + 0.5) / self.sigma)))
         self.eta = (PROBABILITY_RELATIVE_ERROR + len(magnitudes) * 2.0**-64 + tail)
-        bits = max(1, int(math.ceil(math.log2(len(self.cdf)))) + 1)
+        # A guide cell holds at most 2 / len(cdf) of the mass, about half of a
+        # central entry's (1 / (2.5 sigma)): one or two steps of the scan.
+        bits = max(1, int(math.ceil(math.log2(len(self.cdf)))) - 1)
         self.shift = 63 - bits
         starts = np.arange(2**bits, dtype=np.uint64) << np.uint64(self.shift)
         self.guide = np.searchsorted(self.cdf, starts, side="right").astype(np.int64)

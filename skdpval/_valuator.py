@@ -270,8 +270,8 @@ class DPDataValuator(BaseEstimator):
         the permutations. It never seeds the noise.
 
     noise_seed : int >= 0 or None, default=None
-        ``None`` draws the noise from 128 bits of fresh OS entropy, so that
-        it stays secret. An int makes the noise reproducible (for tests and
+        ``None`` draws the noise from ChaCha20 keyed with 32 bytes of fresh
+        OS entropy, so that it stays secret. An int makes the noise reproducible (for tests and
         papers); the guarantee then holds only while that seed is secret
         and serves one fit: two fits with the same seed draw the same noise,
         which cancels between them (``privacy_spent`` lists it as a leak).
