@@ -30,6 +30,7 @@ from test_audit import (  # noqa: E402
     layered_fit,
     layered_noise_scale,
     layered_statistic,
+    scaled_draw,
 )
 
 
@@ -41,7 +42,7 @@ def emit(**case):
 def scaled(draw_site, factor):
     module, name = draw_site
     original = getattr(module, name)
-    setattr(module, name, lambda generator, scale, out: original(generator, factor * scale, out))
+    setattr(module, name, scaled_draw(original, factor))
     try:
         yield
     finally:

@@ -32,6 +32,8 @@ Cases:
   a fresh process: time and peak memory.
 - ``losses``: the walk kernel's cost per step for each loss (and an L1
   term, row weights) against binary logistic, on the Table 8 job's size.
+- ``noise_cost``: the fit with the shipped noise (ChaCha20, rounded Gaussian
+  on a grid) against the float Gaussian it replaced, and the sampler alone.
 
 Times are medians over repeats in one process, after a warm-up fit; the
 machine (2 cores, shared) is noisy, so compare the ratios in a case.
@@ -55,6 +57,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from skdpval import DPDataValuator, _kernels, _subspace
+from skdpval import _walk
+from skdpval._secure_noise import Grid, noise_key
 from skdpval._walk import SeededDraws, make_problem, run_walks
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
@@ -175,8 +179,7 @@ def vs_reference(n=300, k=3):
     data = _diabetes_problem(n)
     shape = (1, data["X"].shape[1])
     noise_std = 10.0
-    draws = SeededDraws(np.random.SeedSequence(0), np.random.SeedSequence(1), k, n,
-                        noise_std)
+    draws = SeededDraws(np.random.SeedSequence(0), noise_key(1), k, n, noise_std)
     noise = np.empty((k, n, *shape))
     permutations = draws(0, k, noise)
     settings = dict(learning_rate=LEARNING_RATE, l2=1.0 / n, n_penalized=10,
@@ -520,10 +523,10 @@ def _draws_alone(valuator, n, k, batch=16):
     """Seconds to draw a fit's randomness alone: every permutation's order and
     noise, wave by wave as the walk draws them, with the shipped sampler."""
     noise_std = valuator.noise_multiplier_ * valuator.clip_norm_
-    draw = SeededDraws(np.random.SeedSequence(0), np.random.SeedSequence(1), k, n,
-                       noise_std)
     shape = (1,) if valuator.subspace_ is not None else (
         1, valuator.n_features_in_ + 1)
+    grid = Grid(valuator.clip_norm_, int(np.prod(shape)))
+    draw = SeededDraws(np.random.SeedSequence(0), noise_key(0), k, n, noise_std, grid)
     started = time.perf_counter()
     for lo in range(0, k, batch):
         hi = min(k, lo + batch)
@@ -652,10 +655,89 @@ def losses(k=64, batch=16, repeats=7):
                  relative_to_logistic=round(per_step[name] / per_step["logistic"], 3))
 
 
+class FloatGaussianDraws(SeededDraws):
+    """The walk's draws before the grid: N(0, s^2) doubles from a PCG64 stream
+    per permutation (numpy's sampler), added to the unrounded statistic."""
+
+    def __init__(self, order_seed, noise_key, n_permutations, n_parties, noise_std,
+                 grid=None):
+        super().__init__(order_seed, noise_key, n_permutations, n_parties, noise_std)
+        self.noise_words = _walk.stream_words(np.random.SeedSequence(1), n_permutations)
+
+    def __call__(self, lo, hi, noise_out):
+        if noise_out is not None:
+            generator = np.random.Generator(np.random.PCG64())
+            for i, t in enumerate(range(lo, hi)):
+                w = self.noise_words[t]
+                generator.bit_generator.state = {
+                    "bit_generator": "PCG64",
+                    "state": {"state": int(w[0]) << 64 | int(w[1]),
+                              "inc": int(w[2]) << 64 | int(w[3]) | 1},
+                    "has_uint32": 0, "uinteger": 0}
+                generator.standard_normal(out=noise_out[i])
+                noise_out[i] *= self.noise_std
+        return super().__call__(lo, hi, None)  # the orders
+
+
+def noise_cost(rounds=7):
+    """The default fit with the shipped noise (ChaCha20, rounded Gaussian on a
+    grid) against the same fit with the float Gaussian it replaced (numpy's
+    PCG64 sampler, no grid), alternating, one process, one job; and the
+    sampler alone (ns a draw) against numpy's normal."""
+    from unittest import mock
+
+    from skdpval import _secure_noise
+
+    X, y, X_val, y_val = diabetes()
+    jobs = [("table8", X[:300], y[:300], X_val, y_val, 360, LEARNING_RATE),
+            ("classification", *classification(8000), 64, CLASSIFICATION_LEARNING_RATE)]
+    for walk, params in walks().items():
+        for name, X, y, X_val, y_val, k, learning_rate in jobs:
+            valuator = DPDataValuator(n_permutations=k, learning_rate=learning_rate,
+                                      epsilon=1.0, n_jobs=1, random_state=0,
+                                      noise_seed=0, **params)
+            seconds = {"grid": [], "float": []}
+            for round_ in range(rounds + 1):
+                for variant in ("grid", "float"):
+                    with mock.patch(
+                            "skdpval._valuator.SeededDraws",
+                            FloatGaussianDraws if variant == "float" else SeededDraws):
+                        started = time.perf_counter()
+                        valuator.fit(X, y, X_val=X_val, y_val=y_val)
+                        if round_:  # the first round warms up
+                            seconds[variant].append(time.perf_counter() - started)
+            grid, old = np.array(seconds["grid"]), np.array(seconds["float"])
+            emit(case="noise_cost", walk=walk, job=name, n=len(X), k=k, rounds=rounds,
+                 seconds_float_gaussian=round(float(np.median(old)), 4),
+                 seconds_grid_chacha20=round(float(np.median(grid)), 4),
+                 ratio=round(float(np.median(grid / old)), 3),
+                 ratio_range=[round(float(np.min(grid / old)), 3),
+                              round(float(np.max(grid / old)), 3)])
+    key = noise_key(0)
+    for sigma in (64 * 95.0, 1e5):
+        out = np.empty(2_000_000)
+        _secure_noise.rounded_gaussian(key, _secure_noise.stream_nonce(1), sigma, out)
+        timings, numpy_timings = [], []
+        generator = np.random.default_rng(0)
+        for _ in range(5):
+            started = time.perf_counter()
+            _secure_noise.rounded_gaussian(key, _secure_noise.stream_nonce(1), sigma, out)
+            timings.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            generator.standard_normal(out=out)
+            numpy_timings.append(time.perf_counter() - started)
+        emit(case="noise_cost", sampler="rounded Gaussian, ChaCha20", sigma_on_grid=sigma,
+             table_entries=len(_secure_noise.rounded_gaussian_table(sigma).cdf),
+             ns_per_draw=round(float(np.median(timings)) / len(out) * 1e9, 1),
+             numpy_normal_ns_per_draw=round(float(np.median(numpy_timings))
+                                            / len(out) * 1e9, 1))
+
+
 CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
          "vs_reference": vs_reference, "floor": floor, "threads": threads,
          "dask": dask, "scale": scale, "multiclass": multiclass,
-         "randomness": randomness, "large": large, "losses": losses}
+         "randomness": randomness, "large": large, "losses": losses,
+         "noise_cost": noise_cost}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)

@@ -18,6 +18,12 @@ party's data swapped for any other, e.g. a flipped label) the sensitivity is
 ``2 C``, so ``mu`` doubles. Every party is used in every permutation: there
 is no amplification by subsampling.
 
+Releases lie on a grid with rounded Gaussian noise
+(:mod:`skdpval._secure_noise`): post-processing of the continuous Gaussian
+mechanism on the rounded statistic, whose sensitivity (``C`` padded by the
+rounding, exactly) is what the figures use; the sampler's total variation
+bound adds ``sampler_delta`` to delta.
+
 The noisy-label limit: flipping a label is a replace-one change, so a
 ``mu``-GDP release is ``2 mu``-GDP for "is this label flipped", and every
 test's ROC lies below ``Phi(Phi^-1(FPR) + 2 mu)``. With labels flipped
@@ -30,6 +36,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr, ndtri_exp
 from scipy.stats import binom
+
+from ._secure_noise import rounded_gaussian_table, sampler_delta
 
 _MU_BRACKET = (1e-6, 1e3)
 
@@ -100,13 +108,17 @@ def noise_std_for_budget(epsilon, delta, n_releases, clip_norm):
 
 
 def privacy_report(*, noise_std, delta, n_releases, clip_norm, unit,
-                   n_unprotected, noise_source, sensitivity=None):
+                   n_unprotected, noise_source, sensitivity=None, grid=None,
+                   n_draws=None):
     """The guarantee of ``n_releases`` Gaussian releases per party, as a dict.
 
     ``sensitivity`` is the L2 sensitivity of one release when it is not
-    ``clip_norm`` (e.g. coordinate clipping or compression);
-    ``noise_source`` says where the noise came from
-    (:func:`skdpval._noise.noise_source`).
+    ``clip_norm`` (e.g. coordinate clipping, compression, or the rounding to
+    the grid); ``noise_source`` says where the noise came from
+    (:func:`skdpval._noise.noise_source`). With the ``grid`` of the releases
+    (:class:`skdpval._secure_noise.Grid`), the rounded Gaussian sampler's
+    total variation bound ``eta`` over a party's ``n_draws`` draws is added
+    to delta (``"sampler_delta"``).
     """
     sensitivity = clip_norm if sensitivity is None else sensitivity
     report = {
@@ -135,6 +147,8 @@ def privacy_report(*, noise_std, delta, n_releases, clip_norm, unit,
             max_noisy_label_auc=noisy_label_auc_limit(mu),
             method="exact Gaussian DP of k adaptive Gaussian releases "
                    "(Dong, Roth and Su 2022; Balle and Wang 2018)")
+        if grid is not None:
+            _add_sampler_terms(report, grid, n_draws)
     report["noise_source"] = noise_source
     report["validation_set"] = validation_set_statement(n_unprotected)
     return report
@@ -183,6 +197,29 @@ def add_record_level(report, group_sizes, party):
             f"(n_g = {largest})"),
     )
     return report
+def _add_sampler_terms(report, grid, n_draws):
+    """The grid and the sampler's share of delta, in ``report`` (in place).
+
+    A release is ``gamma (a + m)``, ``m`` the rounded Gaussian: the continuous
+    Gaussian mechanism on the integer ``a`` (sensitivity ``report
+    ["sensitivity"] / gamma`` in grid units) rounded, so the mu-GDP figures
+    are exact. The sampler is within ``eta`` (TV) of the rounded Gaussian
+    per draw, ``n_draws eta`` per party, which adds ``(1 + e^eps) n_draws
+    eta`` to delta.
+    """
+    eta = rounded_gaussian_table(report["noise_std"] / grid.gamma).eta
+    added = sampler_delta(eta, n_draws, report["epsilon"])
+    report.update(
+        noise="rounded Gaussian on a grid: each release is gamma * (a + m), a "
+              "the clipped statistic over gamma rounded, m = round(N(0, "
+              "noise_std^2 / gamma^2)) an integer",
+        grid=float(grid.gamma),
+        grid_sensitivity=float(grid.sensitivity),
+        sampler_eta=float(eta),
+        sampler_delta=added,
+        delta=float(report["delta"] + added),
+        delta_replace_one=float(report["delta"] + sampler_delta(
+            eta, n_draws, report["epsilon_replace_one"])))
 
 
 def validation_set_statement(n_unprotected):

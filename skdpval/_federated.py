@@ -33,6 +33,7 @@ from ._data import (
 )
 from ._models import check_target_domain, model_spec, public_params, row_weights
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
+from ._secure_noise import FEDERATED, Grid, noise_key, releases_on_grid
 from ._valuator import MAX_INT, check_converged
 from .exceptions import (
     SkdpvalWarning,
@@ -168,8 +169,8 @@ class DPFederatedValuator(BaseEstimator):
         Seeds the public randomness: the split, the random-k masks and the
         permutations. It never seeds the noise.
     noise_seed : int >= 0 or None, default=None
-        ``None`` draws the noise and the stochastic-rounding coins from 128
-        bits of fresh OS entropy, so that they stay secret. An int makes them
+        ``None`` draws the noise (ChaCha20, keyed with 32 bytes) and the
+        stochastic-rounding coins (128 bits) from fresh OS entropy, so that they stay secret. An int makes them
         reproducible (for tests and papers); the guarantee then holds only
         while that seed is secret and serves one fit: two fits with the same
         seed draw the same noise, which cancels between them.
@@ -379,27 +380,33 @@ class DPFederatedValuator(BaseEstimator):
                 "clients.")
         release_sensitivity = sensitivity(self.compression, self.clipping,
                                           self.clip_norm, n_params)
+        # Releases on a grid (any two releases of a client are at most
+        # release_sensitivity apart; each rounded coordinate adds up to 1).
+        grid = Grid(release_sensitivity, n_params, zero_neighbour=False)
+        release_sensitivity *= grid.padding
         if isinstance(self.noise, str) and self.noise == "none":
             noise_std = 0.0
         elif self.noise_multiplier is not None:
             noise_std = self.noise_multiplier * release_sensitivity
         else:
-            noise_std = noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, self.n_rounds,
-                                             release_sensitivity)
+            noise_std = noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta,
+                                             self.n_rounds, release_sensitivity)
         self.privacy_unit_ = ("record" if record_level else
                               "sample" if groups is None else "client")
         report = privacy_report(noise_std=noise_std, delta=self.delta,
                                 n_releases=self.n_rounds, clip_norm=self.clip_norm,
                                 unit=self.privacy_unit_, n_unprotected=n_unprotected,
                                 noise_source=noise_source(self.noise_seed, noise_std > 0),
-                                sensitivity=release_sensitivity)
+                                sensitivity=release_sensitivity,
+                                grid=grid if noise_std > 0 else None,
+                                n_draws=self.n_rounds * n_params)
         sizes = np.diff(offsets)
         if record_level:
             add_record_level(report, sizes, "client")
         report.update(clipping=self.clipping, compression=self.compression,
                       private_support=True)
         self.privacy_report_ = report
-        self.epsilon_, self.delta_ = report["epsilon"], float(self.delta)
+        self.epsilon_, self.delta_ = report["epsilon"], report["delta"]
         self.noise_multiplier_ = report["noise_multiplier"]
         self.n_releases_ = self.n_rounds
 
@@ -407,7 +414,9 @@ class DPFederatedValuator(BaseEstimator):
                             loss_param=spec.loss_param,
                             total_sum_squares=total_sum_squares)
         # Per round: a public generator (masks, permutations) and a secret
-        # one (noise, rounding coins), each from its own child seed.
+        # one (rounding coins), each from its own child seed; the noise from
+        # the ChaCha20 stream of the round.
+        key = noise_key(self.noise_seed) if noise_std > 0 else None
         public_seeds = np.random.SeedSequence(round_seed).spawn(self.n_rounds)
         secret_seeds = secret_seed_sequence(self.noise_seed).spawn(self.n_rounds)
         theta = np.zeros(shape)
@@ -422,12 +431,18 @@ class DPFederatedValuator(BaseEstimator):
                 updates = self._clipped_updates(theta, X, T, offsets, loss, spec,
                                                 weights, record_level)
                 fresh = np.empty((n_clients, n_params))
+                if noise_std > 0:
+                    m = gaussian_noise(key, FEDERATED, t, t + 1, noise_std / grid.gamma,
+                                       np.empty((1, n_clients * n_params)))
+                    m = m.reshape(n_clients, n_params)
                 for i, update in enumerate(updates):
                     release, noised = compress(update, self.compression,
                                                self.clip_norm, public, secret)
                     if noise_std > 0:
-                        release[noised] += gaussian_noise(secret, noise_std,
-                                                          np.empty(noised.sum()))
+                        # On the grid: gamma (rint(release / gamma) + m).
+                        release[noised] = releases_on_grid(
+                            release[noised], m[i, :noised.sum()], grid.gamma,
+                            grid.bound, np.empty(noised.sum()))
                     fresh[i] = release
                 if record_level:  # the mean of the noisy sum: post-processing
                     fresh /= sizes[:, None]

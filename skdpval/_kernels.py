@@ -40,6 +40,8 @@ from numba import njit
 from numba.core import types
 from numba.extending import intrinsic
 
+from ._secure_noise import NO_GRID, release_on_grid
+
 # Loss codes. Margin losses (LOGISTIC, HINGE, SQUARED_HINGE, MODIFIED_HUBER,
 # PERCEPTRON) take targets in {-1, +1}, one output per class for one-vs-rest;
 # MULTINOMIAL takes one-hot targets; the others take real targets. One loss
@@ -649,7 +651,7 @@ def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utilit
           loss_param, l2, l1, n_penalized, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
           rolling_mean, weights, record_level, marginals, end_utility, theta,
-          update, record, margin_buf, dloss_buf, margins, scratch):
+          update, record, margin_buf, dloss_buf, margins, scratch, grid, grid_bound):
     """Walk ``b`` starts from ``starts[b % len(starts)]`` and steps through the
     parties ``permutations[b]``; ``theta`` ends as the last walk's parameters.
 
@@ -684,10 +686,12 @@ def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utilit
                                dloss_buf, update)
                 clip_l2(update, clip_norm)
             if has_noise:
-                # The release: the clipped gradient plus the party's own noise.
+                # The release: the clipped gradient on the grid plus the
+                # party's own integer noise, times the grid.
                 for k in range(n_outputs):
                     for c in range(n_columns):
-                        update[k, c] += noise[b, j, k, c]
+                        update[k, c] = release_on_grid(
+                            update[k, c], noise[b, j, k, c], grid, grid_bound)
             if record_level:
                 # The mean of the party's records (post-processing of the
                 # noisy sum): its noise std is the sum's over its size.
@@ -759,7 +763,8 @@ def kernel_codes(loss, utility, n_outputs):
 def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
               loss_param, l2, n_penalized, l1=0.0, row_weights=None, clip_norm,
               learning_rate, total_sum_squares, starts, permutations, weights,
-              noise=None, x_tt=None, rolling_mean=None, record_level=False):
+              noise=None, x_tt=None, rolling_mean=None, record_level=False,
+              grid=NO_GRID):
     """Call the walk kernel with its buffers; return (marginals, end_utility, theta).
 
     Every kernel entry point of a fit goes through here, so that a fit
@@ -789,11 +794,11 @@ def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
           np.empty_like(theta), np.empty_like(theta),
           np.empty(n_outputs), np.empty(n_outputs),
           np.empty((n_outputs, X_val_t.shape[1])),
-          validation_scratch(len(labels_val)))
+          validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
     return marginals, end_utility, theta
 
 
-def walk(problem, permutations, noise, x_tt, rolling_mean):
+def walk(problem, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
     """Run the G-Shapley walk along each permutation of a block, independently.
 
     Parameters
@@ -802,13 +807,18 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
         The data and settings (see ``skdpval._walk``), already contiguous.
     permutations : ndarray of shape (n_walks, n_parties)
     noise : ndarray of shape (n_walks, n_parties, n_outputs, n_columns) or None
-        Each party's noise, indexed by party (not position). With
-        ``rolling_mean`` it is overwritten with the raw releases.
+        Each party's integer noise (as doubles), indexed by party (not
+        position). With ``rolling_mean`` it is overwritten with the raw
+        releases.
     x_tt : ndarray of shape (n_walks,)
         Weight of the fresh release; the rest goes to ``rolling_mean``.
     rolling_mean : ndarray of shape (n_parties, n_outputs, n_columns) or None
         Each party's mean of its earlier raw releases (read only); ``None`` for
         i.i.d. releases.
+    grid : (float, float)
+        ``(gamma, bound)``: a release is ``gamma * (a + m)``, ``a`` the clipped
+        gradient over ``gamma`` rounded and clamped to ``bound``
+        (:func:`skdpval._secure_noise.release_on_grid`).
 
     Returns
     -------
@@ -825,7 +835,7 @@ def walk(problem, permutations, noise, x_tt, rolling_mean):
         learning_rate=p.learning_rate, total_sum_squares=p.total_sum_squares,
         starts=p.theta_init[None], permutations=permutations, weights=p.weights,
         noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
-        record_level=p.record_level)
+        record_level=p.record_level, grid=grid)
     return marginals, end_utility
 
 

@@ -13,7 +13,8 @@ from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget
                           privacy_report)
 from ._data import call_on_private_data, check_epsilon, prepare_parties
 from ._models import fit_on_validation
-from ._noise import gaussian_noise, noise_source, secret_seed_sequence
+from ._noise import gaussian_noise, noise_source
+from ._secure_noise import LABEL_SCORE, Grid, noise_key, releases_on_grid
 from ._valuator import MAX_INT
 from .exceptions import warn_if_default_epsilon
 
@@ -278,12 +279,16 @@ class DPLabelQuality(BaseEstimator):
         centre = 0.0 if is_classifier(self.estimator_) else -self.clip / 2
         record_level = groups is not None and self.privacy_unit == "record"
         scores = self._party_scores(parties, record_level, centre)
-        noise_std = self._report_privacy(parties, groups, self.clip - abs(centre),
-                                         record_level)
+        # The released statistic: a party's (centred) score, or at record
+        # level its sum of them, whose neighbour is one record away (no clamp).
+        grid = Grid(self.clip - abs(centre), 1, zero_neighbour=not record_level)
+        noise_std = self._report_privacy(parties, groups, grid, record_level)
         if noise_std > 0:
-            generator = np.random.default_rng(secret_seed_sequence(self.noise_seed))
-            scores = scores + gaussian_noise(generator, noise_std,
-                                             np.empty(len(scores)))
+            # One release per party on the grid: gamma (rint(score / gamma) + m).
+            m = gaussian_noise(noise_key(self.noise_seed), LABEL_SCORE, 0, 1,
+                               noise_std / grid.gamma, np.empty((1, len(scores))))
+            scores = releases_on_grid(scores, m[0], grid.gamma, grid.bound,
+                                      np.empty(len(scores)))
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
         self._set_values(scores + centre, parties, groups)
@@ -343,13 +348,15 @@ class DPLabelQuality(BaseEstimator):
             margin = own - per_class.max(axis=1)
         return np.where(np.isnan(margin), -np.inf, margin)
 
-    def _report_privacy(self, parties, groups, sensitivity, record_level):
+    def _report_privacy(self, parties, groups, grid, record_level):
         """Sets the privacy attributes; returns the noise std (of a sum of
         clipped scores at record level).
 
-        ``sensitivity``: of the released score under zero-out adjacency
-        (its largest magnitude); replace-one doubles it.
+        The released score's sensitivity under zero-out adjacency is its
+        largest magnitude (``clip``, or ``clip / 2`` for a regressor's centred
+        score), padded by the rounding to ``grid``; replace-one doubles it.
         """
+        sensitivity = grid.gamma * grid.sensitivity
         noise_std = (0.0 if self.epsilon is None else
                      noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1,
                                           sensitivity))
@@ -360,11 +367,12 @@ class DPLabelQuality(BaseEstimator):
             clip_norm=self.clip, unit=self.privacy_unit_,
             n_unprotected=parties.n_unprotected,
             noise_source=noise_source(self.noise_seed, noise_std > 0),
-            sensitivity=sensitivity)
+            sensitivity=sensitivity, grid=grid if noise_std > 0 else None,
+            n_draws=1)
         self.privacy_report_["release"] = (
             "one clipped score per party: the margin of its label under a model "
             "fitted on the validation set, in [-clip, clip]"
-            if sensitivity == self.clip else
+            if is_classifier(self.estimator_) else
             "one clipped score per party: minus the absolute residual of its "
             "target under a model fitted on the validation set, in [-clip, 0], "
             "released centred (plus clip/2: sensitivity clip/2 under zero-out, "
@@ -376,7 +384,7 @@ class DPLabelQuality(BaseEstimator):
                 "a regressor, centred) scores plus Gaussian noise of std "
                 "noise_std, divided by its size n_g (public)")
         self.epsilon_ = self.privacy_report_["epsilon"]
-        self.delta_ = float(self.delta)
+        self.delta_ = self.privacy_report_["delta"]
         self.noise_multiplier_ = noise_std / sensitivity
         self.n_releases_ = 1
         return noise_std

@@ -29,6 +29,8 @@ Where the code departs from the paper, to keep its guarantee true:
   Lipschitz constant of the log loss that every coalition is fitted with.
 """
 
+import math
+from fractions import Fraction
 from itertools import combinations
 from numbers import Integral, Real
 
@@ -51,7 +53,8 @@ from ._data import (
     public_classes,
     validate_private_data,
 )
-from ._noise import laplace_noise, noise_source, secret_seed_sequence
+from ._noise import laplace_noise, noise_source
+from ._secure_noise import LAYERED, Grid, noise_key, releases_on_grid
 from ._valuator import MAX_INT
 from .exceptions import warn_validation_from_training
 
@@ -235,8 +238,8 @@ class LayeredShapleyValuator(BaseEstimator):
         Seeds the public randomness: the split and the coalitions. It never
         seeds the noise.
     noise_seed : int >= 0 or None, default=None
-        With ``epsilon``: ``None`` draws the noise from 128 bits of fresh OS
-        entropy, so that it stays secret; an int makes it reproducible (for
+        With ``epsilon``: ``None`` draws the noise from ChaCha20 keyed with 32
+        bytes of fresh OS entropy, so that it stays secret; an int makes it reproducible (for
         tests and papers), and the guarantee then holds only while that seed
         is secret and serves one fit (two fits with one seed draw the same
         noise, which cancels between them).
@@ -451,10 +454,18 @@ class LayeredShapleyValuator(BaseEstimator):
         self.n_coalitions_ = np.zeros(len(X), dtype=np.int64)
         self.n_coalitions_[train] = [count for _, count in results]
         if self.epsilon is not None:
-            self.noise_scale_ = float(scale)
-            noise = laplace_noise(np.random.default_rng(
-                secret_seed_sequence(self.noise_seed)), scale, n)
-            values = values + noise
+            # On a grid: gamma (rint(value / gamma) + x), x discrete Laplace
+            # of scale Delta / epsilon in grid units, Delta = 2**j + 1 the
+            # integer sensitivity of the rounded value: exactly epsilon-DP.
+            # The grid is 2**8 times finer than the noise scale (at most 2**-40 S).
+            finer = min(32, max(0, math.ceil(math.log2(float(self.epsilon)))))
+            grid = Grid(sensitivity, 1, zero_neighbour=False, finer=finer)
+            grid_scale = Fraction(int(grid.sensitivity)) / Fraction(float(self.epsilon))
+            self.noise_scale_ = float(grid.gamma * grid_scale)
+            scale = self.noise_scale_
+            noise = laplace_noise(noise_key(self.noise_seed), LAYERED, grid_scale, n)
+            values = releases_on_grid(values, noise.astype(np.float64), grid.gamma,
+                                      grid.bound, np.empty(n))
             self.privacy_report_ = self._report(
                 n, inclusion_probability(n, m, w), sensitivity, scale, kappa, lam,
                 n_unprotected)

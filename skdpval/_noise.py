@@ -18,12 +18,17 @@ The burn-in ``q`` (the paper's Y*) leaves the marginals of the first
 ``t <= q k`` permutations uncounted. Post-processing never changes privacy.
 
 The noise itself must be secret: knowing it, anyone can subtract it. It is
-drawn from 128 bits of fresh OS entropy (:func:`secret_seed_sequence`),
-never from ``random_state``, which seeds only the public randomness
-(permutations, splits). ``noise_seed`` opts in to reproducible noise.
+drawn from ChaCha20 keyed with 32 bytes of fresh OS entropy
+(:mod:`skdpval._secure_noise`), never from ``random_state``, which seeds
+only the public randomness (permutations, splits). ``noise_seed`` opts in
+to reproducible noise. Every release lies on a grid and its noise is an
+integer (a rounded Gaussian, or a discrete Laplace), so floating point
+leaks nothing (:mod:`skdpval._secure_noise`).
 """
 
 import numpy as np
+
+from ._secure_noise import discrete_laplace, rounded_gaussian_table, stream_nonce, walk_noise
 
 
 def noise_schedule(noise, n_permutations, batch_permutations=1):
@@ -76,32 +81,32 @@ def released_noise_std(noise_std, x_tt, counted, batch_permutations=1):
 
 
 def secret_seed_sequence(noise_seed):
-    """The seed of the noise: fresh OS entropy (128 bits) unless ``noise_seed``.
-
-    ``noise_seed`` (an int) makes the noise reproducible, for tests and
-    papers; the guarantee then holds only while that seed stays secret and
-    serves one fit: two fits with one seed draw the same numbers.
-    """
+    """The seed of the secret randomness other than the noise (the stochastic
+    rounding of federated compression): fresh OS entropy (128 bits) unless
+    ``noise_seed``."""
     return np.random.SeedSequence(noise_seed)
 
 
-def gaussian_noise(generator, std, out):
-    """Fill ``out`` with N(0, std^2) from the secret ``generator``; return it.
+def gaussian_noise(key, kind, lo, hi, std, out):
+    """Fill ``out[i]`` (flat, ``i < hi - lo``) with rounded Gaussian integers
+    ``round(N(0, std^2))`` (as doubles; ``std`` in grid units) from the
+    ChaCha20 stream ``(kind, lo + i)`` of the secret ``key``; return ``out``.
 
     Every Gaussian release draws its noise here: one place to read, and one
     place for the audits to halve.
     """
-    generator.standard_normal(out=out)
-    out *= std
+    table = rounded_gaussian_table(float(std))
+    walk_noise(key, kind, lo, hi, table.cdf, table.guide, table.shift, out)
     return out
 
 
-def laplace_noise(generator, scale, size):
-    """``size`` draws of Laplace(0, scale) from the secret ``generator``.
+def laplace_noise(key, kind, scale, size):
+    """``size`` exact draws of the discrete Laplace of rational ``scale``
+    (grid units, a Fraction) from the stream ``(kind, 0)`` of ``key``, as int64.
 
     Every Laplace release draws its noise here (the audits halve it here).
     """
-    return generator.laplace(0.0, scale, size=size)
+    return discrete_laplace(key, stream_nonce(kind), scale, size)
 
 
 def noise_source(noise_seed, has_noise=True):
@@ -109,7 +114,7 @@ def noise_source(noise_seed, has_noise=True):
     if not has_noise:
         return "none: no noise is added"
     if noise_seed is None:
-        return ("fresh OS entropy (numpy SeedSequence, 128 bits), independent "
+        return ("ChaCha20 keyed with 32 bytes of fresh OS entropy, independent "
                 "of random_state")
     return ("noise_seed: reproducible noise; the guarantee holds only while "
             "that seed is secret and serves this one fit (another fit with the "

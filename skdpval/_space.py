@@ -20,6 +20,10 @@ class FullSpace:
     basis = None
     release_dimension = "all parameters"
 
+    def coordinates(self, n_params):
+        """Numbers in one release: every parameter."""
+        return int(n_params)
+
     def party_gradients(self, theta, X, T, offsets, **settings):
         """Unclipped gradient of each party at ``theta``: ``(n_parties, n_params)``."""
         gradients = _kernels.party_gradients(theta, X, T, offsets, **settings)
@@ -49,6 +53,10 @@ class Subspace:
     def __init__(self, basis):
         self.basis = basis
         self.release_dimension = int(basis.shape[0])
+
+    def coordinates(self, n_params):
+        """Numbers in one release: one per direction of the basis."""
+        return self.release_dimension
 
     def party_gradients(self, theta, X, T, offsets, **settings):
         """Unclipped gradient in ``z`` of each party at ``theta``: ``(n_parties, m)``."""

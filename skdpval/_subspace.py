@@ -57,6 +57,7 @@ from ._kernels import (
     validation_scratch,
 )
 from . import _line
+from ._secure_noise import NO_GRID, release_on_grid
 from ._walk import PartiesByOffsets
 
 
@@ -124,12 +125,14 @@ def _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
 @njit(**_scalar)
 def _release(z, F, T, row_weights, start, stop, loss, loss_param, l2, penalty, l1,
              penalised_basis, clip_norm, record_level, noise, b, j, has_noise,
-             use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record, update):
+             use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record, update,
+             grid, grid_bound):
     """``update`` <- the combination of party ``j``'s releases that moves ``z``.
 
     The release: the party's clipped projected gradient (at record level, the
-    sum of its records' clipped gradients) plus its noise ``noise[b, j]``; at
-    record level then divided by the party's size (post-processing). With
+    sum of its records' clipped gradients) on the grid plus its integer noise
+    ``noise[b, j]``, times the grid (:func:`release_on_grid`); at record level
+    then divided by the party's size (post-processing). With
     ``use_rolling``: ``x_tt * release + (1 - x_tt) *`` the party's mean of
     its earlier releases, and the raw release is handed back in
     ``noise[b, j]`` for the next mean. Both walks of this module step here.
@@ -144,9 +147,8 @@ def _release(z, F, T, row_weights, start, stop, loss, loss_param, l2, penalty, l
                         penalty, l1, penalised_basis, margin_buf, dloss_buf, update)
         clip_l2(update.reshape((1, m)), clip_norm)
     if has_noise:
-        # The release: the clipped projected gradient plus the noise.
         for i in range(m):
-            update[i] += noise[b, j, i]
+            update[i] = release_on_grid(update[i], noise[b, j, i], grid, grid_bound)
     if record_level:
         # The mean of the party's records (post-processing).
         inverse = 1.0 / (stop - start)
@@ -164,7 +166,7 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
           loss_param, l2, penalty, l1, penalised_basis, clip_norm, learning_rate,
           total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
           rolling_mean, weights, record_level, marginals, end_utility, ends,
-          update, record, margin_buf, dloss_buf, margins, scratch):
+          update, record, margin_buf, dloss_buf, margins, scratch, grid, grid_bound):
     """Walk ``b`` starts from ``z = starts[b % len(starts)]``, steps through the
     parties ``permutations[b]`` and leaves its parameters in ``ends[b]``.
     ``record_level`` as in :func:`skdpval._kernels._walk`. Buffers come from
@@ -194,7 +196,8 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
             _release(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
                      loss_param, l2, penalty, l1, penalised_basis, clip_norm,
                      record_level, noise, b, j, has_noise, use_rolling, fresh,
-                     rolling_mean, margin_buf, dloss_buf, record, update)
+                     rolling_mean, margin_buf, dloss_buf, record, update, grid,
+                     grid_bound)
             for i in range(m):
                 step = learning_rate * update[i]
                 z[i] -= step
@@ -217,7 +220,7 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                quad, s_val, permutations,
                noise, x_tt, use_rolling, rolling_mean, weights, record_level,
                marginals, end_utility, ends, update, record, margin_buf,
-               dloss_buf):
+               dloss_buf, grid, grid_bound):
     """:func:`_walk` for one direction and one output from ``z = 0``, with the
     utility read along the line (:mod:`skdpval._line`): the same releases and
     steps, O(1) a step in the validation set's size."""
@@ -233,7 +236,8 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
             _release(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
                      loss_param, l2, penalty, l1, penalised_basis, clip_norm,
                      record_level, noise, b, j, has_noise, use_rolling, fresh,
-                     rolling_mean, margin_buf, dloss_buf, record, update)
+                     rolling_mean, margin_buf, dloss_buf, record, update, grid,
+                     grid_bound)
             z_old = z[0]
             z[0] -= learning_rate * update[0]
             change, previous = _line.line_change(kind, lo, inv_h, table, quad, s_val,
@@ -274,7 +278,7 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
               loss_param, l2, penalty, clip_norm, learning_rate,
               total_sum_squares, permutations, weights, starts=None, noise=None,
               x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
-              l1_basis=None, row_weights=None):
+              l1_basis=None, row_weights=None, grid=NO_GRID):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
     Everything a fit in a subspace computes goes through here, so that it
@@ -307,11 +311,11 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
           weights, bool(record_level), marginals, end_utility, ends, np.empty(m),
           np.empty(m), np.empty(n_outputs),
           np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
-          validation_scratch(len(labels_val)))
+          validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
     return marginals, end_utility, ends
 
 
-def _run_line_walk(p, permutations, noise, x_tt, rolling_mean):
+def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
     """:func:`_line_walk` with its buffers; returns (marginals, end_utility)."""
     n_walks = permutations.shape[0]
     line = p.line
@@ -329,7 +333,8 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean):
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
                p.weights, p.record_level, marginals, end_utility,
                np.empty((n_walks, 1)), np.empty(1), np.empty(1),
-               np.empty(p.F.shape[2]), np.empty(p.F.shape[2]))
+               np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
+               float(grid[1]))
     return marginals, end_utility
 
 
@@ -358,10 +363,11 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         m, n_outputs, n_rows = self.F_val.shape
         return self.n_parties * (m + 1) * n_outputs * n_rows
 
-    def walk(self, permutations, noise, x_tt, rolling_mean):
+    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
         """Run the walk along each permutation; see :func:`skdpval._kernels.walk`."""
         if self.line is not None:
-            return _run_line_walk(self, permutations, noise, x_tt, rolling_mean)
+            return _run_line_walk(self, permutations, noise, x_tt, rolling_mean,
+                                  grid)
         marginals, end_utility, _ = _run_walk(
             self.F, self.T, self.offsets, self.F_val, self.T_val_t,
             self.labels_val, loss=self.loss, utility=self.utility,
@@ -370,7 +376,7 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
             total_sum_squares=self.total_sum_squares, permutations=permutations,
             weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
             l1=self.l1, l1_basis=self.l1_basis, row_weights=self.row_weights,
-            record_level=self.record_level)
+            record_level=self.record_level, grid=grid)
         return marginals, end_utility
 
 

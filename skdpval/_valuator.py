@@ -39,9 +39,9 @@ from ._noise import (
     noise_schedule,
     noise_source,
     released_noise_std,
-    secret_seed_sequence,
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
+from ._secure_noise import Grid, noise_key
 from ._space import space_of
 from ._walk import SeededDraws, one_blas_thread, run_walks
 from .exceptions import SkdpvalWarning, warn_if_default_epsilon
@@ -322,8 +322,8 @@ class DPDataValuator(BaseEstimator):
         the permutations. It never seeds the noise.
 
     noise_seed : int >= 0 or None, default=None
-        ``None`` draws the noise from 128 bits of fresh OS entropy, so that
-        it stays secret. An int makes the noise reproducible (for tests and
+        ``None`` draws the noise from ChaCha20 keyed with 32 bytes of fresh
+        OS entropy, so that it stays secret. An int makes the noise reproducible (for tests and
         papers); the guarantee then holds only while that seed is secret
         and serves one fit: two fits with the same seed draw the same noise,
         which cancels between them (``privacy_spent`` lists it as a leak).
@@ -619,15 +619,21 @@ class DPDataValuator(BaseEstimator):
         counted = counted_permutations(self.q_, self.n_permutations)
         warn_if_loo_misses_parties(self.semivalue, int(counted.sum()),
                                    len(parties.train_parties), self.q_, stacklevel=3)
-        noise_std = self._noise_std(add_noise)
-        self._report_privacy(noise_std, parties, groups, game)
+        # Releases on a grid: the sample (or group) slot of a zero-out
+        # neighbour releases 0, so its rounded statistic is clamped; a
+        # record-level sum's neighbour is one record away (no clamp).
+        grid = Grid(self.clip_norm_, game.space.coordinates(game.X.shape[1]
+                                                            * game.T.shape[1]),
+                    zero_neighbour=not game.record_level)
+        noise_std = self._noise_std(add_noise, grid)
+        self._report_privacy(noise_std, parties, groups, game, grid)
         self.learning_rate_ = self._learning_rate(
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
         result = run_walks(
             self._problem(game, noise_std, line_center), SeededDraws(
-                np.random.SeedSequence(walk_seed), secret_seed_sequence(self.noise_seed),
-                self.n_permutations, len(parties.train_parties), noise_std),
+                np.random.SeedSequence(walk_seed), noise_key(self.noise_seed),
+                self.n_permutations, len(parties.train_parties), noise_std, grid),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
@@ -741,28 +747,32 @@ class DPDataValuator(BaseEstimator):
         clip_norm = float(np.percentile(norms, AUTO_CLIP_PERCENTILE))
         return clip_norm
 
-    def _noise_std(self, add_noise):
-        """Per-release noise std (0 without noise)."""
+    def _noise_std(self, add_noise, grid):
+        """Per-release noise std (0 without noise), for the sensitivity of a
+        release on ``grid`` (``clip_norm_`` padded by the rounding)."""
         if not add_noise:
             return 0.0
         if self.noise_multiplier is not None:
             return self.noise_multiplier * self.clip_norm_
         return noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta,
-                                    self.n_permutations, self.clip_norm_)
+                                    self.n_permutations, self.clip_norm_ * grid.padding)
 
-    def _report_privacy(self, noise_std, parties, groups, game):
+    def _report_privacy(self, noise_std, parties, groups, game, grid):
         self.privacy_unit_ = ("record" if game.record_level else
                               "sample" if groups is None else "group")
         self.privacy_report_ = privacy_report(
             noise_std=noise_std, delta=self.delta, n_releases=self.n_permutations,
             clip_norm=self.clip_norm_, unit=self.privacy_unit_,
             n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0))
+            noise_source=noise_source(self.noise_seed, noise_std > 0),
+            sensitivity=self.clip_norm_ * grid.padding,
+            grid=grid if noise_std > 0 else None,
+            n_draws=self.n_permutations * grid.dimension)
         if game.record_level:
             add_record_level(self.privacy_report_, np.diff(game.offsets), "group")
         self.privacy_report_["release_dimension"] = game.space.release_dimension
         self.epsilon_ = self.privacy_report_["epsilon"]
-        self.delta_ = float(self.delta)
+        self.delta_ = self.privacy_report_["delta"]
         self.noise_multiplier_ = noise_std / self.clip_norm_
         self.n_releases_ = self.n_permutations
 

@@ -37,7 +37,6 @@ Where the tasks run:
 
 import math
 import sys
-import threading
 import time
 from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +51,7 @@ from threadpoolctl import ThreadpoolController
 
 from . import _kernels, _orders
 from ._noise import gaussian_noise
+from ._secure_noise import NO_GRID, WALK
 from ._reduction import NodeSums, merge_sums, reduce_tree, reduce_walked, tree_nodes
 
 _WalkProblemFields = namedtuple("WalkProblem", [
@@ -87,8 +87,8 @@ class WalkProblem(PartiesByOffsets, _WalkProblemFields):
         n_outputs, n_columns = self.theta_init.shape
         return self.n_parties * (n_columns + 1) * n_outputs * self.X_val_t.shape[1]
 
-    def walk(self, permutations, noise, x_tt, rolling_mean):
-        return _kernels.walk(self, permutations, noise, x_tt, rolling_mean)
+    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
+        return _kernels.walk(self, permutations, noise, x_tt, rolling_mean, grid)
 
 
 WalkResult = namedtuple("WalkResult", [
@@ -130,72 +130,35 @@ def stream_words(seed_sequence, n_streams):
     return seed_sequence.generate_state(4 * n_streams, np.uint64).reshape(n_streams, 4)
 
 
-_THREAD = threading.local()
-
-
-def seeded_generator(words):
-    """This thread's Generator, set to the PCG64 stream of ``words``.
-
-    The 128-bit state is ``words[0:2]``, the (odd) 128-bit increment, which
-    selects the stream, ``words[2:4]``. One Generator per thread, re-set
-    rather than built: setting a state costs ~1 us.
-    """
-    generator = getattr(_THREAD, "generator", None)
-    if generator is None:
-        generator = _THREAD.generator = np.random.Generator(np.random.PCG64())
-    generator.bit_generator.state = {
-        "bit_generator": "PCG64",
-        "state": {"state": int(words[0]) << 64 | int(words[1]),
-                  "inc": int(words[2]) << 64 | int(words[3]) | 1},
-        "has_uint32": 0, "uinteger": 0}
-    return generator
-
-
-# A stream no noise comes from (state 0, increment 1).
-_BLANK_STREAM = {"bit_generator": "PCG64", "state": {"state": 0, "inc": 1},
-                 "has_uint32": 0, "uinteger": 0}
-
-
-def forget_stream():
-    """Set this thread's Generator to a blank stream.
-
-    The Generator outlives the fit (a module global): left on the last
-    noise stream, it would let any later code in the process rewind that
-    stream and, since a SeedSequence's words can be inverted, regenerate
-    every noise number of the fit.
-    """
-    generator = getattr(_THREAD, "generator", None)
-    if generator is not None:
-        generator.bit_generator.state = _BLANK_STREAM
-
-
 class SeededDraws:
     """The draws of permutations ``lo .. hi - 1`` from their own streams (picklable).
 
-    The walk's draw protocol: ``has_noise``, and ``draw(lo, hi, noise_out)``
-    returning the orders ``(hi - lo, n_parties)`` and filling ``noise_out``
-    ``(hi - lo, n_parties, ...)`` (None without noise). Permutation ``t``
-    has its own streams, the ``t``-th of each seed, so results do not
-    depend on how permutations are grouped or scheduled: its order from
+    The walk's draw protocol: ``has_noise``, ``grid`` (``(gamma, bound)``,
+    see :func:`skdpval._secure_noise.release_on_grid`) and ``draw(lo, hi,
+    noise_out)`` returning the orders ``(hi - lo, n_parties)`` and filling
+    ``noise_out`` ``(hi - lo, n_parties, ...)`` (None without noise) with
+    the integer noise ``m`` of each release (as doubles). Permutation ``t``
+    has its own streams, so results do not depend on how permutations are
+    grouped or scheduled: its order from the ``t``-th stream of
     ``order_seed`` (a SeedSequence, public: ``random_state``;
-    :mod:`skdpval._orders`), its noise from ``noise_seed`` (secret).
+    :mod:`skdpval._orders`), its noise from the ChaCha20 stream ``(WALK,
+    t)`` of the secret ``noise_key`` (:mod:`skdpval._secure_noise`). The
+    key travels with this object (to Dask workers too).
     """
 
-    def __init__(self, order_seed, noise_seed, n_permutations, n_parties, noise_std):
+    def __init__(self, order_seed, noise_key, n_permutations, n_parties, noise_std,
+                 grid=None):
         self.order_words = stream_words(order_seed, n_permutations)
-        self.noise_words = stream_words(noise_seed, n_permutations)
+        self.noise_key = noise_key
         self.n_parties = n_parties
         self.noise_std = noise_std
         self.has_noise = noise_std > 0
+        self.grid = NO_GRID if grid is None else (grid.gamma, grid.bound)
 
     def __call__(self, lo, hi, noise_out):
         if noise_out is not None:
-            try:
-                for i, t in enumerate(range(lo, hi)):
-                    gaussian_noise(seeded_generator(self.noise_words[t]),
-                                   self.noise_std, noise_out[i])
-            finally:
-                forget_stream()
+            gaussian_noise(self.noise_key, WALK, lo, hi, self.noise_std / self.grid[0],
+                           noise_out.reshape(hi - lo, -1))
         return _orders.permutations(self.order_words[lo:hi], self.n_parties)
 
 
@@ -228,7 +191,8 @@ def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
     def walk_subtree(a, b):
         noise = np.empty((b - a, n_parties, *shape)) if draw.has_noise else None
         marginals, end_utility = problem.walk(
-            draw(a, b, noise), noise, x_tt[a - lo:b - lo], rolling_mean)
+            draw(a, b, noise), noise, x_tt[a - lo:b - lo], rolling_mean,
+            getattr(draw, "grid", NO_GRID))
         return NodeSums(*reduce_walked(noise if keep_raw else None, marginals,
                                        counted[a - lo:b - lo]), end_utility)
 

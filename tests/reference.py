@@ -96,7 +96,7 @@ def utility(name, loss, theta, X_val, T_val, labels_val, loss_param=0.1):
 def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
                learning_rate, l2, n_penalized, clip_norm, permutations, noise,
                x_tt, q, weights, loss_param=0.1, basis=None, offsets=None,
-               record_level=False, l1=0.0, row_weights=None):
+               record_level=False, l1=0.0, row_weights=None, grid=None):
     """Semivalue estimates psi of Algorithm 1 for fixed permutations and noise.
 
     ``noise[t, j]`` is party j's Gaussian noise at permutation t (zeros for no
@@ -112,7 +112,10 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
     the result divided by the number of rows.
     ``l1`` adds ``l1 * sign(theta)`` on the penalised columns (a
     subgradient of ``l1 ||W||_1``); ``row_weights[r]`` multiplies row r's
-    loss gradient (default 1).
+    loss gradient (default 1). With ``grid = (gamma, bound)`` the noise is
+    integer and a release is ``gamma * (clip(rint(s / gamma), -bound,
+    bound) + noise)``, ``s`` the clipped statistic (at record level, the
+    sum) on the grid.
     Returns ``(psi, end_utilities)``.
     """
     k, n = permutations.shape
@@ -147,12 +150,19 @@ def algorithm1(X, T, X_val, T_val, labels_val, *, loss, utility_name,
             def clipped(g):
                 return g / max(1.0, np.linalg.norm(g) / clip_norm)
 
+            def release(statistic):
+                if grid is None:
+                    return statistic + noise[t - 1, j]
+                gamma, bound = grid
+                on_grid = np.clip(np.rint(statistic / gamma), -bound, bound)
+                return gamma * (on_grid + noise[t - 1, j])
+
             if record_level:
                 total = sum(clipped(penalised_projection(g)) for g in row_gradients)
-                g_tilde = (total + noise[t - 1, j]) / len(row_gradients)
+                g_tilde = release(total) / len(row_gradients)
             else:
-                g_hat = clipped(penalised_projection(np.mean(row_gradients, axis=0)))
-                g_tilde = g_hat + noise[t - 1, j]
+                g_tilde = release(clipped(penalised_projection(
+                    np.mean(row_gradients, axis=0))))
             past = (np.mean(releases[j], axis=0) if releases[j]
                     else np.zeros_like(g_tilde))
             released = x_tt[t - 1] * g_tilde + (1 - x_tt[t - 1]) * past

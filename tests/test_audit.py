@@ -23,6 +23,7 @@ randomness, so fixing it only makes the audit stronger.
 """
 
 import functools
+from fractions import Fraction
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -233,11 +234,20 @@ def claimed_mu():
     return 2 * report["mu"]
 
 
+def scaled_draw(original, factor):
+    """A draw site's function with its scale times ``factor``: the std
+    (grid units) of ``gaussian_noise(key, kind, lo, hi, std, out)``, the
+    scale of ``laplace_noise(key, kind, scale, size)``."""
+    if original.__name__ == "laplace_noise":
+        return lambda key, kind, scale, size: original(
+            key, kind, scale * Fraction(factor), size)
+    return lambda key, kind, lo, hi, std, out: original(key, kind, lo, hi,
+                                                        factor * std, out)
+
+
 def halve(monkeypatch, draw_site):
     module, name = draw_site
-    original = getattr(module, name)
-    monkeypatch.setattr(module, name,
-                        lambda generator, scale, out: original(generator, 0.5 * scale, out))
+    monkeypatch.setattr(module, name, scaled_draw(getattr(module, name), 0.5))
 
 
 @pytest.mark.parametrize("name", sorted(GAUSSIAN_AUDITS))

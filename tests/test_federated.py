@@ -98,15 +98,19 @@ def test_accounting_uses_the_sensitivity_of_the_release(clients):
                                   random_state=0)
         fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
         report = fed.privacy_report_
-        assert report["sensitivity"] == pytest.approx(expected)
+        # On the grid gamma = S / 2**9 (4 coordinates), each rounded coordinate
+        # moves a difference by up to one step: 2 steps over 2**9 in L2.
+        padded = expected * (1 + (2 + 2**-20) / 2**9)
+        assert report["sensitivity"] == pytest.approx(padded, rel=1e-12)
+        assert report["grid"] == pytest.approx(expected / 2**9, rel=1e-12)
         assert report["noise_std"] == pytest.approx(
-            noise_std_for_budget(2.0, 5e-5, 5, expected))
+            noise_std_for_budget(2.0, 5e-5, 5, padded))
         assert fed.epsilon_ == pytest.approx(2.0)
         assert report["unit"] == "client" and report["private_support"]
         if compression in (None, ("randk", 2)):  # record-level: the same sensitivity
             fed.set_params(privacy_unit="record").fit(X, y, groups=groups,
                                                       X_val=X_val, y_val=y_val)
-            assert fed.privacy_report_["sensitivity"] == pytest.approx(expected)
+            assert fed.privacy_report_["sensitivity"] == pytest.approx(padded)
             assert fed.privacy_report_["unit"] == "record"
 
 
@@ -136,7 +140,8 @@ def test_topk_noises_every_coordinate(clients, monkeypatch):
     assert np.all(np.concatenate(releases) != 0)
     report = fed.privacy_report_
     assert report["private_support"] and fed.epsilon_ == pytest.approx(1.0)
-    assert report["sensitivity"] == pytest.approx(1.0)  # top-k keeps |g| <= c
+    # top-k keeps |g| <= c; the grid's rounding pads it by (2 + 2**-20) / 2**9
+    assert report["sensitivity"] == pytest.approx(1.0 * (1 + (2 + 2**-20) / 2**9))
     # Random-k's mask is public: the m coordinates are noised, the rest 0.
     releases.clear()
     fed.set_params(compression=("randk", 2)).fit(X, y, groups=groups, X_val=X_val,
@@ -151,16 +156,21 @@ def test_noise_is_drawn_at_the_calibrated_std(clients, monkeypatch):
     drawn = []
     original = federated_module.gaussian_noise
 
-    def recording(generator, std, out):
-        drawn.append(original(generator, std, out).copy())
+    def recording(key, kind, lo, hi, std, out):
+        drawn.append(original(key, kind, lo, hi, std, out).copy())
         return drawn[-1]
 
     monkeypatch.setattr(federated_module, "gaussian_noise", recording)
     fed = DPFederatedValuator(n_rounds=40, n_permutations_per_round=2, epsilon=2.0,
                               random_state=0).fit(X, y, groups=groups, X_val=X_val,
                                                   y_val=y_val)
-    assert len(drawn) == 40 * 6 and all(len(z) == 4 for z in drawn)
-    assert np.std(drawn) == pytest.approx(fed.privacy_report_["noise_std"], rel=0.1)
+    # One draw a round: 6 clients x 4 coordinates, integers on the grid
+    # gamma = clip_norm / 2**9.
+    assert len(drawn) == 40 and all(z.shape == (1, 6 * 4) for z in drawn)
+    assert np.all(np.array(drawn) == np.rint(drawn))
+    gamma = fed.clip_norm / 2**9
+    assert gamma * np.std(drawn) == pytest.approx(fed.privacy_report_["noise_std"],
+                                                  rel=0.1)
 
 
 def test_noise_and_rounding_are_secret_masks_and_permutations_public(clients):

@@ -143,7 +143,10 @@ def test_report_covers_the_others_values_zero_out_and_replace_one(unit_data):
     assert "zero-out" in report["adjacency"]
     assert "8 samples held out" in report["validation_set"]
     assert report["amplification"].startswith("none")
-    assert valuator.noise_scale_ == pytest.approx(report["sensitivity"] / 0.5)
+    # On the grid gamma = sensitivity / 2**8 a value's rounded sensitivity is
+    # 2**8 + 1 steps: the discrete Laplace has scale 257 gamma / epsilon.
+    assert valuator.noise_scale_ == pytest.approx(
+        report["sensitivity"] / 256 * 257 / 0.5, rel=1e-12)
 
 
 def test_laplace_noise_is_secret_and_drawn_at_the_reported_scale(unit_data, monkeypatch):
@@ -157,14 +160,19 @@ def test_laplace_noise_is_secret_and_drawn_at_the_reported_scale(unit_data, monk
     assert_array_equal(fit(noise_seed=4), fit(noise_seed=4))
     drawn = []
     original = layered_module.laplace_noise
-    monkeypatch.setattr(layered_module, "laplace_noise", lambda generator, scale, size:
-                        drawn.append(original(generator, scale, size)) or drawn[-1])
+    monkeypatch.setattr(layered_module, "laplace_noise", lambda key, kind, scale, size:
+                        drawn.append(original(key, kind, scale, size)) or drawn[-1])
     valuator = LayeredShapleyValuator(alpha=0.3, epsilon=1.0, random_state=0).fit(X, y)
     assert len(drawn) == 1 and drawn[0].shape == (32,)
+    assert drawn[0].dtype == np.int64
     assert "entropy" in valuator.privacy_report_["noise_source"]
-    assert_allclose(valuator.values_[~np.isnan(valuator.values_)]
-                    - LayeredShapleyValuator(alpha=0.3, random_state=0).fit(X, y).values_[
-                        ~np.isnan(valuator.values_)], drawn[0], atol=1e-12)
+    # The release is gamma (rint(value / gamma) + x): within gamma / 2 of
+    # value + gamma x, gamma = sensitivity / 2**8.
+    gamma = valuator.privacy_report_["sensitivity"] / 256
+    kept = ~np.isnan(valuator.values_)
+    exact = LayeredShapleyValuator(alpha=0.3, random_state=0).fit(X, y).values_[kept]
+    assert_allclose(valuator.values_[kept] - exact, gamma * drawn[0],
+                    atol=gamma / 2 * (1 + 1e-9))
 
 
 def test_classes_and_split_never_read_the_training_labels(unit_data):
@@ -239,14 +247,18 @@ def test_kappa_is_enforced_by_scaling_rows_down(unit_data):
     assert private.noise_scale_ < 1e-12
     fit = lambda A, A_val: LayeredShapleyValuator(alpha=0.3, random_state=0).fit(
         A, y, X_val=A_val, y_val=y_val).values_
+    # Equal up to the grid's rounding (gamma / 2, gamma = sensitivity / 2**40:
+    # the grid is 2**8 times finer than the noise, down to 2**-40).
+    step = private.privacy_report_["sensitivity"] / 2**40
+    assert step < 1e-10
     assert_allclose(private.values_, fit(projected(X), projected(X_val)),
-                    rtol=1e-9, atol=1e-12)
+                    rtol=1e-9, atol=step / 2 * (1 + 1e-9))
     assert np.max(np.abs(fit(X, projected(X_val)) - fit(projected(X), projected(X_val)))) > 1e-4
     assert np.max(np.abs(fit(projected(X), X_val) - fit(projected(X), projected(X_val)))) > 1e-4
     # kappa="auto" = sqrt(d + 1) changes nothing for rows in [0, 1].
     auto = LayeredShapleyValuator(alpha=0.3, epsilon=1e15, random_state=0,
                                   noise_seed=0).fit(X, y, X_val=X_val, y_val=y_val)
-    assert_allclose(auto.values_, fit(X, X_val), rtol=1e-9, atol=1e-12)
+    assert_allclose(auto.values_, fit(X, X_val), rtol=1e-9, atol=step / 2 * (1 + 1e-9))
 
 
 @pytest.mark.parametrize("make, fit_args, match", [

@@ -119,12 +119,12 @@ def track_alive_noise(monkeypatch):
     drawn, alive_most = [], [0]
     original = walk_module.gaussian_noise
 
-    def tracking(generator, std, out):
+    def tracking(key, kind, lo, hi, std, out):
         if not any(ref() is out.base for ref in drawn):
             drawn.append(weakref.ref(out.base))
         alive = sum(ref().size for ref in drawn if ref() is not None)
         alive_most[0] = max(alive_most[0], alive)
-        return original(generator, std, out)
+        return original(key, kind, lo, hi, std, out)
 
     monkeypatch.setattr(walk_module, "gaussian_noise", tracking)
     return drawn, alive_most

@@ -24,6 +24,8 @@ from skdpval import (
     _subspace,
 )
 from skdpval._accounting import gdp_epsilon, noise_std_for_budget
+from skdpval._noise import gaussian_noise
+from skdpval._secure_noise import FEDERATED, LABEL_SCORE, Grid, noise_key
 from skdpval._semivalues import semivalue_weights
 from skdpval._walk import make_problem, run_walks
 from test_kernels import HUBER_EPSILON, LOSS_CODES, UTILITY_CODES, make_data
@@ -170,13 +172,17 @@ def test_valuator_reports_the_record_level_guarantee(grouped):
                               random_state=0).fit(X, y, X_val=X_val, y_val=y_val,
                                                   groups=groups)
     report = valuator.privacy_report_
-    s = noise_std_for_budget(epsilon, 5e-5, k, C)
+    # A sum's neighbour is one record away: its rounding to the grid can move
+    # the difference by one grid unit, 1 / 2**8 of C (one coordinate).
+    sensitivity = C * (2**8 + 1 + 2**-20) / 2**8
+    s = noise_std_for_budget(epsilon, 5e-5, k, sensitivity)
     assert valuator.privacy_unit_ == report["unit"] == "record"
     assert report["valuation_unit"] == "group"
     assert report["noise_std"] == pytest.approx(s, rel=1e-12)
-    assert report["sensitivity"] == C and valuator.epsilon_ == pytest.approx(epsilon)
+    assert report["sensitivity"] == pytest.approx(sensitivity, rel=1e-15)
+    assert valuator.epsilon_ == pytest.approx(epsilon)
     assert report["mean_release_noise_std"] == pytest.approx((s / 30, s / 5))
-    assert report["mu"] == pytest.approx(np.sqrt(k) * C / s)
+    assert report["mu"] == pytest.approx(np.sqrt(k) * sensitivity / s)
     assert report["group_mu"] == pytest.approx(30 * report["mu"])
     assert report["group_epsilon"] == pytest.approx(
         gdp_epsilon(30 * report["mu"], 5e-5))
@@ -203,8 +209,10 @@ def test_auto_learning_rate_cap_scales_with_the_group_noise(grouped):
                                   random_state=0).fit(
         X, y, X_val=X_val, y_val=y_val, groups=groups).learning_rate_
         for unit in ("group", "record")}
+    # (a record-level sum's grid pads its sensitivity by one grid unit in 2**8)
     assert rates["record"] / rates["group"] == pytest.approx(
-        np.sqrt(len(sizes) / np.sum(1.0 / sizes**2)), rel=1e-9)
+        np.sqrt(len(sizes) / np.sum(1.0 / sizes**2)) / Grid(1.0, 1, False).padding,
+        rel=1e-9)
 
 
 def test_record_level_values_track_the_noiseless_values_better(grouped):
@@ -233,17 +241,28 @@ def test_label_quality_record_level(grouped):
     clean = DPLabelQuality(LogisticRegression(), epsilon=None, clip=clip,
                            random_state=0).fit(X, y, X_val=X_val, y_val=y_val,
                                                groups=groups).values_
-    s = noise_std_for_budget(epsilon, 5e-5, 1, clip)
-    expected_noise = np.random.default_rng(np.random.SeedSequence(0)).normal(
-        size=6) * s / np.bincount(groups)
-    assert_allclose(noisy - clean, expected_noise, rtol=1e-9)
+    sizes = np.bincount(groups)
+    # Record level: a group's sum of clipped scores on the grid (no clamp: a
+    # neighbour is one record away), plus the integer noise, over its size.
+    grid = Grid(clip, 1, zero_neighbour=False)
+    s = noise_std_for_budget(epsilon, 5e-5, 1, clip * grid.padding)
+    m = gaussian_noise(noise_key(0), LABEL_SCORE, 0, 1, s / grid.gamma,
+                       np.empty((1, 6)))[0]
+    expected = grid.gamma * (np.rint(clean * sizes / grid.gamma) + m) / sizes
+    assert_allclose(noisy, expected, rtol=1e-9)
     report = scorer.privacy_report_
     assert report["unit"] == "record" and report["noise_std"] == pytest.approx(s)
     assert report["group_mu"] == pytest.approx(30 * report["mu"])
+    # Group level: a group's mean score, clamped to the clip on its grid.
     group_level = scorer.set_params(privacy_unit="group").fit(
         X, y, X_val=X_val, y_val=y_val, groups=groups)
-    assert_allclose(group_level.values_ - clean, expected_noise * np.bincount(groups),
-                    rtol=1e-9)
+    grid = Grid(clip, 1)
+    s = noise_std_for_budget(epsilon, 5e-5, 1, clip)
+    m = gaussian_noise(noise_key(0), LABEL_SCORE, 0, 1, s / grid.gamma,
+                       np.empty((1, 6)))[0]
+    expected = grid.gamma * (np.clip(np.rint(clean / grid.gamma), -grid.bound,
+                                     grid.bound) + m)
+    assert_allclose(group_level.values_, expected, rtol=1e-9)
     assert group_level.privacy_report_["unit"] == "group"
 
 
@@ -276,11 +295,14 @@ def test_federated_record_level_releases(grouped, monkeypatch):
     sizes = np.bincount(groups)
     expected = np.array([clipped[groups == g].sum(axis=0) for g in range(6)])
     assert_allclose(fits["none"], expected / sizes[:, None], rtol=1e-12)
-    noise = np.random.default_rng(np.random.SeedSequence(0).spawn(1)[0]).normal(
-        size=(6, 4)) * 2.0 * C
-    assert_allclose(fits["iid"] - fits["none"], noise / sizes[:, None], rtol=1e-9)
+    # The noise goes on each client's sum on the grid (4 coordinates, no clamp).
+    grid = Grid(C, 4, zero_neighbour=False)
+    m = gaussian_noise(noise_key(0), FEDERATED, 0, 1, 2.0 * C * grid.padding
+                       / grid.gamma, np.empty((1, 24))).reshape(6, 4)
+    on_grid = grid.gamma * (np.rint(expected / grid.gamma) + m)
+    assert_allclose(fits["iid"], on_grid / sizes[:, None], rtol=1e-9)
     assert fed.privacy_report_["unit"] == "record"
-    assert fed.privacy_report_["noise_std"] == pytest.approx(2.0 * C)
+    assert fed.privacy_report_["noise_std"] == pytest.approx(2.0 * C * grid.padding)
 
 
 def test_federated_warns_without_groups_and_refuses_private_compression(grouped):

@@ -289,14 +289,15 @@ def test_label_quality_noise_std_is_exactly_clip_over_mu(monkeypatch):
     stds = []
     original = label_quality_module.gaussian_noise
 
-    def recording(generator, std, out):
+    def recording(key, kind, lo, hi, std, out):
         stds.append(std)
-        return original(generator, std, out)
+        return original(key, kind, lo, hi, std, out)
 
     monkeypatch.setattr(label_quality_module, "gaussian_noise", recording)
     scorer = DPLabelQuality(epsilon=2.0, delta=1e-5, clip=0.7).fit(
         X, y, X_val=X_val, y_val=y_val)
-    assert stds == [0.7 / gdp_mu(2.0, 1e-5)]
+    # In grid units (gamma = clip / 64; one coordinate: no padding).
+    assert stds == [pytest.approx(64 / gdp_mu(2.0, 1e-5), rel=1e-12)]
     assert scorer.noise_multiplier_ == pytest.approx(1 / gdp_mu(2.0, 1e-5), rel=1e-12)
 
 

@@ -136,7 +136,10 @@ def test_privacy_attributes(classification):
     assert_allclose(valuator.noise_multiplier_, 47.4597, rtol=1e-4)
     assert valuator.n_releases_ == 200
     assert_allclose(valuator.epsilon_, 1.0, rtol=1e-8)
-    assert valuator.delta_ == 5e-5
+    # The requested delta plus the rounded Gaussian sampler's share (tiny).
+    sampler_delta = valuator.privacy_report_["sampler_delta"]
+    assert 0 < sampler_delta < 1e-10
+    assert valuator.delta_ == 5e-5 + sampler_delta
     report = valuator.privacy_report_
     assert report["unit"] == "sample" and report["n_releases"] == 200
     assert "none" in report["amplification"]
@@ -156,14 +159,18 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
     draws = []
     original = walk_module.SeededDraws.__call__
 
+    grid = []
+
     def recording(self, lo, hi, noise_out):
         orders = original(self, lo, hi, noise_out)
+        grid[:] = [self.grid]
         # The walk overwrites the noise: copy it now.
         draws.extend(zip(orders, noise_out.copy()))
         return orders
 
     monkeypatch.setattr(walk_module.SeededDraws, "__call__", recording)
     k, C = 6, 0.8
+    gamma = C * 2.0**-9
     valuator = DPDataValuator(LogisticRegression(C=0.5), semivalue="banzhaf",
                               noise="correlated", q=0.5, epsilon=2.0,
                               clip_norm=C, n_permutations=k, learning_rate=0.3,
@@ -179,12 +186,16 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
         n_penalized=X.shape[1], clip_norm=C,
         permutations=np.array([p for p, _ in draws]),
         noise=np.array([z for _, z in draws]), x_tt=1.0 / np.arange(1, k + 1),
-        q=0.5, weights=semivalue_weights("banzhaf", 12))
+        q=0.5, weights=semivalue_weights("banzhaf", 12), grid=(gamma, 2.0**9))
     assert_allclose(valuator.values_, psi, rtol=1e-10, atol=1e-12)
-    # The noise drawn is the calibrated noise (seeded: a fresh draw of these 360
-    # numbers strays past 10% about once in 140 runs).
-    assert_allclose(np.std(np.array([z for _, z in draws])),
-                    valuator.noise_multiplier_ * C, rtol=0.1)
+    # 5 parameters a release: the grid C 2**-j with the rounding's sqrt(5) / 2
+    # below 2**(j - 8): j = 9.
+    assert grid == [(gamma, 2.0**9)]
+    # The noise drawn (integers on the grid) is the calibrated noise (seeded:
+    # a fresh draw of these 360 numbers strays past 10% about once in 140 runs).
+    noise = np.array([z for _, z in draws])
+    assert np.all(noise == np.rint(noise))
+    assert_allclose(gamma * np.std(noise), valuator.noise_multiplier_ * C, rtol=0.1)
 
 
 @pytest.mark.parametrize("estimator, make", [

@@ -159,18 +159,19 @@ def test_an_extreme_private_feature_warns_nothing_and_values_stay_finite(data, m
     assert np.all(np.isfinite(valuator.values_))
 
 
-def test_no_noise_stream_outlives_the_fit(data):
-    # The walk re-sets one Generator per thread to each permutation's noise
-    # stream. Left on the last one after the fit, any later code could rewind
-    # it and (a SeedSequence's words invert) regenerate all of the fit's noise.
+def test_the_noise_key_stays_out_of_the_fitted_valuator(data):
+    # The walk's ChaCha20 key lives in its draw object for the fit only: no
+    # attribute or pickle of the fitted valuator holds it.
+    import pickle
+
+    from skdpval._secure_noise import noise_key
+
     X, y, X_val, y_val = data
-    k = 6
-    DPDataValuator(n_permutations=k, epsilon=1.0, random_state=0, noise_seed=3,
-                   n_jobs=1).fit(X, y, X_val=X_val, y_val=y_val)
-    noise_words = _walk.stream_words(np.random.SeedSequence(3), k)
-    increments = {int(w[2]) << 64 | int(w[3]) | 1 for w in noise_words}
-    generator = _walk._THREAD.generator  # this thread walked every permutation
-    assert generator.bit_generator.state["state"]["inc"] not in increments
+    valuator = DPDataValuator(n_permutations=4, epsilon=1.0, random_state=0,
+                              noise_seed=3).fit(X, y, X_val=X_val, y_val=y_val)
+    key = noise_key(3).astype("<u4").tobytes()
+    assert key not in pickle.dumps(valuator)
+    assert noise_key(3).astype("<u8").tobytes() not in pickle.dumps(valuator)
 
 
 SECRET = "patient-HIV-positive"
