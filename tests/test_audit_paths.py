@@ -92,12 +92,13 @@ def label_quality_fit(canary, noise_seed, kind):
     elif kind == "regressor":
         estimator, y_val = Ridge(), X_VAL[:, 0]
         X, y = np.array([[1.0], [-0.5]]), np.array([0.8 if canary else 9.0, -0.4])
-    else:  # a group of three rows
+    else:  # a group of three rows, the unit (all its labels change)
         X = np.array([[3.0], [2.5], [2.0], [-0.5]])
         y = np.array([1, 1, 1, 0]) if canary else np.array([0, 0, 0, 0])
         groups = np.array([0, 0, 0, 1])
     scorer = DPLabelQuality(estimator, epsilon=EPSILON, clip=0.5, random_state=0,
-                            noise_seed=noise_seed)
+                            noise_seed=noise_seed,
+                            privacy_unit="group" if kind == "groups" else "record")
     return scorer.fit(X, y, X_val=X_val, y_val=y_val, groups=groups)
 
 
@@ -115,7 +116,7 @@ def federated_fit(canary, noise_seed, n_features=1, **params):
         LogisticRegression(fit_intercept=False), n_rounds=4,
         n_permutations_per_round="all", epsilon=EPSILON, learning_rate=0.01,
         utility="neg_loss", standardize=False, classes=[0, 1], random_state=0,
-        noise_seed=noise_seed, **params)
+        noise_seed=noise_seed, privacy_unit="group", **params)
     return valuator.fit(X, y, groups=[0, 1], X_val=X_val, y_val=Y_VAL)
 
 

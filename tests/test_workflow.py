@@ -52,7 +52,7 @@ from skdpval import (
     privacy_spent,
 )
 from skdpval._accounting import composed_epsilon, pure_dp_mu
-from skdpval._noise import gaussian_noise, noise_source, secret_seed_sequence
+from skdpval._noise import noise_source, secret_seed_sequence
 from skdpval._workflow import _training_folds_per_party, _valuator_spend
 
 # diffprivlib's solver call uses an option scipy deprecates: not ours to fix.
@@ -177,7 +177,8 @@ def test_grid_spend_equals_the_hand_computation(data, n_jobs):
     assert spent["epsilon"] == pytest.approx(analytic_epsilon(mu, DELTA), rel=1e-6)
     assert spent["epsilon_replace_one"] == pytest.approx(
         analytic_epsilon(2 * mu, DELTA), rel=1e-6)
-    assert spent["delta"] == DELTA
+    # (plus the grid sampler's share, ~1e-12: skdpval._secure_noise)
+    assert spent["delta"] == pytest.approx(DELTA, rel=1e-6)
     assert spent["private"] is False
     leaks = " ".join(spent["leaks"])
     assert ("LogisticRegression is fitted on the private data without a "
@@ -534,8 +535,7 @@ class OneReleaseLabelScore(BaseEstimator):
         margin = np.clip(np.where(y == 1, 1, -1) * model.decision_function(X),
                          -self.clip, self.clip)
         std = accounting.noise_std_for_budget(self.epsilon, self.delta, 1, self.clip)
-        noise = gaussian_noise(np.random.default_rng(secret_seed_sequence(None)), std,
-                               np.empty(len(X)))
+        noise = np.random.default_rng(secret_seed_sequence(None)).normal(0, std, len(X))
         self.values_ = margin + noise
         self.privacy_report_ = accounting.privacy_report(
             noise_std=std, delta=self.delta, n_releases=1, clip_norm=self.clip,
@@ -588,7 +588,10 @@ def test_a_noise_seed_fixed_in_two_fits_leaks(data):
     a, b = fit(1.0, 7), fit(2.0, 7)
     s1, s2 = (m.privacy_report_["noise_std"] for m in (a, b))
     clean = (s1 * b.values_ - s2 * a.values_) / (s1 - s2)
-    assert np.all(np.abs(clean) <= 1 + 1e-9)  # the clipped scores, recovered
+    # The same uniforms, inverted at two scales: the noiseless scores come
+    # back to within a few grid steps (the noise std is ~3).
+    exact = DPLabelQuality(epsilon=None).fit(X, y, **val).values_
+    assert np.max(np.abs(clean - exact)) < 0.1
     spent = privacy_spent([a, b])
     assert not spent["private"]
     assert any("noise_seed=7 is fixed in 2 fits" in leak for leak in spent["leaks"])
