@@ -144,10 +144,11 @@ class DPFederatedValuator(BaseEstimator):
         permutations. It never seeds the noise.
     noise_seed : int >= 0 or None, default=None
         ``None`` draws the noise (ChaCha20, keyed with 32 bytes) and the
-        stochastic-rounding coins (128 bits) from fresh OS entropy, so that they stay secret. An int makes them
-        reproducible (for tests and papers); the guarantee then holds only
-        while that seed is secret and serves one fit: two fits with the same
-        seed draw the same noise, which cancels between them.
+        stochastic-rounding coins (128 bits) from fresh OS entropy, so that
+        they stay secret. An int makes them reproducible (for tests and
+        papers); the guarantee then holds only while that seed is secret and
+        serves one fit: two fits with the same seed draw the same noise,
+        which cancels between them.
 
     Attributes
     ----------
