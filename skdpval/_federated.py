@@ -324,8 +324,9 @@ class DPFederatedValuator(BaseEstimator):
         check_compression(self.compression, n_params)
         release_sensitivity = sensitivity(self.compression, self.clipping,
                                           self.clip_norm, n_params)
-        # Releases on a grid (any two releases of a client are at most
-        # release_sensitivity apart; each rounded coordinate adds up to 1).
+        # Releases on a grid: a client's release and its neighbour's are at
+        # most release_sensitivity apart (L2), and rounding each coordinate
+        # moves their difference by up to one step.
         grid = Grid(release_sensitivity, n_params, zero_neighbour=False)
         release_sensitivity *= grid.padding
         if isinstance(self.noise, str) and self.noise == "none":
