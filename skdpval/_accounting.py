@@ -216,7 +216,9 @@ def _add_sampler_terms(report, grid, n_draws):
         grid=float(grid.gamma),
         grid_sensitivity=float(grid.sensitivity),
         sampler_eta=float(eta),
+        sampler_tv=float(n_draws * eta),
         sampler_delta=added,
+        delta_without_sampler=float(report["delta"]),
         delta=float(report["delta"] + added),
         delta_replace_one=float(report["delta"] + sampler_delta(
             eta, n_draws, report["epsilon_replace_one"])))

@@ -170,10 +170,11 @@ class DPFederatedValuator(BaseEstimator):
         permutations. It never seeds the noise.
     noise_seed : int >= 0 or None, default=None
         ``None`` draws the noise (ChaCha20, keyed with 32 bytes) and the
-        stochastic-rounding coins (128 bits) from fresh OS entropy, so that they stay secret. An int makes them
-        reproducible (for tests and papers); the guarantee then holds only
-        while that seed is secret and serves one fit: two fits with the same
-        seed draw the same noise, which cancels between them.
+        stochastic-rounding coins (128 bits) from fresh OS entropy, so that
+        they stay secret. An int makes them reproducible (for tests and
+        papers); the guarantee then holds only while that seed is secret and
+        serves one fit: two fits with the same seed draw the same noise,
+        which cancels between them.
 
     Attributes
     ----------
@@ -380,8 +381,9 @@ class DPFederatedValuator(BaseEstimator):
                 "clients.")
         release_sensitivity = sensitivity(self.compression, self.clipping,
                                           self.clip_norm, n_params)
-        # Releases on a grid (any two releases of a client are at most
-        # release_sensitivity apart; each rounded coordinate adds up to 1).
+        # Releases on a grid: a client's release and its neighbour's are at
+        # most release_sensitivity apart (L2), and rounding each coordinate
+        # moves their difference by up to one step.
         grid = Grid(release_sensitivity, n_params, zero_neighbour=False)
         release_sensitivity *= grid.padding
         if isinstance(self.noise, str) and self.noise == "none":

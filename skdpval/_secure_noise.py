@@ -88,7 +88,9 @@ def chacha20_block(key, counter, nonce, out):
     out[12] = np.uint64(counter) & _M32
     for i in range(3):
         out[13 + i] = nonce[i]
-    x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9], out[10], out[11], out[12], out[13], out[14], out[15]
+    (x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14,
+     x15) = (out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7],
+             out[8], out[9], out[10], out[11], out[12], out[13], out[14], out[15])
     for _ in range(10):
         x0, x4, x8, x12 = _quarter_round(x0, x4, x8, x12)
         x1, x5, x9, x13 = _quarter_round(x1, x5, x9, x13)

@@ -42,6 +42,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._accounting import chosen_epsilon, composed_epsilon, gdp_mu, pure_dp_mu
 from ._layered import LayeredShapleyValuator
+from ._secure_noise import sampler_delta
 
 # Splitters whose test folds partition the samples: a party is in every
 # training set but one.
@@ -77,7 +78,8 @@ class _Spend:
         self.gaussian = []  # (mu, count), zero-out: 2 mu under replace-one
         self.gaussian_replace_one = []  # (mu, count) that hold under replace-one
         self.pure = []      # (epsilon, epsilon under replace-one, count)
-        self.deltas = []    # delta of each Gaussian fit
+        self.deltas = []    # delta of each Gaussian fit (without its sampler's)
+        self.sampler_tv = []  # (total variation of a fit's sampler per party, count)
         self.noise_seeds = []  # the fixed noise_seed of each fit that has one
         self.holds_out = False  # a fitted valuator held out private rows
         self.units = []
@@ -93,6 +95,7 @@ class _Spend:
         self.pure += [(epsilon, replace_one, count * times)
                       for epsilon, replace_one, count in other.pure]
         self.noise_seeds += other.noise_seeds * (times if fits is None else fits)
+        self.sampler_tv += [(tv, count * times) for tv, count in other.sampler_tv]
         self.holds_out |= other.holds_out
         for mine, theirs in ((self.deltas, other.deltas), (self.units, other.units),
                              (self.notes, other.notes), (self.leaks, other.leaks)):
@@ -138,10 +141,16 @@ class _Spend:
         pure = self.pure_counts()
         mu = float(np.sqrt(gaussian_mu**2 + sum(count * pure_dp_mu(epsilon) ** 2
                                                 for epsilon, count in pure)))
+        epsilon = composed_epsilon(gaussian_mu, pure, delta)
+        # The samplers are within this total variation of the exact noise for
+        # a party, over every fit: (1 + e^eps) times it adds to delta.
+        tv = sum(tv * count for tv, count in self.sampler_tv)
+        added = sampler_delta(tv, 1, epsilon)
         return {
             "mu": mu,
-            "epsilon": composed_epsilon(gaussian_mu, pure, delta),
-            "delta": float(delta),
+            "epsilon": epsilon,
+            "delta": float(delta + added),
+            "sampler_delta": added,
             "epsilon_replace_one": composed_epsilon(
                 self.gaussian_mu(replace_one=True),
                 self.pure_counts(replace_one=True), delta),
@@ -210,13 +219,16 @@ def privacy_spent(obj, *, delta=None):
         fitted on the same parties (their spends add up).
     delta : float in [0, 1) or None, default=None
         The delta of the returned ``epsilon``; ``None`` takes the largest
-        delta of the Gaussian fits (0 when there are none).
+        delta requested by the Gaussian fits (0 when there are none). The
+        returned ``delta`` adds ``sampler_delta``, the samplers' share over
+        every fit (see the privacy model).
 
     Returns
     -------
     spent : dict
         ``mu`` (the whole workflow is ``mu``-GDP), ``epsilon`` at ``delta``
-        (exact composition), ``delta``, ``epsilon_replace_one`` (replacing
+        (exact composition), ``delta`` (with ``sampler_delta``),
+        ``sampler_delta``, ``epsilon_replace_one`` (replacing
         a party's data instead of zeroing it out), ``max_fits_per_party``,
         ``gaussian_mu`` (the Gaussian fits alone), ``pure_epsilons``
         (``(epsilon, count)`` pairs), ``private``, ``leaks`` and ``parts``
@@ -377,10 +389,12 @@ def _valuator_spend(valuator):
     elif fitted and report is None:
         spend.leak(f"{name} has no privacy_report_: its values are not private")
     else:
-        mu, delta = ((report["mu"], report["delta"]) if fitted
-                     else _planned_gaussian(params))
+        mu, delta = ((report["mu"], report.get("delta_without_sampler", report["delta"]))
+                     if fitted else _planned_gaussian(params))
         spend.gaussian.append((float(mu), 1))
         spend.deltas.append(float(delta))
+        if fitted:
+            spend.sampler_tv.append((report.get("sampler_tv", 0.0), 1))
         if fitted:
             spend.units.append(report.get("unit", "sample"))
             if report.get("private_support") is False:

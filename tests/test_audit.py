@@ -56,6 +56,8 @@ class Bounds(NamedTuple):
 
 
 def clopper_pearson_upper(successes, trials, alpha):
+    if successes >= trials:  # Beta(trials + 1, 0) is degenerate: the bound is 1
+        return 1.0
     return float(beta_distribution.ppf(1 - alpha, successes + 1, trials - successes))
 
 

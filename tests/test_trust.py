@@ -70,9 +70,9 @@ def test_a_walk_that_diverges_and_comes_back_still_warns():
     rng = np.random.default_rng(0)
     X, X_val = rng.normal(size=(30, 4)), rng.normal(size=(20, 4))
     y, y_val = (X[:, 0] > 0).astype(int), (X_val[:, 0] > 0).astype(int)
-    # (noise_seed 11: four of the five walks end back near 0)
+    # A noise draw whose walks mostly come back (with others they end far down).
     valuator = DPDataValuator(learning_rate=1e3, n_permutations=5, epsilon=2.0,
-                              random_state=0, noise_seed=11)
+                              random_state=0, noise_seed=3)
     with pytest.warns(ConvergenceWarning, match="fell to .* or lower"):
         valuator.fit(X, y, X_val=X_val, y_val=y_val)
     assert np.median(valuator.final_utilities_) > valuator.initial_utility_ - 100
