@@ -174,8 +174,8 @@ def privacy_spent(obj, *, delta=None):
     is known: a diffprivlib model (pure ``epsilon``-DP by its ``epsilon``),
     or any model that declares its guarantee through ``__dp_guarantee__()``
     (Notes); the Laplace values of :class:`LayeredShapleyValuator` are pure
-    DP too. Gaussian fits compose
-    exactly in Gaussian DP: ``mu = sqrt(sum mu_i^2)`` over the fits a party
+    DP too. Gaussian fits compose exactly in Gaussian DP:
+    ``mu = sqrt(sum mu_i^2)`` over the fits a party
     took part in. Pure parts compose with them exactly through their worst
     case, randomized response (the ``epsilon`` returned is that exact
     composition; ``mu`` also converts each pure part to GDP, valid but
@@ -200,10 +200,9 @@ def privacy_spent(obj, *, delta=None):
     with the validation set's statistics instead), any other final model
     (scikit-learn's ``SGDClassifier`` has an ``epsilon`` parameter, the
     width of its Huber loss, and is not private), a diffprivlib model left
-    to read its bounds
-    from the data, the cross-validation scores a search picks its
-    candidate by, folds stratified on the private labels, samples held out
-    as a validation set (by every fit of a search whose ``fit`` got no
+    to read its bounds from the data, the cross-validation scores a search
+    picks its candidate by, folds stratified on the private labels, samples
+    held out as a validation set (by every fit of a search whose ``fit`` got no
     ``X_val``), and a ``noise_seed`` fixed in more than one fit (the same
     noise twice cancels). The workflow is private (``"private": True``)
     only when nothing leaks.

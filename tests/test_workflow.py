@@ -237,6 +237,7 @@ def test_training_folds_bound_the_real_ones(cv, expected):
     assert count == (in_training.max() if expected is None else expected)
 
 
+@pytest.mark.filterwarnings("ignore:The groups parameter is ignored:UserWarning")
 @pytest.mark.parametrize("cv", [
     KFold(3, shuffle=True, random_state=0), KFold(3), GroupKFold(3),
     ShuffleSplit(n_splits=3, test_size=0.3, random_state=0)], ids=repr)
