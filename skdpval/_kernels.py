@@ -10,8 +10,12 @@ Layout:
 
 - parameters ``theta`` are ``(n_outputs, n_columns)``; when the model fits an
   intercept, ``X`` carries a trailing column of ones and the last column of
-  ``theta`` is the intercept, which the L2 term does not touch
-  (``n_penalized = n_columns - 1``);
+  ``theta`` is the intercept, which the penalty does not touch
+  (``n_penalized = n_columns - 1``; liblinear's models penalise it: then
+  ``n_penalized = n_columns``);
+- the penalty is ``l2/2 ||W||^2 + l1 ||W||_1`` on the penalised columns,
+  its gradient added to the loss gradient before clipping; ``row_weights``
+  (ones when unweighted) multiply each row's loss;
 - a party is a block of rows ``X[offsets[j]:offsets[j + 1]]`` (one row per
   party for sample valuation); its gradient is that of its mean loss;
 - the validation set is stored transposed, ``X_val_t`` ``(n_columns, n_pad)``
