@@ -10,8 +10,12 @@ Layout:
 
 - parameters ``theta`` are ``(n_outputs, n_columns)``; when the model fits an
   intercept, ``X`` carries a trailing column of ones and the last column of
-  ``theta`` is the intercept, which the L2 term does not touch
-  (``n_penalized = n_columns - 1``);
+  ``theta`` is the intercept, which the penalty does not touch
+  (``n_penalized = n_columns - 1``; liblinear's models penalise it: then
+  ``n_penalized = n_columns``);
+- the penalty is ``l2/2 ||W||^2 + l1 ||W||_1`` on the penalised columns,
+  its gradient added to the loss gradient before clipping; ``row_weights``
+  (ones when unweighted) multiply each row's loss;
 - a party is a block of rows ``X[offsets[j]:offsets[j + 1]]`` (one row per
   party for sample valuation); its gradient is that of its mean loss,
   clipped once, or (record-level privacy) the sum of its rows' clipped
@@ -113,6 +117,31 @@ def _exp_neg(a):
     a = min(a, 746.0)  # exp(-746) is below the smallest subnormal
     k = np.floor(a * _LOG2E + 0.5)
     r = (k * _LN2_HI - a) + k * _LN2_LO
+    p = _exp_reduced(r)
+    # 2^-k in two normal factors, so that subnormal results stay right.
+    ki = np.int64(k)
+    half = ki >> 1
+    return (p * _bits_to_float((1023 - half) << 52)
+            * _bits_to_float((1023 - (ki - half)) << 52))
+
+
+@njit(**_scalar)
+def _exp(x):
+    """exp(x) for any x, branch-free (so that loops over rows vectorise), to 2
+    ulps; inf past the largest float: exp(x) = 2^k exp(r), |r| <= ln2 / 2."""
+    x = max(min(x, 710.0), -746.0)  # beyond: inf, and below the smallest subnormal
+    k = np.floor(x * _LOG2E + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = _exp_reduced(r)
+    ki = np.int64(k)
+    half = ki >> 1  # 2^k in two normal factors
+    return (p * _bits_to_float((1023 + half) << 52)
+            * _bits_to_float((1023 + (ki - half)) << 52))
+
+
+@njit(**_scalar)
+def _exp_reduced(r):
+    """exp(r) for |r| <= ln2 / 2."""
     # Taylor series to r^13 (error below 1e-17), in Estrin's order: short
     # dependency chains, 35% faster than Horner's in vectorised loops.
     r2 = r * r
@@ -123,12 +152,7 @@ def _exp_neg(a):
     high = ((1.0 / 40320.0 + r * (1.0 / 362880.0))
             + r2 * (1.0 / 3628800.0 + r * (1.0 / 39916800.0)))
     top = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0)
-    p = (low + r4 * mid) + (r4 * r4) * (high + r4 * top)
-    # 2^-k in two normal factors, so that subnormal results stay right.
-    ki = np.int64(k)
-    half = ki >> 1
-    return (p * _bits_to_float((1023 - half) << 52)
-            * _bits_to_float((1023 - (ki - half)) << 52))
+    return (low + r4 * mid) + (r4 * r4) * (high + r4 * top)
 
 
 @njit(**_scalar)
@@ -542,6 +566,24 @@ def _row_losses(loss, margins, T_val_t, loss_param, scratch):
                 out[i] -= t[i] * m[i]
         for i in range(n_rows):
             out[i] += top[i] + _log_at_least_1(total[i])
+    elif loss == TWEEDIE:
+        # As output_loss, with the power's branch outside the loops and a
+        # branch-free exp, so that they vectorise (3-5x faster than np.exp).
+        p = loss_param
+        m, t = margins[0], T_val_t[0]
+        if p == 1.0:
+            for i in range(n_rows):
+                out[i] = _exp(m[i]) - t[i] * m[i]
+        elif p == 2.0:
+            for i in range(n_rows):
+                out[i] = m[i] + t[i] * _exp(-m[i])
+        else:
+            # exp((2 - p) m) = exp(m) exp((1 - p) m): the second exp is
+            # of the same argument as the term of t.
+            b, over_a, over_b = 1.0 - p, 1.0 / (2.0 - p), 1.0 / (1.0 - p)
+            for i in range(n_rows):
+                e = _exp(b * m[i])
+                out[i] = e * (_exp(m[i]) * over_a - t[i] * over_b)
     else:
         for i in range(n_rows):
             out[i] = 0.0
@@ -587,7 +629,7 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, loss_param,
             log_link = loss == TWEEDIE
         if log_link:  # the prediction is exp(margin)
             for i in range(n_columns):
-                r = np.exp(m[i]) - t[i]
+                r = _exp(m[i]) - t[i]
                 squares[i] = r * r
         else:
             for i in range(n_columns):

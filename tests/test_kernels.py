@@ -180,6 +180,8 @@ def test_walk_matches_reference_one_vs_rest(loss):
 @pytest.mark.parametrize("loss, utility_name, n_outputs", [
     ("logistic", "accuracy", 1), ("multinomial", "accuracy", 3),
     ("hinge", "accuracy", 3), ("squared", "neg_mse", 1), ("huber", "r2", 1),
+    ("poisson", "neg_mse", 1), ("tweedie", "r2", 1), ("pinball", "neg_mse", 1),
+    ("perceptron", "accuracy", 3),
 ])
 def test_walk_matches_reference_utilities(loss, utility_name, n_outputs):
     psi, values, end_ref, end_kernel = run_both(
