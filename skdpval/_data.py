@@ -410,7 +410,8 @@ def apply_public_preprocessor(estimator, preprocessor, X, y, X_val, y_val):
     fitted = clone(preprocessor).fit(X_val, y_val)
     X = call_on_private_data(lambda: _dense(fitted.transform(X)), _transform_failed,
                              catch=Exception)
-    return fitted, X, _dense(fitted.transform(X_val)), estimator.n_features_in_, raw_names
+    return (fitted, X, _dense(fitted.transform(X_val)), estimator.n_features_in_,
+            raw_names)
 
 
 def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,

@@ -19,13 +19,18 @@ noise, a table look-up) instead of O(n_val).
   error of at most ``LINE_TOLERANCE`` everywhere in the table. The table
   covers where the walks go (the caller says: the valuator takes 0 to the
   validation optimum, widened by its noise); past it ``U`` is computed
-  exactly from the rows, so the range costs speed, never accuracy. A value, a weighted mean of
-  differences of two utilities, is then within ``2 * LINE_TOLERANCE * max
-  |weight|`` of the exact walk's (plus the rounding both share, ~1e-16 of
-  ``|U|``): 3e-14 absolute against values of 1e-5 to 1e-3.
+  exactly from the rows, so the range costs speed, never accuracy.
+- Multinomial loss (``neg_loss``): the same table, with ``|U^(6)| <= 2.29
+  mean(R_v^6)`` (the sixth cumulant of the class margins under the softmax,
+  ``R_v`` their spread).
 
-Everything else (other losses and utilities, several outputs, a basis of
-more than one direction) takes the exact walk of :mod:`skdpval._subspace`.
+A value, a weighted mean of differences of two utilities, is then within
+``2 * LINE_TOLERANCE * max |weight|`` of the exact walk's (plus the rounding
+both share, ~1e-16 of ``|U|``): 6e-14 absolute against values of 1e-5 to
+1e-3.
+
+Everything else (other losses and utilities, one-vs-rest outputs, a basis
+of more than one direction) takes the exact walk of :mod:`skdpval._subspace`.
 The table depends on the validation set and the public direction only.
 """
 

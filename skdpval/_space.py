@@ -59,7 +59,7 @@ class Subspace:
         return self.release_dimension
 
     def party_gradients(self, theta, X, T, offsets, **settings):
-        """Unclipped gradient in ``z`` of each party at ``theta``: ``(n_parties, m)``."""
+        """Unclipped gradient in ``z`` of each party at ``theta``: ``(n, m)``."""
         return _subspace.party_gradients(self.basis, theta, X, T, offsets, **settings)
 
     def sgd_pass(self, X, T, **model):
