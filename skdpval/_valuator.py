@@ -127,8 +127,8 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
 Game = namedtuple("Game", [
     "X", "T", "offsets", "X_val", "T_val", "labels_val", "loss", "utility",
     "loss_param", "l2", "n_penalized", "total_sum_squares", "weights", "l1",
-    "row_weights", "val_weights", "val_spec", "record_level", "space"],
-    defaults=(False, None))
+    "row_weights", "val_weights", "val_spec", "record_level", "space", "target_std"],
+    defaults=(False, None, 1.0))
 
 
 class DPDataValuator(BaseEstimator):
@@ -677,7 +677,7 @@ class DPDataValuator(BaseEstimator):
                     semivalue_weights(self.semivalue, len(parties.train_parties)),
                     spec.l1_per_sample / target_std, weights, weights_val,
                     model_spec(self._get_estimator()[1], n_samples=len(X_val),
-                               public=self.chosen_params_))
+                               public=self.chosen_params_), False, None, target_std)
 
     def _subspace_basis(self, estimator, game):
         """The public basis ``(m, n_params)`` with orthonormal rows, or None;
@@ -705,9 +705,10 @@ class DPDataValuator(BaseEstimator):
     def _public_direction(self, estimator, game):
         """The wrapped model's objective minimised on the validation set: a unit vector.
 
-        The model's own loss and L2 term (as it would weigh them on the
-        ``n_val`` validation rows), minimised from zero by L-BFGS. Only the
-        validation set is read.
+        The model's own loss and penalty (as it would weigh them on the
+        ``n_val`` validation rows; an L1 term over the targets' scale, as in
+        the walk), minimised from zero by L-BFGS. Only the validation set is
+        read.
         """
         n_params = game.T.shape[1] * game.X.shape[1]
         loss = game.loss if game.val_spec.direction_loss is None else (
@@ -715,8 +716,8 @@ class DPDataValuator(BaseEstimator):
         objective = _subspace.mean_loss_and_gradient(
             np.eye(n_params), game.X_val, game.T_val, loss=loss,
             loss_param=game.loss_param, l2=game.val_spec.l2_per_sample,
-            l1=game.val_spec.l1_per_sample, row_weights=game.val_weights,
-            n_penalized=game.n_penalized)
+            l1=game.val_spec.l1_per_sample / game.target_std,
+            row_weights=game.val_weights, n_penalized=game.n_penalized)
         with one_blas_thread():
             theta = minimize(objective, np.zeros(n_params), jac=True,
                              method="L-BFGS-B", options=dict(maxiter=500)).x

@@ -137,3 +137,19 @@ def test_pipeline_errors_on_private_rows_quote_no_value():
             X, y, X_val=X_val, y_val=y_val)
     assert repr(X[0, 0]) not in str(error.value)
     assert "not shown" in str(error.value)
+
+
+def test_l1_term_follows_the_target_scale():
+    """Lasso on targets c y with alpha c walks the same objective (times c^2),
+    the public direction included (an L1 term over the targets' scale)."""
+    from sklearn.linear_model import Lasso
+
+    X, y, X_val, y_val = _regression()
+    kw = dict(n_permutations=10, noise="none", random_state=0)
+    base = DPDataValuator(Lasso(alpha=2.0), **kw).fit(X, y, X_val=X_val, y_val=y_val)
+    scaled = DPDataValuator(Lasso(alpha=20.0), **kw).fit(
+        X, 10 * y, X_val=X_val, y_val=10 * y_val)
+    assert np.any(base.values_ != 0)
+    assert_allclose(scaled.subspace_, base.subspace_, rtol=1e-6, atol=1e-9)
+    assert_allclose(scaled.values_, 100 * base.values_, rtol=1e-6,
+                    atol=1e-9 * np.abs(scaled.values_).max())
