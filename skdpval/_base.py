@@ -1,0 +1,93 @@
+"""The valuators' shared template: one ``fit``, one way to lay out the parties.
+
+Every valuator (:class:`~skdpval.DPDataValuator`,
+:class:`~skdpval.DPLabelQuality`, :class:`~skdpval.DPFederatedValuator`,
+:class:`~skdpval.LayeredShapleyValuator`) fits in the same named steps:
+
+1. ``_check_parameters``: the parameters that need more than
+   ``_parameter_constraints`` (the budget, the wrapped model), before any
+   data is read; returns the wrapped model as the valuator reads it;
+2. the public randomness: ``_n_seeds`` seeds drawn from ``random_state``
+   before any work (the first splits off the validation set);
+3. ``_parties``: :func:`~skdpval._data.prepare_parties` with the options
+   of ``_party_options`` (validation, the split, the public
+   standardisation, the rows laid out party by party);
+4. ``_value``: the valuator's own mechanism, returning one value per
+   training party;
+5. ``_set_values``: ``values_``, ``rank_`` and ``sample_values_``, with
+   NaN and rank 0 for parties held out as the validation set.
+
+A subclass documents its ``fit`` (decorated with ``_fit_context``) and
+calls :meth:`BaseValuator._fit`.
+"""
+
+import numpy as np
+from scipy.stats import rankdata
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+
+from ._data import prepare_parties
+from .exceptions import warn_if_default_epsilon
+
+MAX_INT = np.iinfo(np.int32).max
+
+# Warnings about the user's data point at the user's call of fit: from a
+# step of ``_fit``, past the step, _fit, fit and _fit_context's wrapper.
+STEP_TO_USER = 5
+
+
+class BaseValuator(BaseEstimator):
+    """Base class of the valuators: the template :meth:`_fit` and its steps."""
+
+    # Seeds drawn from random_state before any work: the validation split,
+    # then the valuator's own public randomness.
+    _n_seeds = 2
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    def _fit(self, X, y, X_val=None, y_val=None, groups=None, **fit_params):
+        """The template: check, seed, lay out the parties, value them, set values."""
+        model = self._check_parameters()
+        warn_if_default_epsilon(self, stacklevel=STEP_TO_USER - 1)
+        split_seed, *seeds = check_random_state(self.random_state).randint(
+            MAX_INT, size=self._n_seeds)
+        parties = self._parties(X, y, X_val, y_val, groups, model, split_seed)
+        values = self._value(parties, groups, model, seeds, **fit_params)
+        self._set_values(values, parties, groups)
+        return self
+
+    def _check_parameters(self):
+        """Checks beyond ``_parameter_constraints``; returns the wrapped model."""
+        raise NotImplementedError
+
+    def _party_options(self, model):
+        """Keyword arguments of :func:`~skdpval._data.prepare_parties`."""
+        raise NotImplementedError
+
+    def _parties(self, X, y, X_val, y_val, groups, model, split_seed):
+        """The validated parties and validation set (and ``classes_``)."""
+        parties = prepare_parties(
+            self, X, y, X_val, y_val, groups, classes=self.classes,
+            validation_fraction=self.validation_fraction, split_seed=split_seed,
+            stacklevel=STEP_TO_USER, **self._party_options(model))
+        if parties.classes is not None:
+            self.classes_ = parties.classes
+        return parties
+
+    def _value(self, parties, groups, model, seeds, **fit_params):
+        """One value per training party, in the order of ``parties``."""
+        raise NotImplementedError
+
+    def _set_values(self, values, parties, groups):
+        """``values_`` and ``rank_`` over all parties (NaN and 0 for held-out
+        ones) and, with groups, ``sample_values_``."""
+        train = parties.train_parties
+        self.values_ = np.full(parties.n_all_parties, np.nan)
+        self.values_[train] = values
+        self.rank_ = np.zeros(parties.n_all_parties, dtype=np.int64)
+        self.rank_[train] = rankdata(-values, method="ordinal")
+        if groups is not None:
+            self.sample_values_ = self.values_[parties.party_of_sample]
