@@ -21,9 +21,12 @@ A subclass documents its ``fit`` (decorated with ``_fit_context``) and
 calls :meth:`BaseValuator._fit`.
 """
 
+import warnings
+
 import numpy as np
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from ._data import prepare_parties
@@ -34,6 +37,44 @@ MAX_INT = np.iinfo(np.int32).max
 # Warnings about the user's data point at the user's call of fit: from a
 # step of ``_fit``, past the step, _fit, fit and _fit_context's wrapper.
 STEP_TO_USER = 5
+
+
+def check_converged(values, utilities, initial_utility, learning_rate, utility,
+                    process, step, stacklevel, auto_learning_rate=True,
+                    lowest_utility=np.inf):
+    """Raise when ``values`` or ``utilities`` are not finite; warn when every
+    value is 0, when the median utility after a ``step`` fell far below
+    ``initial_utility``, or when the utility fell to ``lowest_utility`` (or
+    lower) on the way.
+
+    All are computed from the noisy releases only (post-processing).
+    """
+    auto = " (or 'auto')" if auto_learning_rate else ""
+    remedy = (f"Use a smaller learning_rate{auto}, or scale the features "
+              "(standardize=True).")
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(utilities))):
+        raise FloatingPointError(
+            f"The {process} diverged with learning_rate={learning_rate:g}: "
+            f"utilities or values are not finite. {remedy}")
+    if np.size(values) and not np.any(values):
+        warnings.warn(
+            f"Every value is 0: the {process} never moved the validation utility "
+            f"(learning_rate={learning_rate:g}). Use a larger learning_rate, "
+            "clip_norm or number of permutations.", ConvergenceWarning,
+            stacklevel=stacklevel + 1)
+    scale = max(1.0, abs(initial_utility))
+    if utility != "accuracy" and lowest_utility < initial_utility - 100 * scale:
+        warnings.warn(
+            f"The {process} diverges with learning_rate={learning_rate:g}: along "
+            f"{step} the validation utility fell to {lowest_utility:.3g} or lower, "
+            f"against {initial_utility:.3g} before it. {remedy}",
+            ConvergenceWarning, stacklevel=stacklevel + 1)
+    elif utility != "accuracy" and np.median(utilities) < initial_utility - 100 * scale:
+        warnings.warn(
+            f"The {process} diverges with learning_rate={learning_rate:g}: the "
+            f"median validation utility after {step} is "
+            f"{np.median(utilities):.3g}, against {initial_utility:.3g} before "
+            f"it. {remedy}", ConvergenceWarning, stacklevel=stacklevel + 1)
 
 
 class BaseValuator(BaseEstimator):

@@ -18,8 +18,7 @@ from ._data import UTILITY_CODES, check_budget, check_utility, kernel_targets, w
 from ._models import check_target_domain, model_spec, public_params, row_weights
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._secure_noise import FEDERATED, Grid, noise_key, releases_on_grid
-from ._base import STEP_TO_USER, BaseValuator
-from ._valuator import check_converged
+from ._base import STEP_TO_USER, BaseValuator, check_converged
 from .exceptions import SkdpvalWarning
 
 # The federated objective: the clients' rows (intercept column included),

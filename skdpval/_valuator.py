@@ -7,12 +7,11 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import _fit_context, clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels, _subspace
-from ._base import STEP_TO_USER, BaseValuator
+from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
                           privacy_report)
 from ._data import (
@@ -78,44 +77,6 @@ def _lowest_utility_bound(values, weights, utility):
     if largest == 0:
         return top
     return top - float(np.max(np.abs(values), initial=0.0) / largest)
-
-
-def check_converged(values, utilities, initial_utility, learning_rate, utility,
-                    process, step, stacklevel, auto_learning_rate=True,
-                    lowest_utility=np.inf):
-    """Raise when ``values`` or ``utilities`` are not finite; warn when every
-    value is 0, when the median utility after a ``step`` fell far below
-    ``initial_utility``, or when the utility fell to ``lowest_utility`` (or
-    lower) on the way.
-
-    All are computed from the noisy releases only (post-processing).
-    """
-    auto = " (or 'auto')" if auto_learning_rate else ""
-    remedy = (f"Use a smaller learning_rate{auto}, or scale the features "
-              "(standardize=True).")
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(utilities))):
-        raise FloatingPointError(
-            f"The {process} diverged with learning_rate={learning_rate:g}: "
-            f"utilities or values are not finite. {remedy}")
-    if np.size(values) and not np.any(values):
-        warnings.warn(
-            f"Every value is 0: the {process} never moved the validation utility "
-            f"(learning_rate={learning_rate:g}). Use a larger learning_rate, "
-            "clip_norm or number of permutations.", ConvergenceWarning,
-            stacklevel=stacklevel + 1)
-    scale = max(1.0, abs(initial_utility))
-    if utility != "accuracy" and lowest_utility < initial_utility - 100 * scale:
-        warnings.warn(
-            f"The {process} diverges with learning_rate={learning_rate:g}: along "
-            f"{step} the validation utility fell to {lowest_utility:.3g} or lower, "
-            f"against {initial_utility:.3g} before it. {remedy}",
-            ConvergenceWarning, stacklevel=stacklevel + 1)
-    elif utility != "accuracy" and np.median(utilities) < initial_utility - 100 * scale:
-        warnings.warn(
-            f"The {process} diverges with learning_rate={learning_rate:g}: the "
-            f"median validation utility after {step} is "
-            f"{np.median(utilities):.3g}, against {initial_utility:.3g} before "
-            f"it. {remedy}", ConvergenceWarning, stacklevel=stacklevel + 1)
 
 
 # The kernels' view of one valuation: rows with the intercept column,
