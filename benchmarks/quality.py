@@ -52,7 +52,15 @@ targets replaced independently by uniform draws over the target's range
 (``skdpval.datasets.load_noisy_regression``), Ridge, 25% validation; the AUC
 of low values for the corrupted targets and its fraction of the limit at
 each epsilon, for the defaults, DPLabelQuality and both without noise (the
-no-noise ceiling):
+no-noise ceiling). Then why the walk stops short of the label score
+(``REGRESSION_LIMITS``): the walk's first-order statistic at the zero model,
+``clip((x . b) t)``, released once under the same budget (what its values
+read); the residual's size read from a signed release as a squared norm (what
+a second-order term could read); the walk in the plane of ``b`` and the
+intercept axis with a large step (a regime where its values read second-order
+terms). Last, ``regression_sign``: without noise, the AUC for the corrupted
+targets whose first-order statistic turned negative and for those where it
+kept its sign, each against the clean targets:
 
     python benchmarks/quality.py --suite regression --seeds 10 \
         > benchmarks/results/quality_regression.jsonl
@@ -279,6 +287,37 @@ REGRESSION_LIMITS = {
 }
 
 
+def regression_sign_split(name, data):
+    """No-noise AUCs on two halves of the corrupted targets: those whose
+    first-order statistic ``(x . b) t`` turned negative (the sign along the
+    public direction flipped) and those where it stayed positive, each
+    against the clean targets; the defaults' walk and the label score."""
+    aucs = {}
+    for seed, d in enumerate(data):
+        walk = REGRESSION_METHODS["no DP"](None, seed).fit(
+            d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
+        scores = REGRESSION_METHODS["label quality no DP"](None, seed).fit(
+            d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
+        X = (d.X_train - d.X_val.mean(0)) / d.X_val.std(0)
+        t = (d.y_train - d.y_val.mean()) / d.y_val.std()
+        first_order = np.hstack([X, np.ones((len(X), 1))]) @ walk.subspace_[0] * t
+        for half, corrupted in (("sign flipped", d.is_noisy & (first_order < 0)),
+                                ("sign kept", d.is_noisy & (first_order >= 0))):
+            rows = corrupted | ~d.is_noisy
+            for method, values in (("no DP", walk.values_),
+                                   ("label quality no DP", scores.values_)):
+                aucs.setdefault((half, method), []).append(
+                    noisy_label_auc(values[rows], corrupted[rows]))
+            aucs.setdefault((half, "share"), []).append(
+                corrupted.sum() / d.is_noisy.sum())
+    for half in ("sign flipped", "sign kept"):
+        emit(case="regression_sign", dataset=name, corrupted=half,
+             share_of_corrupted=round(float(np.mean(aucs[half, "share"])), 4),
+             **{f"auc_{method.replace(' ', '_')}": round(float(np.mean(
+                 aucs[half, method])), 4) for method in ("no DP", "label quality no DP")},
+             seeds=len(data))
+
+
 def run_regression(epsilons, seeds, n_jobs):
     for name in ("diabetes", "regression"):
         data = [load_noisy_regression(name, random_state=seed) for seed in range(seeds)]
@@ -286,6 +325,7 @@ def run_regression(epsilons, seeds, n_jobs):
                                     {**REGRESSION_METHODS, **REGRESSION_LIMITS},
                                     epsilons, n_jobs):
             emit(**case, load=round(os.getloadavg()[0], 2))
+        regression_sign_split(name, data)
 
 
 def run_swing(datasets, seeds):

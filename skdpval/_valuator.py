@@ -439,6 +439,22 @@ class DPDataValuator(BaseEstimator):
     See Also
     --------
     sklearn.linear_model.SGDClassifier : A model the walk can use.
+    DPLabelQuality : One private score per party, to find bad labels or targets.
+
+    Notes
+    -----
+    A value is, to first order, the projection of the party's clipped
+    gradient on the validation utility's gradient along the walk. For a
+    regressor with a squared loss, from the zero model along the public
+    direction ``b``, that is ``(x . b) t`` (standardised target ``t``): the
+    sign of the target along the public model's prediction, not the size of
+    its residual. A corrupted target whose sign flipped is found (no-noise
+    AUC 0.999 on make_regression), one that kept it looks clean (0.47-0.52);
+    so about half of uniformly replaced targets are found, whatever the
+    budget (``benchmarks/quality.py --suite regression``). Reading the
+    residual's size from a signed release is second order, and noise
+    swamps it. To find corrupted targets, use :class:`DPLabelQuality`, which
+    releases the residual's size itself.
 
     References
     ----------
