@@ -57,8 +57,8 @@ no-noise ceiling). Then why the walk stops short of the label score
 ``clip((x . b) t)``, released once under the same budget (what its values
 read); the residual's size read from a signed release as a squared norm (what
 a second-order term could read); the walk in the plane of ``b`` and the
-intercept axis with a large step (a regime where its values read second-order
-terms). Last, ``regression_sign``: without noise, the AUC for the corrupted
+intercept axis, with the defaults and, without noise, with a large step (a
+regime where its values read second-order terms). Last, ``regression_sign``: without noise, the AUC for the corrupted
 targets whose first-order statistic turned negative and for those where it
 kept its sign, each against the clean targets:
 
@@ -249,12 +249,14 @@ class _RegressionYardstick:
 
 class _TwoDirectionWalk:
     """DPDataValuator(Ridge()) in the plane of the public direction and the
-    intercept axis, clip norm the median validation gradient norm at the
-    zero model, learning rate 0.2154 (the no-noise "auto" choice): a
-    regime where the walk's values read second-order terms."""
+    intercept axis (orthonormalised), otherwise the defaults; with
+    ``large_step``, the clip norm is the median validation gradient norm at
+    the zero model and the learning rate 0.2154 (the no-noise "auto"
+    choice): a regime where the walk's values read second-order terms (with
+    noise such a step diverges, which the noise cap of "auto" prevents)."""
 
-    def __init__(self, epsilon, seed):
-        self.epsilon, self.seed = epsilon, seed
+    def __init__(self, epsilon, seed, large_step=False):
+        self.epsilon, self.seed, self.large_step = epsilon, seed, large_step
 
     def fit(self, X, y, X_val, y_val):
         b = DPDataValuator(Ridge(), noise="none", n_permutations=2,
@@ -267,10 +269,11 @@ class _TwoDirectionWalk:
         t_val = (y_val - y_val.mean()) / y_val.std()
         clip = float(np.median(np.linalg.norm(
             (scaled @ basis.T) * t_val[:, None], axis=1)))
+        step = dict(clip_norm=clip, learning_rate=0.2154) if self.large_step else {}
         privacy = dict(noise="none") if self.epsilon is None else dict(epsilon=self.epsilon)
         self.values_ = DPDataValuator(
-            Ridge(), subspace=basis, clip_norm=clip, learning_rate=0.2154,
-            random_state=self.seed, **privacy).fit(X, y, X_val=X_val, y_val=y_val).values_
+            Ridge(), subspace=basis, random_state=self.seed, **step, **privacy).fit(
+            X, y, X_val=X_val, y_val=y_val).values_
         return self
 
 
@@ -282,8 +285,10 @@ REGRESSION_LIMITS = {
     "magnitude score": lambda eps, seed: _RegressionYardstick("magnitude", eps, seed),
     "magnitude score no DP": lambda eps, seed: _RegressionYardstick(
         "magnitude", None, seed),
-    "2-D walk, large step": lambda eps, seed: _TwoDirectionWalk(eps, seed),
-    "2-D walk, large step no DP": lambda eps, seed: _TwoDirectionWalk(None, seed),
+    "2-D walk": lambda eps, seed: _TwoDirectionWalk(eps, seed),
+    "2-D walk no DP": lambda eps, seed: _TwoDirectionWalk(None, seed),
+    "2-D walk, large step no DP": lambda eps, seed: _TwoDirectionWalk(
+        None, seed, large_step=True),
 }
 
 
