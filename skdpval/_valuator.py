@@ -448,13 +448,13 @@ class DPDataValuator(BaseEstimator):
     regressor with a squared loss, from the zero model along the public
     direction ``b``, that is ``(x . b) t`` (standardised target ``t``): the
     sign of the target along the public model's prediction, not the size of
-    its residual. A corrupted target whose sign flipped is found (no-noise
-    AUC 0.999 on make_regression), one that kept it looks clean (0.47-0.52);
-    so about half of uniformly replaced targets are found, whatever the
-    budget (``benchmarks/quality.py --suite regression``). Reading the
-    residual's size from a signed release is second order, and noise
-    swamps it. To find corrupted targets, use :class:`DPLabelQuality`, which
-    releases the residual's size itself.
+    its residual. Of uniformly replaced targets on make_regression, one
+    whose sign flipped is found (no-noise AUC 1.00 against the clean
+    targets), one that kept it looks clean (0.47): about half are found,
+    whatever the budget (``benchmarks/quality.py --suite regression``).
+    The residual's size reaches a value only through second-order terms,
+    which noise swamps. To find corrupted targets, use
+    :class:`DPLabelQuality`: it releases the residual's size itself.
 
     References
     ----------
