@@ -193,6 +193,24 @@ REGRESSION_METHODS = {
 }
 
 
+def _walk_layout(X, y, X_val, y_val, seed):
+    """The default walk's public direction and clip norm, and its layout:
+    features and targets standardised with the validation statistics, an
+    intercept column last."""
+    walk = DPDataValuator(Ridge(), noise="none", n_permutations=2,
+                          random_state=seed).fit(X, y, X_val=X_val, y_val=y_val)
+    mean, std = X_val.mean(axis=0), X_val.std(axis=0)
+    ones = lambda A: np.hstack([(A - mean) / std, np.ones((len(A), 1))])
+    scale = lambda T: (T - y_val.mean()) / y_val.std()
+    return walk.subspace_[0], walk.clip_norm_, ones(X), scale(y), ones(X_val), scale(y_val)
+
+
+def _plane(b):
+    """``b`` and the intercept axis, orthonormalised: ``(2, len(b))``."""
+    axis = np.eye(len(b))[-1] - b[-1] * b
+    return np.vstack([b, axis / np.linalg.norm(axis)])
+
+
 class _RegressionYardstick:
     """What a release of one party's statistic finds, the walk's ingredients aside.
 
@@ -219,18 +237,11 @@ class _RegressionYardstick:
         self.statistic, self.epsilon, self.seed = statistic, epsilon, seed
 
     def fit(self, X, y, X_val, y_val):
-        walk = DPDataValuator(Ridge(), noise="none", n_permutations=2,
-                              random_state=self.seed).fit(X, y, X_val=X_val, y_val=y_val)
-        mean, std = X_val.mean(axis=0), X_val.std(axis=0)
-        ones = lambda A: np.hstack([(A - mean) / std, np.ones((len(A), 1))])
-        X, X_val = ones(X), ones(X_val)
-        t, t_val = (y - y_val.mean()) / y_val.std(), (y_val - y_val.mean()) / y_val.std()
-        b = walk.subspace_[0]
+        b, clip, X, t, X_val, t_val = _walk_layout(X, y, X_val, y_val, self.seed)
         if self.statistic == "first-order":
-            release, clip = (X @ b * t)[:, None], walk.clip_norm_
+            release = (X @ b * t)[:, None]
         else:
-            axis = np.eye(len(b))[-1] - b[-1] * b
-            basis = np.vstack([b, axis / np.linalg.norm(axis)])
+            basis = _plane(b)
             optimum = Ridge().fit(X_val[:, :-1], t_val)
             z = basis @ np.append(optimum.coef_, optimum.intercept_)
             residual = lambda A, T: (T - A @ basis.T @ z)[:, None] * (A @ basis.T)
@@ -259,14 +270,8 @@ class _TwoDirectionWalk:
         self.epsilon, self.seed, self.large_step = epsilon, seed, large_step
 
     def fit(self, X, y, X_val, y_val):
-        b = DPDataValuator(Ridge(), noise="none", n_permutations=2,
-                           random_state=self.seed).fit(
-            X, y, X_val=X_val, y_val=y_val).subspace_[0]
-        axis = np.eye(len(b))[-1] - b[-1] * b
-        basis = np.vstack([b, axis / np.linalg.norm(axis)])
-        scaled = np.hstack([(X_val - X_val.mean(0)) / X_val.std(0),
-                            np.ones((len(X_val), 1))])
-        t_val = (y_val - y_val.mean()) / y_val.std()
+        b, _, _, _, scaled, t_val = _walk_layout(X, y, X_val, y_val, self.seed)
+        basis = _plane(b)
         clip = float(np.median(np.linalg.norm(
             (scaled @ basis.T) * t_val[:, None], axis=1)))
         step = dict(clip_norm=clip, learning_rate=0.2154) if self.large_step else {}
@@ -303,9 +308,8 @@ def regression_sign_split(name, data):
             d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
         scores = REGRESSION_METHODS["label quality no DP"](None, seed).fit(
             d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
-        X = (d.X_train - d.X_val.mean(0)) / d.X_val.std(0)
-        t = (d.y_train - d.y_val.mean()) / d.y_val.std()
-        first_order = np.hstack([X, np.ones((len(X), 1))]) @ walk.subspace_[0] * t
+        b, _, X, t, _, _ = _walk_layout(d.X_train, d.y_train, d.X_val, d.y_val, seed)
+        first_order = X @ b * t
         for half, corrupted in (("sign flipped", d.is_noisy & (first_order < 0)),
                                 ("sign kept", d.is_noisy & (first_order >= 0))):
             rows = corrupted | ~d.is_noisy
