@@ -400,6 +400,22 @@ class DPDataValuator(BaseValuator):
     See Also
     --------
     sklearn.linear_model.SGDClassifier : A model the walk can use.
+    DPLabelQuality : One private score per party, to find bad labels or targets.
+
+    Notes
+    -----
+    A value is, to first order, the projection of the party's clipped
+    gradient on the validation utility's gradient along the walk. For a
+    regressor with a squared loss, from the zero model along the public
+    direction ``b``, that is ``(x . b) t`` (standardised target ``t``): the
+    sign of the target along the public model's prediction, not the size of
+    its residual. Of uniformly replaced targets on make_regression, one
+    whose sign flipped is found (no-noise AUC 1.00 against the clean
+    targets), one that kept it looks clean (0.47): about half are found,
+    whatever the budget (``benchmarks/quality.py --suite regression``).
+    The residual's size reaches a value only through second-order terms,
+    which noise swamps. To find corrupted targets, use
+    :class:`DPLabelQuality`: it releases the residual's size itself.
 
     References
     ----------
