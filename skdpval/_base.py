@@ -11,7 +11,8 @@ Every valuator (:class:`~skdpval.DPDataValuator`,
    before any work (the first splits off the validation set);
 3. ``_parties``: :func:`~skdpval._data.prepare_parties` with the options
    of ``_party_options`` (validation, the split, the public
-   standardisation, the rows laid out party by party);
+   standardisation, the rows laid out party by party), then
+   ``_finish_parties``, the valuator's own checks and changes of them;
 4. ``_value``: the valuator's own mechanism, returning one value per
    training party;
 5. ``_set_values``: ``values_``, ``rank_`` and ``sample_values_``, with
@@ -29,7 +30,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from ._data import prepare_parties
+from ._data import check_classes_parameter, prepare_parties
 from .exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
@@ -92,10 +93,13 @@ class BaseValuator(BaseEstimator):
     def _fit(self, X, y, X_val=None, y_val=None, groups=None, **fit_params):
         """The template: check, seed, lay out the parties, value them, set values."""
         model = self._check_parameters()
+        options = self._party_options(model)
+        check_classes_parameter(self, options["is_classifier"], self.classes)
         warn_if_default_epsilon(self, stacklevel=STEP_TO_USER - 1)
         split_seed, *seeds = check_random_state(self.random_state).randint(
             MAX_INT, size=self._n_seeds)
-        parties = self._parties(X, y, X_val, y_val, groups, model, split_seed)
+        parties = self._parties(X, y, X_val, y_val, groups, options, split_seed)
+        parties = self._finish_parties(parties, X_val is not None, groups)
         values = self._value(parties, groups, model, seeds, **fit_params)
         self._set_values(values, parties, groups)
         return self
@@ -108,14 +112,19 @@ class BaseValuator(BaseEstimator):
         """Keyword arguments of :func:`~skdpval._data.prepare_parties`."""
         raise NotImplementedError
 
-    def _parties(self, X, y, X_val, y_val, groups, model, split_seed):
+    def _parties(self, X, y, X_val, y_val, groups, options, split_seed):
         """The validated parties and validation set (and ``classes_``)."""
         parties = prepare_parties(
             self, X, y, X_val, y_val, groups, classes=self.classes,
             validation_fraction=self.validation_fraction, split_seed=split_seed,
-            stacklevel=STEP_TO_USER, **self._party_options(model))
+            stacklevel=STEP_TO_USER, **options)
         if parties.classes is not None:
             self.classes_ = parties.classes
+        return parties
+
+    def _finish_parties(self, parties, given_X_val, groups):
+        """What a valuator checks or changes once the parties are laid out
+        (nothing by default)."""
         return parties
 
     def _value(self, parties, groups, model, seeds, **fit_params):

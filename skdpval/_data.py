@@ -417,7 +417,7 @@ def apply_public_preprocessor(estimator, preprocessor, X, y, X_val, y_val):
 def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                     classes, validation_fraction, split_seed, standardize,
                     center=True, scale_targets=False, preprocessor=None,
-                    warn_unscaled=True, stacklevel=2):
+                    warn_unscaled=True, party_unit="group", stacklevel=2):
     """Validate the inputs and lay out the parties and the validation set.
 
     With a ``preprocessor`` (the transformers of a wrapped Pipeline), it is
@@ -433,7 +433,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
             classes=classes, validation_fraction=validation_fraction,
             split_seed=split_seed, standardize=standardize, center=center,
             scale_targets=scale_targets, warn_unscaled=warn_unscaled,
-            stacklevel=stacklevel + 1)
+            party_unit=party_unit, stacklevel=stacklevel + 1)
     estimator.preprocessor_, X, X_val, n_features, names = apply_public_preprocessor(
         estimator, preprocessor, X, y, X_val, y_val)
     parties = _prepare_parties(
@@ -441,7 +441,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         classes=classes, validation_fraction=validation_fraction,
         split_seed=split_seed, standardize=standardize, center=center,
         scale_targets=scale_targets, warn_unscaled=warn_unscaled,
-        stacklevel=stacklevel + 1)
+        party_unit=party_unit, stacklevel=stacklevel + 1)
     estimator.n_features_in_ = n_features  # of the raw X, not the transformed
     if names is not None:
         estimator.feature_names_in_ = names
@@ -451,7 +451,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
 def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                      classes, validation_fraction, split_seed, standardize,
                      center=True, scale_targets=False, warn_unscaled=True,
-                     stacklevel=2):
+                     party_unit="group", stacklevel=2):
     """Validate the inputs and lay out the parties and the validation set.
 
     Public choices come from public data only: the class set from ``y_val``
@@ -465,7 +465,8 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     model without intercept) scales without centring; ``scale_targets``
     standardises regression targets too (:func:`standardize_targets`);
     ``warn_unscaled=False`` skips the check of the validation set's scale
-    (for features used as given on purpose).
+    (for features used as given on purpose); ``party_unit`` names a group
+    in the warnings ("group", "client").
     """
     if (X_val is None) != (y_val is None):
         raise ValueError("X_val and y_val must be given together.")
@@ -488,7 +489,7 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         n_unprotected = len(val_rows)
         warn_validation_from_training(
             n_unprotected, len(X), validation_fraction=validation_fraction,
-            unit="sample" if groups is None else "group", stacklevel=stacklevel + 1)
+            unit="sample" if groups is None else party_unit, stacklevel=stacklevel + 1)
     else:
         X_val = check_validation_features(estimator, X_val, stacklevel + 1,
                                           dtype=np.float64, order="C")

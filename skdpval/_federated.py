@@ -174,7 +174,6 @@ class DPFederatedValuator(BaseValuator):
         clients.
     sample_values_ : ndarray of shape (n_samples,)
         The value of each sample's client, when ``fit`` got ``groups``.
-
     round_values_ : ndarray of shape (n_rounds, n_clients)
         Each round's Shapley value estimate of each client (NaN for held-out
         clients).
@@ -288,6 +287,11 @@ class DPFederatedValuator(BaseValuator):
         -------
         self : object
         """
+        if X_val is not None and y_val is None and np.ndim(X_val) == 1:
+            raise ValueError(
+                "X_val was given without y_val, and it is one-dimensional: "
+                "fit takes X, y, X_val, y_val, groups (groups used to come "
+                "third); pass groups=client_of_each_sample by name.")
         return self._fit(X, y, X_val, y_val, groups)
 
     _n_seeds = 3  # the split, the rounds, a *CV variant's search
@@ -303,17 +307,15 @@ class DPFederatedValuator(BaseValuator):
     def _party_options(self, model):
         _, spec = model
         return dict(is_classifier=spec.is_classifier, standardize=self.standardize,
-                    center=spec.fit_intercept)
+                    center=spec.fit_intercept, party_unit="client")
 
-    def _parties(self, X, y, X_val, y_val, groups, model, split_seed):
-        """The clients (every sample one, with a warning, without groups)."""
+    def _finish_parties(self, parties, given_X_val, groups):
+        """Without groups every sample is a client (with a warning)."""
         if groups is None:
             warnings.warn(
                 "DPFederatedValuator.fit got no groups: every sample is taken "
                 "as a client. Pass groups=client_of_each_sample to value clients.",
                 SkdpvalWarning, stacklevel=STEP_TO_USER)
-        parties = super()._parties(X, y, X_val, y_val, groups, model, split_seed)
-        if groups is None:
             self.groups_ = np.arange(parties.n_all_parties)
         return parties
 

@@ -393,10 +393,8 @@ class LayeredShapleyValuator(BaseValuator):
         # so an unscaled validation set is no reason to warn.
         return dict(is_classifier=True, standardize=False, warn_unscaled=False)
 
-    def _parties(self, X, y, X_val, y_val, groups, C, split_seed):
+    def _finish_parties(self, parties, given_X_val, groups):
         """The parties, binary, in the declared domain when ``epsilon`` is set."""
-        given_X_val = X_val is not None
-        parties = super()._parties(X, y, X_val, y_val, groups, C, split_seed)
         if len(self.classes_) != 2:
             raise ValueError("LayeredShapleyValuator values data for binary "
                              f"classification: the class set "

@@ -1,6 +1,7 @@
 """The valuators' one template fit: same signature, same parties, same split."""
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -91,3 +92,23 @@ def test_federated_values_follow_the_fit_intercept_of_the_model():
     assert_allclose(centred.fit(X + 5.0, y, X_val + 5.0, y_val, groups=groups).values_,
                     centred.fit(X, y, X_val, y_val, groups=groups).values_,
                     atol=1e-12)
+
+
+@pytest.mark.parametrize("valuator", ALL, ids=lambda v: type(v).__name__)
+def test_warnings_about_the_data_point_at_the_users_line(valuator):
+    """Validation rows held out of X warn (they are not protected); the
+    warning names this file, whichever steps the valuator adds."""
+    X, y, groups = _groups_data()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        valuator.fit(X, y)
+    held_out = [w for w in caught if "held out" in str(w.message)
+                or "validation" in str(w.message).lower()]
+    assert held_out, [str(w.message) for w in caught]
+    assert {w.filename for w in held_out} == {__file__}
+
+
+def test_federated_groups_given_third_is_an_error_naming_the_new_order():
+    X, y, groups = _groups_data()
+    with pytest.raises(ValueError, match="pass groups=client_of_each_sample"):
+        DPFederatedValuator(n_rounds=2, noise="none").fit(X, y, groups)
