@@ -198,11 +198,9 @@ def _exact(kind, rows, z):
 
 
 @njit(**K._scalar)
-def _hermite(kind, lo, inv_h, table, rows, z):
-    """``U(z)`` from the table, or exactly past it."""
-    x = (z - lo) * inv_h
-    if not (x >= 0.0 and x < table.shape[0] - 1):
-        return _exact(kind, rows, z)
+def quintic(table, x):
+    """The quintic Hermite interpolant of ``table`` (rows ``(U, h U', h^2 U'')``
+    at the nodes) at ``x`` in units of the step, ``0 <= x < len(table) - 1``."""
     i = int(x)
     t = x - i
     p0, d0, e0 = table[i, 0], table[i, 1], table[i, 2]
@@ -217,6 +215,15 @@ def _hermite(kind, lo, inv_h, table, rows, z):
             + 0.5 * (t3 - 2.0 * t4 + t5) * e1
             + (-4.0 * t3 + 7.0 * t4 - 3.0 * t5) * d1
             + (10.0 * t3 - 15.0 * t4 + 6.0 * t5) * p1)
+
+
+@njit(**K._scalar)
+def _hermite(kind, lo, inv_h, table, rows, z):
+    """``U(z)`` from the table, or exactly past it."""
+    x = (z - lo) * inv_h
+    if not (x >= 0.0 and x < table.shape[0] - 1):
+        return _exact(kind, rows, z)
+    return quintic(table, x)
 
 
 @njit(**K._scalar)
