@@ -27,7 +27,10 @@ utility's table (:mod:`skdpval._mlp_space`) come from them.
 import numpy as np
 from numba import njit
 
-from ._kernels import LOGISTIC, MULTINOMIAL, _f64, _jit, _scalar, softplus
+from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _scalar, clip_l2, softplus,
+                       utility_of_margins)
+from ._line import quintic
+from ._subspace import release_tail
 
 IDENTITY, LOGISTIC_UNIT, TANH, RELU = 0, 1, 2, 3
 ACTIVATIONS = {"identity": IDENTITY, "logistic": LOGISTIC_UNIT, "tanh": TANH,
@@ -334,3 +337,229 @@ def line_loss(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
         for k in range(n_out):
             second += curvature * o1[k] * o1[k]
     return value, first, second
+
+
+# --- the walks -------------------------------------------------------------------
+
+@njit(**_scalar)
+def _project(grad, basis, projected, out):
+    """``out`` <- ``basis @ grad`` when ``projected``, else ``grad``."""
+    if projected:
+        for i in range(out.shape[0]):
+            s = 0.0
+            for p in range(grad.shape[0]):
+                s += basis[i, p] * grad[p]
+            out[i] = s
+    else:
+        for p in range(out.shape[0]):
+            out[p] = grad[p]
+
+
+@njit(**_jit)
+def _clipped_statistic(theta, basis, projected, layout, X, T, row_weights, start,
+                       stop, act, loss, l2, clip_norm, record_level, units, deltas,
+                       grad, record, update):
+    """``update`` <- party ``start:stop``'s gradient (projected), clipped; at
+    record level the sum of its rows' clipped gradients."""
+    dim = update.shape[0]
+    if record_level:
+        for i in range(dim):
+            update[i] = 0.0
+        for row in range(start, stop):
+            party_gradient(theta, layout, X, T, row_weights, row, row + 1, act, loss,
+                           l2, units, deltas, grad)
+            _project(grad, basis, projected, record)
+            clip_l2(record.reshape((1, dim)), clip_norm)
+            for i in range(dim):
+                update[i] += record[i]
+    else:
+        party_gradient(theta, layout, X, T, row_weights, start, stop, act, loss, l2,
+                       units, deltas, grad)
+        _project(grad, basis, projected, update)
+        clip_l2(update.reshape((1, dim)), clip_norm)
+
+
+@njit(**_jit)
+def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets,
+         X_val, T_val_t, labels_val, utility, utility_loss, total_sum_squares, l2,
+         clip_norm, learning_rate, record_level, starts, permutations, noise, x_tt,
+         use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
+         end_utility, ends, theta, grad, record, update, units, deltas, margins,
+         scratch):
+    """The network's walk in the full space (``projected`` False: the released
+    statistic is the whole gradient, ``z = theta - theta0``) or in the span of
+    ``basis`` (``theta = theta0 + basis^T z``). Walk ``b`` starts from ``z =
+    starts[b % len(starts)]`` and steps through ``permutations[b]``, leaving
+    its ``z`` in ``ends[b]``; the validation utility is computed from the rows
+    at every step (``utility``, ``utility_loss`` as
+    :func:`skdpval._kernels.kernel_codes` gives them)."""
+    n_walks, n_steps = permutations.shape
+    has_noise = noise.shape[0] == n_walks
+    dim = update.shape[0]
+    n_params = theta.shape[0]
+    n_val = labels_val.shape[0]
+    for b in range(n_walks):
+        z = ends[b]
+        start = starts[b % starts.shape[0]]
+        for i in range(dim):
+            z[i] = start[i]
+        for p in range(n_params):
+            theta[p] = theta0[p]
+        if projected:
+            for i in range(dim):
+                for p in range(n_params):
+                    theta[p] += z[i] * basis[i, p]
+        else:
+            for p in range(n_params):
+                theta[p] += z[p]
+        output_margins(theta, layout, X_val, act, units, margins)
+        previous = utility_of_margins(utility, utility_loss, margins, T_val_t,
+                                      labels_val, 0.0, total_sum_squares, scratch)
+        fresh = x_tt[b]
+        for position in range(n_steps):
+            j = permutations[b, position]
+            _clipped_statistic(theta, basis, projected, layout, X, T, row_weights,
+                               offsets[j], offsets[j + 1], act, loss, l2, clip_norm,
+                               record_level, units, deltas, grad, record, update)
+            release_tail(update, noise, b, j, has_noise, grid, grid_bound,
+                         record_level, offsets[j + 1] - offsets[j], use_rolling,
+                         fresh, rolling_mean)
+            for i in range(dim):
+                z[i] -= learning_rate * update[i]
+            if projected:
+                for p in range(n_params):
+                    s = 0.0
+                    for i in range(dim):
+                        s += update[i] * basis[i, p]
+                    theta[p] -= learning_rate * s
+            else:
+                for p in range(n_params):
+                    theta[p] -= learning_rate * update[p]
+            if n_val > 0:
+                output_margins(theta, layout, X_val, act, units, margins)
+                current = utility_of_margins(utility, utility_loss, margins, T_val_t,
+                                             labels_val, 0.0, total_sum_squares,
+                                             scratch)
+                marginals[b, j] = weights[position] * (current - previous)
+                previous = current
+        end_utility[b] = previous
+
+
+@njit(**_jit)
+def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
+                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1):
+    """d/dz of rows ``start:stop``'s weighted mean loss plus the L2 term at
+    ``theta0 + z b``: ``l2 (penalty0 + z penalty1)``, ``penalty0 = <b_W,
+    W0>``, ``penalty1 = ||b_W||^2`` over the coefficients."""
+    total = 0.0
+    for row in range(start, stop):
+        _, first, _ = line_loss(z, A[row], C[row], T[row], theta0, direction, layout,
+                                act, loss, u0, u1, u2, d1)
+        total += row_weights[row] * first
+    if stop - start > 1:
+        total /= stop - start
+    return total + l2 * (penalty0 + z * penalty1)
+
+
+@njit(**_jit)
+def tabulate(lo, h, A, C, T, theta0, direction, layout, act, loss, scale, offset,
+             u0, u1, u2, d1, table):
+    """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h``, ``U = offset -
+    scale * mean loss`` over the rows ``A, C, T``."""
+    n = A.shape[0]
+    for i in range(table.shape[0]):
+        z = lo + i * h
+        value = first = second = 0.0
+        for v in range(n):
+            a, b, c = line_loss(z, A[v], C[v], T[v], theta0, direction, layout, act,
+                                loss, u0, u1, u2, d1)
+            value += a
+            first += b
+            second += c
+        table[i, 0] = offset - scale * value / n
+        table[i, 1] = -h * scale * first / n
+        table[i, 2] = -h * h * scale * second / n
+
+
+@njit(**_jit)
+def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
+               u0, u1, u2, d1):
+    """``U(z)`` from the rows."""
+    total = 0.0
+    for v in range(A.shape[0]):
+        total += line_loss(z, A[v], C[v], T[v], theta0, direction, layout, act, loss,
+                           u0, u1, u2, d1)[0]
+    return offset - scale * total / A.shape[0]
+
+
+@njit(**_scalar)
+def line_utility(z, lo, inv_h, table, A, C, T, theta0, direction, layout, act, loss,
+                 scale, offset, u0, u1, u2, d1):
+    """``U(z)`` from the table, or from the rows past it."""
+    x = (z - lo) * inv_h
+    if x >= 0.0 and x < table.shape[0] - 1:
+        return quintic(table, x)
+    return line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
+                      offset, u0, u1, u2, d1)
+
+
+@njit(**_jit)
+def table_error(lo, h, table, A, C, T, theta0, direction, layout, act, loss, scale,
+                offset, u0, u1, u2, d1):
+    """Largest ``|interpolant - U|`` over the midpoints of the table's
+    intervals, where a quintic Hermite interpolant's error term
+    ``U^(6)(xi) / 6! (t (t - 1))^3 h^6`` peaks."""
+    worst = 0.0
+    for i in range(table.shape[0] - 1):
+        z = lo + (i + 0.5) * h
+        exact = line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
+                           offset, u0, u1, u2, d1)
+        worst = max(worst, abs(quintic(table, i + 0.5) - exact))
+    return worst
+
+
+@njit(**_jit)
+def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offsets,
+              l2, penalty0, penalty1, clip_norm, learning_rate, record_level, lo,
+              inv_h, table, A_val, C_val, T_val, scale, offset, permutations, noise,
+              x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
+              end_utility, update, record, u0, u1, u2, d1):
+    """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
+    :func:`walk` with one direction, a party's gradient in ``z`` by forward
+    mode (O(width) in the first layer) and the utility from the table."""
+    n_walks, n_steps = permutations.shape
+    has_noise = noise.shape[0] == n_walks
+    update_2d = update.reshape((1, 1))
+    record_2d = record.reshape((1, 1))
+    for b in range(n_walks):
+        z = 0.0
+        previous = line_utility(z, lo, inv_h, table, A_val, C_val, T_val, theta0,
+                                direction, layout, act, loss, scale, offset, u0, u1,
+                                u2, d1)
+        fresh = x_tt[b]
+        for position in range(n_steps):
+            j = permutations[b, position]
+            start, stop = offsets[j], offsets[j + 1]
+            if record_level:
+                update[0] = 0.0
+                for row in range(start, stop):
+                    record[0] = line_party_gradient(
+                        z, A, C, T, row_weights, row, row + 1, theta0, direction,
+                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
+                    clip_l2(record_2d, clip_norm)
+                    update[0] += record[0]
+            else:
+                update[0] = line_party_gradient(
+                    z, A, C, T, row_weights, start, stop, theta0, direction, layout,
+                    act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
+                clip_l2(update_2d, clip_norm)
+            release_tail(update, noise, b, j, has_noise, grid, grid_bound,
+                         record_level, stop - start, use_rolling, fresh,
+                         rolling_mean)
+            z -= learning_rate * update[0]
+            current = line_utility(z, lo, inv_h, table, A_val, C_val, T_val, theta0,
+                                   direction, layout, act, loss, scale, offset, u0,
+                                   u1, u2, d1)
+            marginals[b, j] = weights[position] * (current - previous)
+            previous = current
+        end_utility[b] = previous
