@@ -482,13 +482,37 @@ def tabulate(lo, h, A, C, T, theta0, direction, layout, act, loss, scale, offset
 
 
 @njit(**_jit)
+def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, d1):
+    """One row's loss at ``z``: :func:`line_forward`'s values only."""
+    n_layers = layout.shape[0]
+    for o in range(layout[0, 1]):
+        u0[o] = _activate(act, a[o] + z * c[o]) if n_layers > 1 else a[o] + z * c[o]
+    for layer in range(1, n_layers):
+        fan_in, fan_out = layout[layer, 0], layout[layer, 1]
+        coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
+        source = layout[layer - 1, 4]
+        for o in range(fan_out):
+            u0[out + o] = theta0[intercept + o] + z * direction[intercept + o]
+        for i in range(fan_in):
+            h = u0[source + i]
+            base = coef + i * fan_out
+            for o in range(fan_out):
+                u0[out + o] += (theta0[base + o] + z * direction[base + o]) * h
+        if layer < n_layers - 1:
+            for o in range(fan_out):
+                u0[out + o] = _activate(act, u0[out + o])
+    last = layout[n_layers - 1, 4]
+    return output_loss(loss, u0[last:last + layout[n_layers - 1, 1]], t, d1)[0]
+
+
+@njit(**_jit)
 def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
                u0, u1, u2, d1):
     """``U(z)`` from the rows."""
     total = 0.0
     for v in range(A.shape[0]):
-        total += line_loss(z, A[v], C[v], T[v], theta0, direction, layout, act, loss,
-                           u0, u1, u2, d1)[0]
+        total += _line_value(z, A[v], C[v], T[v], theta0, direction, layout, act,
+                             loss, u0, d1)
     return offset - scale * total / A.shape[0]
 
 

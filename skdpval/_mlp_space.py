@@ -29,12 +29,14 @@ from collections import namedtuple
 
 import numpy as np
 from scipy.optimize import minimize
+from sklearn.utils import check_random_state
 
 from . import _kernels as K
 from . import _mlp
 from ._kernels import _f64, pad_columns, padded_length, unit_weights, validation_scratch
 from ._secure_noise import NO_GRID
-from ._walk import PartiesByOffsets
+from ._space import check_basis
+from ._walk import PartiesByOffsets, one_blas_thread
 
 # Largest error of the tabulated utility at the midpoints of its intervals.
 LINE_TOLERANCE = 1e-12
@@ -368,3 +370,32 @@ class NetworkSpace:
             net, direction, A, C, _f64(T), _i64(offsets), row_weights, float(l2),
             penalty, float(clip_norm), float(learning_rate), bool(record_level), lo,
             inv_h, table, A_val, C_val, T_val, *affine, _f64(weights))
+
+
+def network_space(network_spec, game, subspace, seed):
+    """``(basis or None, line_center, NetworkSpace)`` of a network's valuation.
+
+    ``theta0`` is drawn from the network's ``random_state`` or, when unset,
+    from ``seed`` (the valuator's public randomness); ``subspace`` is
+    ``"public"`` (the direction toward the network fitted on the validation
+    set, :func:`public_direction`; ``line_center`` the distance to it), None
+    (every parameter) or an array of orthonormal rows over the packed
+    parameters.
+    """
+    sizes = [game.X.shape[1], *network_spec.hidden_layer_sizes, game.T.shape[1]]
+    random_state = check_random_state(
+        seed if network_spec.random_state is None else network_spec.random_state)
+    network = make_network(sizes, network_spec.activation, game.loss, random_state)
+    if subspace is None:
+        return None, 0.0, NetworkSpace(network)
+    if isinstance(subspace, str):  # "public"
+        with one_blas_thread():
+            direction, distance = public_direction(
+                network, game.X_val, game.T_val, game.val_spec.l2_per_sample,
+                game.val_weights)
+        basis = direction[None]
+        return basis, distance, NetworkSpace(network, basis)
+    basis = check_basis(subspace, len(network.theta0),
+                        "the network's coefficients, then its intercepts, "
+                        "packed as scikit-learn packs them")
+    return basis, 0.0, NetworkSpace(network, basis)

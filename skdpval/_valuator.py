@@ -42,7 +42,8 @@ from ._noise import (
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
 from ._secure_noise import Grid, noise_key
-from ._space import space_of
+from ._mlp_space import network_space
+from ._space import check_basis, space_of
 from ._walk import SeededDraws, one_blas_thread, run_walks
 from .exceptions import SkdpvalWarning, warn_if_default_epsilon
 
@@ -609,8 +610,9 @@ class DPDataValuator(BaseEstimator):
         check_target_domain(spec, parties.y_val, "y_val")
         game = self._game(spec, parties, sample_weight)._replace(
             record_level=groups is not None and self.privacy_unit == "record")
-        self.subspace_, line_center = self._subspace_basis(estimator, game)
-        game = game._replace(space=space_of(self.subspace_))
+        self.subspace_, line_center, space = self._space(estimator, spec, game,
+                                                         search_seed)
+        game = game._replace(space=space)
         self.clip_norm_ = self._clip_norm(game)
         x_tt, use_rolling, add_noise = noise_schedule(
             self.noise, self.n_permutations, self.batch_permutations)
@@ -689,18 +691,18 @@ class DPDataValuator(BaseEstimator):
         if isinstance(self.subspace, str):  # "public"
             direction, norm = self._public_direction(estimator, game)
             return direction.reshape(1, -1), norm
-        basis = np.asarray(self.subspace, dtype=np.float64)
-        if basis.ndim != 2 or basis.shape[1] != n_params or len(basis) < 1:
-            raise ValueError(
-                f"subspace must be 'public', None or an array of shape (m, "
-                f"{n_params}) (m >= 1, one column per parameter: "
-                f"{game.T.shape[1]} output(s) x {game.X.shape[1]} columns, "
-                f"intercept last), got shape {basis.shape}.")
-        if not np.all(np.isfinite(basis)) or not np.allclose(
-                basis @ basis.T, np.eye(len(basis)), atol=1e-8):
-            raise ValueError("subspace must have finite, orthonormal rows "
-                             "(basis @ basis.T equal to the identity).")
+        basis = check_basis(self.subspace, n_params,
+                            f"{game.T.shape[1]} output(s) x {game.X.shape[1]} "
+                            "columns, intercept last")
         return basis, 0.0
+
+    def _space(self, estimator, spec, game, seed):
+        """``(subspace_, line_center, space)``: a network's family builds its own
+        (:func:`skdpval._mlp_space.network_space`), a linear model's is built here."""
+        if spec.network is not None:
+            return network_space(spec.network, game, self.subspace, seed)
+        basis, line_center = self._subspace_basis(estimator, game)
+        return basis, line_center, space_of(basis)
 
     def _public_direction(self, estimator, game):
         """The wrapped model's objective minimised on the validation set: a unit vector.
@@ -737,7 +739,7 @@ class DPDataValuator(BaseEstimator):
                         l2=game.l2, l1=game.l1, n_penalized=game.n_penalized,
                         row_weights=game.val_weights)
         rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
-        theta = np.zeros((game.T.shape[1], game.X.shape[1]))
+        theta = game.space.initial_theta(game.T.shape[1], game.X.shape[1])
         gradients = game.space.party_gradients(theta, *rows, **settings)
         norms = np.linalg.norm(gradients, axis=1)
         norms = norms[norms > 0]  # rows the loss is flat at carry no scale
@@ -889,7 +891,7 @@ class DPDataValuator(BaseEstimator):
         """Values, ranks, marginal statistics; checks the walk stayed finite."""
         values = result.marginal_mean
         self.initial_utility_ = self._utility(
-            game, np.zeros((game.T.shape[1], game.X.shape[1])),
+            game, game.space.initial_theta(game.T.shape[1], game.X.shape[1]),
             np.arange(len(game.X_val)), game.utility)
         self.final_utilities_ = result.end_utility
         check_converged(values, self.final_utilities_, self.initial_utility_,
