@@ -95,7 +95,7 @@ def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility
     end_utility = np.empty(n_walks)
     ends = np.empty((n_walks, dim))
     n_out = int(layout[-1, 1])
-    utility_code, utility_loss = K.kernel_codes(network.loss, utility, n_out)
+    utility_loss, utility_code = K.kernel_codes(network.loss, utility, n_out)
     units = _mlp.n_units(layout)
     _mlp.walk(network.theta0, np.zeros((1, 1)) if basis is None else _f64(basis),
               projected, layout, network.activation, network.loss, _f64(X), _f64(T),
