@@ -29,7 +29,7 @@ from numba import njit
 
 from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _scalar, clip_l2, softplus,
                        utility_of_margins)
-from ._line import quintic
+from ._line import hermite5
 from ._subspace import release_tail
 
 IDENTITY, LOGISTIC_UNIT, TANH, RELU = 0, 1, 2, 3
@@ -276,16 +276,20 @@ def line_rows(theta0, direction, layout, X):
 
 
 @njit(**_jit)
-def line_forward(z, a, c, theta0, direction, layout, act, u0, u1, u2):
+def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2):
     """Every layer's outputs (``u0``) and their first (``u1``) and second (``u2``)
     derivatives in ``z`` at ``theta0 + z direction``, for a row whose first
-    layer's pre-activations are ``a + z c``."""
+    layer's pre-activations are ``a + z c``. A first-layer relu unit is
+    active where it is at ``zp`` (``zp = z``: where it is at ``z``; another
+    point of the same piece between kinks: the one-sided limits at a kink)."""
     n_layers = layout.shape[0]
     width = layout[0, 1]
     for o in range(width):
         u0[o] = a[o] + z * c[o]
         u1[o] = c[o]
         u2[o] = 0.0
+        if act == RELU and n_layers > 1 and not a[o] + zp * c[o] > 0.0:
+            u0[o] = u1[o] = 0.0
     for layer in range(n_layers):
         fan_in, fan_out = layout[layer, 0], layout[layer, 1]
         coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
@@ -304,6 +308,8 @@ def line_forward(z, a, c, theta0, direction, layout, act, u0, u1, u2):
                     u0[out + o] += w_z * h0
                     u1[out + o] += b * h0 + w_z * h1
                     u2[out + o] += 2.0 * b * h1 + w_z * h2
+        if layer == 0 and act == RELU:
+            continue  # decided above, at zp
         if layer < n_layers - 1:
             for o in range(fan_out):
                 h = _activate(act, u0[out + o])
@@ -315,9 +321,9 @@ def line_forward(z, a, c, theta0, direction, layout, act, u0, u1, u2):
 
 
 @njit(**_jit)
-def line_loss(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
     """``(L, dL/dz, d2L/dz2)`` of one row at ``z`` (outputs by :func:`line_forward`)."""
-    line_forward(z, a, c, theta0, direction, layout, act, u0, u1, u2)
+    line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2)
     last = layout[layout.shape[0] - 1, 4]
     n_out = layout[layout.shape[0] - 1, 1]
     o0, o1, o2 = u0[last:last + n_out], u1[last:last + n_out], u2[last:last + n_out]
@@ -453,8 +459,8 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
     W0>``, ``penalty1 = ||b_W||^2`` over the coefficients."""
     total = 0.0
     for row in range(start, stop):
-        _, first, _ = line_loss(z, A[row], C[row], T[row], theta0, direction, layout,
-                                act, loss, u0, u1, u2, d1)
+        _, first, _ = line_loss(z, z, A[row], C[row], T[row], theta0, direction,
+                                layout, act, loss, u0, u1, u2, d1)
         total += row_weights[row] * first
     if stop - start > 1:
         total /= stop - start
@@ -462,23 +468,35 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
 
 
 @njit(**_jit)
-def tabulate(lo, h, A, C, T, theta0, direction, layout, act, loss, scale, offset,
-             u0, u1, u2, d1, table):
-    """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h``, ``U = offset -
-    scale * mean loss`` over the rows ``A, C, T``."""
+def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset, u0,
+         u1, u2, d1, out):
+    """``out`` <- ``(U, h U', h^2 U'')`` at ``z`` on the piece holding ``zp``."""
     n = A.shape[0]
-    for i in range(table.shape[0]):
-        z = lo + i * h
-        value = first = second = 0.0
-        for v in range(n):
-            a, b, c = line_loss(z, A[v], C[v], T[v], theta0, direction, layout, act,
-                                loss, u0, u1, u2, d1)
-            value += a
-            first += b
-            second += c
-        table[i, 0] = offset - scale * value / n
-        table[i, 1] = -h * scale * first / n
-        table[i, 2] = -h * h * scale * second / n
+    value = first = second = 0.0
+    for v in range(n):
+        a, b, c = line_loss(z, zp, A[v], C[v], T[v], theta0, direction, layout, act,
+                            loss, u0, u1, u2, d1)
+        value += a
+        first += b
+        second += c
+    out[0] = offset - scale * value / n
+    out[1] = -h * scale * first / n
+    out[2] = -h * h * scale * second / n
+
+
+@njit(**_jit)
+def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
+             offset, u0, u1, u2, d1, data):
+    """``data[i]``: ``(U, h U', h^2 U'')`` at both ends of the interval
+    ``left[i], right[i]`` (``h`` its length), each the limit from inside it,
+    ``U = offset - scale * mean loss`` over the rows ``A, C, T``."""
+    for i in range(data.shape[0]):
+        h = right[i] - left[i]
+        middle = left[i] + 0.5 * h
+        _end(left[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
+             scale, offset, u0, u1, u2, d1, data[i, 0:3])
+        _end(right[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
+             scale, offset, u0, u1, u2, d1, data[i, 3:6])
 
 
 @njit(**_jit)
@@ -517,35 +535,48 @@ def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
 
 
 @njit(**_scalar)
-def line_utility(z, lo, inv_h, table, A, C, T, theta0, direction, layout, act, loss,
-                 scale, offset, u0, u1, u2, d1):
+def _interval(z, nodes, first, inv_cell):
+    """The interval of the table holding ``z`` (``nodes[0] <= z < nodes[-1]``):
+    from the first interval of ``z``'s cell of a uniform grid, onwards."""
+    i = first[int((z - nodes[0]) * inv_cell)]
+    while nodes[i + 1] <= z:
+        i += 1
+    return i
+
+
+@njit(**_scalar)
+def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
+                 layout, act, loss, scale, offset, u0, u1, u2, d1):
     """``U(z)`` from the table, or from the rows past it."""
-    x = (z - lo) * inv_h
-    if x >= 0.0 and x < table.shape[0] - 1:
-        return quintic(table, x)
+    if z >= nodes[0] and z < nodes[nodes.shape[0] - 1]:
+        i = _interval(z, nodes, first, inv_cell)
+        row = data[i]
+        return hermite5(row[0], row[1], row[2], row[3], row[4], row[5],
+                        (z - nodes[i]) / (nodes[i + 1] - nodes[i]))
     return line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
                       offset, u0, u1, u2, d1)
 
 
 @njit(**_jit)
-def table_error(lo, h, table, A, C, T, theta0, direction, layout, act, loss, scale,
-                offset, u0, u1, u2, d1):
-    """Largest ``|interpolant - U|`` over the midpoints of the table's
-    intervals, where a quintic Hermite interpolant's error term
-    ``U^(6)(xi) / 6! (t (t - 1))^3 h^6`` peaks."""
-    worst = 0.0
-    for i in range(table.shape[0] - 1):
-        z = lo + (i + 0.5) * h
-        exact = line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
-                           offset, u0, u1, u2, d1)
-        worst = max(worst, abs(quintic(table, i + 0.5) - exact))
-    return worst
+def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, loss,
+                 scale, offset, u0, u1, u2, d1, out):
+    """``out[i]``: ``|interpolant - U|`` at the midpoint of interval ``i``,
+    where a quintic Hermite interpolant's error term ``U^(6)(xi) / 6! (t (t
+    - 1))^3 h^6`` peaks."""
+    for i in range(data.shape[0]):
+        row = data[i]
+        exact = line_exact(0.5 * (left[i] + right[i]), A, C, T, theta0,
+                           direction, layout, act, loss, scale, offset, u0, u1, u2,
+                           d1)
+        out[i] = abs(hermite5(row[0], row[1], row[2], row[3], row[4], row[5], 0.5)
+                     - exact)
 
 
 @njit(**_jit)
 def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offsets,
-              l2, penalty0, penalty1, clip_norm, learning_rate, record_level, lo,
-              inv_h, table, A_val, C_val, T_val, scale, offset, permutations, noise,
+              l2, penalty0, penalty1, clip_norm, learning_rate, record_level, nodes,
+              data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
+              noise,
               x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
               end_utility, update, record, u0, u1, u2, d1):
     """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
@@ -557,9 +588,9 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
     record_2d = record.reshape((1, 1))
     for b in range(n_walks):
         z = 0.0
-        previous = line_utility(z, lo, inv_h, table, A_val, C_val, T_val, theta0,
-                                direction, layout, act, loss, scale, offset, u0, u1,
-                                u2, d1)
+        previous = line_utility(z, nodes, data, first, inv_cell, A_val, C_val, T_val,
+                                theta0, direction, layout, act, loss, scale, offset,
+                                u0, u1, u2, d1)
         fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
@@ -581,9 +612,9 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
                          record_level, stop - start, use_rolling, fresh,
                          rolling_mean)
             z -= learning_rate * update[0]
-            current = line_utility(z, lo, inv_h, table, A_val, C_val, T_val, theta0,
-                                   direction, layout, act, loss, scale, offset, u0,
-                                   u1, u2, d1)
+            current = line_utility(z, nodes, data, first, inv_cell, A_val, C_val,
+                                   T_val, theta0, direction, layout, act, loss,
+                                   scale, offset, u0, u1, u2, d1)
             marginals[b, j] = weights[position] * (current - previous)
             previous = current
         end_utility[b] = previous

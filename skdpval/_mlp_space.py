@@ -166,29 +166,81 @@ def _utility_affine(utility, n_val, total_sum_squares):
     return None
 
 
+def _kinks(A_val, C_val, lo, hi):
+    """Where a relu unit of the first layer crosses 0 along the line (``a + z c
+    = 0``) within ``[lo, hi]``: the kinks of ``U``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = -A_val / C_val
+    return z[np.isfinite(z) & (z >= lo) & (z <= hi)]
+
+
+LineTable = namedtuple("LineTable", ["nodes", "data", "first", "inv_cell"])
+LineTable.__doc__ = """The utility along the line, piecewise: interval ``i`` is
+``nodes[i], nodes[i + 1]`` with ``data[i]`` its ends' ``(U, h U', h^2
+U'')``; ``first[b]`` the interval of the left edge of cell ``b`` of the
+uniform grid of step ``1 / inv_cell`` from ``nodes[0]`` (the look-up)."""
+
+# No table: ``U`` from the rows everywhere.
+NO_TABLE = LineTable(np.zeros(2), np.zeros((1, 6)), np.zeros(2, np.int64), 0.0)
+
+
+def _kinks(A_val, C_val, lo, hi):
+    """Where a relu unit of the first layer crosses 0 along the line (``a + z c
+    = 0``) within ``(lo, hi)``: the kinks of ``U``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = -A_val / C_val
+    return z[np.isfinite(z) & (z > lo) & (z < hi)]
+
+
 def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
                max_intervals, tolerance=LINE_TOLERANCE):
-    """``(lo, inv_h, table)`` of ``U`` over ``z_range``, refined until the
-    midpoint errors are within ``tolerance``; an empty table (exact
-    utility everywhere) when that takes more than ``max_intervals``."""
+    """The :data:`LineTable` of ``U`` over ``z_range``, each interval refined
+    until the interpolant is within ``tolerance`` of ``U`` at its midpoint;
+    :data:`NO_TABLE` when that takes more than ``max_intervals``.
+
+    With relu units (one hidden layer) ``U`` has a kink where a validation
+    row's unit crosses 0 (:func:`_kinks`): every kink is a node, and each
+    interval's ends take the one-sided values from inside it, so that ``U``
+    is smooth on every interval. A deeper relu network's kinks are not known
+    in advance: no table.
+    """
     lo, hi = float(z_range[0]), float(z_range[1])
-    bufs = _buffers(network.layout)
+    relu = network.activation == _mlp.RELU
+    if relu and len(network.layout) > 2:
+        return NO_TABLE
     args = (A_val, C_val, T_val, network.theta0, direction, network.layout,
-            network.activation, network.loss, scale, offset, *bufs)
-    intervals = 64
-    while True:
-        h = (hi - lo) / intervals
-        table = np.empty((intervals + 1, 3))
-        _mlp.tabulate(lo, h, *args[:8], scale, offset, *bufs, table)
-        error = _mlp.table_error(lo, h, table, *args)
-        if error <= tolerance:
-            return lo, 1.0 / h, table
-        if intervals >= max_intervals:
-            return 0.0, 0.0, np.zeros((1, 3))
-        # The error scales as h^6: aim 20% finer than that predicts.
-        factor = 1.2 * (error / tolerance) ** (1.0 / 6.0)
-        intervals = int(min(max_intervals, max(2 * intervals,
-                                               np.ceil(intervals * factor))))
+            network.activation, network.loss, scale, offset,
+            *_buffers(network.layout))
+    nodes = np.linspace(lo, hi, 65)
+    if relu:
+        nodes = np.unique(np.concatenate([nodes, _kinks(A_val, C_val, lo, hi)]))
+    done_left, done_right, done_data = [], [], []
+    left, right = nodes[:-1], nodes[1:]
+    while len(left):
+        if sum(map(len, done_left)) + len(left) > max_intervals:
+            return NO_TABLE
+        data, errors = np.empty((len(left), 6)), np.empty(len(left))
+        _mlp.tabulate(left, right, *args, data)
+        _mlp.table_errors(left, right, data, *args, errors)
+        good = errors <= tolerance
+        done_left.append(left[good])
+        done_right.append(right[good])
+        done_data.append(data[good])
+        # The error scales as h^6: split 20% finer than that predicts.
+        pieces = np.maximum(2, np.ceil(1.2 * (errors[~good] / tolerance) ** (1 / 6)))
+        pieces = np.minimum(pieces, max_intervals).astype(np.int64)
+        splits = [np.linspace(a, b, k + 1)
+                  for a, b, k in zip(left[~good], right[~good], pieces)]
+        left = np.concatenate([s[:-1] for s in splits]) if splits else np.empty(0)
+        right = np.concatenate([s[1:] for s in splits]) if splits else np.empty(0)
+    left, right = np.concatenate(done_left), np.concatenate(done_right)
+    order = np.argsort(left)
+    nodes = np.append(left[order], right[order][-1])
+    data = np.ascontiguousarray(np.concatenate(done_data)[order])
+    cells = len(order)
+    edges = lo + np.arange(cells + 1) * ((hi - lo) / cells)
+    first = np.clip(np.searchsorted(nodes, edges, side="right") - 1, 0, cells - 1)
+    return LineTable(nodes, data, first.astype(np.int64), cells / (hi - lo))
 
 
 class NetworkProblem(PartiesByOffsets, namedtuple("NetworkProblem", [
@@ -223,8 +275,8 @@ class NetworkProblem(PartiesByOffsets, namedtuple("NetworkProblem", [
 
 class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
         "network", "direction", "A", "C", "T", "offsets", "row_weights", "l2",
-        "penalty", "clip_norm", "learning_rate", "record_level", "lo", "inv_h",
-        "table", "A_val", "C_val", "T_val", "scale", "offset", "weights"])):
+        "penalty", "clip_norm", "learning_rate", "record_level", "table", "A_val",
+        "C_val", "T_val", "scale", "offset", "weights"])):
     """A network's walk along ``theta0 + z b``, the utility from a table."""
 
     __slots__ = ()
@@ -246,7 +298,7 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             net.theta0, self.direction, net.layout, net.activation, net.loss,
             self.A, self.C, self.T, self.row_weights, self.offsets, self.l2,
             self.penalty[0], self.penalty[1], self.clip_norm, self.learning_rate,
-            self.record_level, self.lo, self.inv_h, self.table, self.A_val,
+            self.record_level, *self.table, self.A_val,
             self.C_val, self.T_val, self.scale, self.offset, _i64(permutations),
             np.empty((0, 1, 1)) if noise is None else noise,
             np.ones(n_walks) if x_tt is None else _f64(x_tt),
@@ -359,17 +411,12 @@ class NetworkSpace:
         penalty = (float(direction[:n_coefs] @ net.theta0[:n_coefs]),
                    float(direction[:n_coefs] @ direction[:n_coefs]))
         T_val = _f64(T_val)
-        if net.activation == _mlp.RELU:
-            # U has a kink wherever a validation row's unit crosses 0: no
-            # smooth table applies; U comes from the rows (O(width) a row).
-            lo, inv_h, table = 0.0, 0.0, np.zeros((1, 3))
-        else:
-            lo, inv_h, table = line_table(net, direction, A_val, C_val, T_val,
-                                          *affine, line_range, line_intervals)
+        table = line_table(net, direction, A_val, C_val, T_val, *affine, line_range,
+                           line_intervals)
         return NetworkLineProblem(
             net, direction, A, C, _f64(T), _i64(offsets), row_weights, float(l2),
-            penalty, float(clip_norm), float(learning_rate), bool(record_level), lo,
-            inv_h, table, A_val, C_val, T_val, *affine, _f64(weights))
+            penalty, float(clip_norm), float(learning_rate), bool(record_level),
+            table, A_val, C_val, T_val, *affine, _f64(weights))
 
 
 def network_space(network_spec, game, subspace, seed):
