@@ -90,8 +90,11 @@ i.i.d. with q = 0) at epsilon 3 only (each fit releases ~2,000 numbers a
 step); then digits with 10 classes (n = 1000 training rows, the rest
 validation) with the defaults at each epsilon:
 
-    python benchmarks/quality.py --suite mlp --seeds 3 \
-        > benchmarks/results/quality_mlp.jsonl
+    python benchmarks/quality.py --suite mlp --seeds 10 \
+        --methods "no DP" defaults > benchmarks/results/quality_mlp.jsonl
+    python benchmarks/quality.py --suite mlp --seeds 5 --datasets \
+        breast_cancer digits_3_vs_8 --methods "paper correlated" "paper iid" \
+        >> benchmarks/results/quality_mlp.jsonl
 
 ``--suite table2`` runs the seed paper's Table 2 protocol instead (its
 mechanism only: the full-space walk with C = 1, the i.i.d. / X* / Y*
@@ -230,17 +233,20 @@ def digits10_data(seed, n_train=1000):
                  X_val=(X[val] - mean) / std, y_val=y[val], is_noisy=is_noisy)
 
 
-def run_mlp(epsilons, seeds, n_jobs):
-    for name in ("breast_cancer", "digits_3_vs_8"):
-        data = limit_data(name, seeds)
-        for method in MLP_METHODS:
+MLP_DATASETS = ("breast_cancer", "digits_3_vs_8", "digits_10_classes")
+
+
+def run_mlp(datasets, methods, epsilons, seeds, n_jobs):
+    for name in datasets:
+        if name == "digits_10_classes":
+            data = [digits10_data(seed) for seed in range(seeds)]
+            methods_here = [m for m in methods if m == "defaults"]
+        else:
+            data, methods_here = limit_data(name, seeds), methods
+        for method in methods_here:
             eps = [3.0] if method.startswith("paper") else epsilons
             yield from detection_cases("mlp", name, data,
                                        {method: MLP_METHODS[method]}, eps, n_jobs)
-    yield from detection_cases("mlp", "digits_10_classes",
-                               [digits10_data(seed) for seed in range(seeds)],
-                               {"defaults": MLP_METHODS["defaults"]}, epsilons,
-                               n_jobs)
 
 
 def run_regression(epsilons, seeds, n_jobs):
@@ -544,7 +550,12 @@ if __name__ == "__main__":
         run_unscaled(args.seeds)
     elif args.suite == "mlp":
         warnings.simplefilter("ignore")  # default-epsilon notices
-        for case in run_mlp(args.epsilons, args.seeds, args.n_jobs):
+        datasets = (MLP_DATASETS if args.datasets == list(LIMIT_DATASETS)
+                    else args.datasets)
+        methods = (list(MLP_METHODS) if args.methods == list(LIMIT_METHODS)
+                   else args.methods)
+        for case in run_mlp(datasets, methods, args.epsilons, args.seeds,
+                            args.n_jobs):
             emit(**case)
     elif args.suite == "swing":
         run_swing(args.datasets, args.seeds)
