@@ -30,7 +30,7 @@ from numba import njit
 from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _scalar, clip_l2, softplus,
                        utility_of_margins)
 from ._line import hermite5
-from ._subspace import release_tail
+from ._subspace import release_tail, walk_start
 
 IDENTITY, LOGISTIC_UNIT, TANH, RELU = 0, 1, 2, 3
 ACTIVATIONS = {"identity": IDENTITY, "logistic": LOGISTIC_UNIT, "tanh": TANH,
@@ -405,10 +405,7 @@ def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets
     n_params = theta.shape[0]
     n_val = labels_val.shape[0]
     for b in range(n_walks):
-        z = ends[b]
-        start = starts[b % starts.shape[0]]
-        for i in range(dim):
-            z[i] = start[i]
+        z = walk_start(ends, starts, b)
         for p in range(n_params):
             theta[p] = theta0[p]
         if projected:

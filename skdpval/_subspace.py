@@ -176,6 +176,17 @@ def release_tail(update, noise, b, j, has_noise, grid, grid_bound, record_level,
             update[i] = fresh * raw + (1.0 - fresh) * rolling_mean[j, i]
 
 
+@njit(**_scalar)
+def walk_start(ends, starts, b):
+    """``ends[b]``, set to walk ``b``'s start ``starts[b % len(starts)]``:
+    where the walk keeps its ``z``."""
+    z = ends[b]
+    start = starts[b % starts.shape[0]]
+    for i in range(z.shape[0]):
+        z[i] = start[i]
+    return z
+
+
 @njit(**_jit)
 def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
           loss_param, l2, penalty, l1, penalised_basis, clip_norm, learning_rate,
@@ -191,10 +202,7 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
     has_noise = noise.shape[0] == n_walks
 
     for b in range(n_walks):
-        z = ends[b]
-        start = starts[b % starts.shape[0]]
-        for i in range(m):
-            z[i] = start[i]
+        z = walk_start(ends, starts, b)
         for k in range(n_outputs):
             for v in range(n_rows):
                 margins[k, v] = 0.0
