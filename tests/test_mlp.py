@@ -309,3 +309,17 @@ def test_label_quality_with_an_mlp_as_public_model():
                             epsilon=3.0, random_state=0)
     scorer.fit(X, y, X_val=X_val, y_val=y_val)
     assert np.all(np.isfinite(scorer.values_))
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks([
+    DPDataValuator(MLPClassifier((3,), random_state=0), n_permutations=3,
+                   validation_fraction=0.5, random_state=0),
+    DPDataValuator(MLPRegressor(hidden_layer_sizes=(3,), activation="tanh",
+                                random_state=0), n_permutations=3, noise="iid",
+                   random_state=0),
+])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
