@@ -13,16 +13,20 @@ the span of a basis ``B`` with orthonormal rows.
 Along one direction ``b`` (``subspace="public"``: from ``theta0`` toward the
 network fitted on the validation set alone, :func:`public_direction`) a
 step need not touch the validation rows: the utility ``U(z)`` (the
-negative loss, or the MSE and R^2, affine in it) is read from a quintic
-Hermite table of its value and first two derivatives (forward mode, exact
-sums over the rows). The table's step is refined until the interpolant is
-within ``LINE_TOLERANCE`` of ``U`` at the midpoint of every interval, where
-its error term ``U^(6)(xi) / 6! (t (t - 1))^3 h^6`` peaks: an a posteriori
-check of the interpolant against exact values, not a proof (it assumes
-``U^(6)`` varies little within an interval of the final step). Past the
-table, and where refining would exceed the caller's cap on intervals,
-``U`` is computed exactly from the rows (the first layer's pre-activations
-``a + z c`` precomputed, so O(width x outputs) a row).
+negative loss, or the MSE and R^2, affine in it) is read from a piecewise
+quintic Hermite table of its value and first two derivatives at the ends
+of each interval (forward mode, exact sums over the rows). Each interval
+is refined until the interpolant is within ``LINE_TOLERANCE`` of ``U`` at
+its midpoint, where the error term ``U^(6)(xi) / 6! (t (t - 1))^3 h^6``
+peaks: an a posteriori check of the interpolant against exact values, not
+a proof (it assumes ``U^(6)`` varies little within an interval of the
+final size). A relu network's ``U`` has a kink wherever a first-layer unit
+of a validation row crosses 0, at ``z = -a / c``: those points are nodes,
+and an interval's ends take the one-sided values from inside it. Past the
+table, where refining would exceed the caller's cap on intervals, and for
+relu networks of more than one hidden layer (whose kinks are not known in
+advance), ``U`` is computed exactly from the rows (the first layer's
+pre-activations ``a + z c`` precomputed, so O(width x outputs) a row).
 """
 
 from collections import namedtuple
@@ -164,14 +168,6 @@ def _utility_affine(utility, n_val, total_sum_squares):
     if utility == K.R2 and total_sum_squares > 0:
         return 2.0 * n_val / total_sum_squares, 1.0
     return None
-
-
-def _kinks(A_val, C_val, lo, hi):
-    """Where a relu unit of the first layer crosses 0 along the line (``a + z c
-    = 0``) within ``[lo, hi]``: the kinks of ``U``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = -A_val / C_val
-    return z[np.isfinite(z) & (z >= lo) & (z <= hi)]
 
 
 LineTable = namedtuple("LineTable", ["nodes", "data", "first", "inv_cell"])

@@ -171,7 +171,8 @@ class DPDataValuator(BaseEstimator):
         defines the walk: any linear model of ``sklearn.linear_model`` or
         ``sklearn.svm`` that minimises a sum of per-sample losses plus a
         penalty (the user guide's coverage table lists them, and why the
-        others are refused). Only the parameters of its objective are used
+        others are refused), or ``MLPClassifier`` / ``MLPRegressor``, walked
+        from their public initialisation (the user guide's neural networks). Only the parameters of its objective are used
         (loss, penalty, ``alpha`` / ``C``, ``l1_ratio``, ``epsilon``,
         ``quantile``, ``power``, ``class_weight``, ``fit_intercept``); it is
         never fitted on the private data. A ``*CV`` variant (and
