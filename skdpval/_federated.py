@@ -303,6 +303,11 @@ class DPFederatedValuator(BaseEstimator):
         check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise, self.delta)
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
+        if spec.network is not None:  # its rounds run the linear kernels
+            raise TypeError(
+                f"DPFederatedValuator walks linear models only, not "
+                f"{type(estimator).__name__}: value clients with a network by "
+                "DPDataValuator(..., privacy_unit='group').fit(X, y, groups=...).")
         check_utility(self.utility, spec.is_classifier)
         check_classes_parameter(self, spec.is_classifier, self.classes)
         warn_if_default_epsilon(self, stacklevel=3)

@@ -323,3 +323,11 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_federated_valuator_refuses_a_network():
+    from skdpval import DPFederatedValuator
+    X, y, X_val, y_val = _digits()
+    with pytest.raises(TypeError, match="linear models only.*MLPClassifier"):
+        DPFederatedValuator(MLPClassifier((3,)), epsilon=1.0).fit(
+            X, y, groups=np.arange(len(X)) // 10, X_val=X_val, y_val=y_val)
