@@ -90,6 +90,20 @@ Each case records the machine's load average::
     python benchmarks/quality.py --suite fidelity --seeds 10 \
         > benchmarks/results/quality_fidelity.jsonl
 
+``--suite mlp`` (issue 24): the limit protocol on breast_cancer and digits
+3 vs 8 with ``MLPClassifier((32,))`` (relu, its defaults): no DP, the
+defaults at each epsilon, the seed paper's mechanism on the same network
+(every parameter clipped to C = 1 and noised; correlated with q = 0.9, and
+i.i.d. with q = 0) at epsilon 3 only (each fit releases ~2,000 numbers a
+step); then digits with 10 classes (n = 1000 training rows, the rest
+validation) with the defaults at each epsilon:
+
+    python benchmarks/quality.py --suite mlp --seeds 10 \
+        --methods "no DP" defaults > benchmarks/results/quality_mlp.jsonl
+    python benchmarks/quality.py --suite mlp --seeds 5 --datasets \
+        breast_cancer digits_3_vs_8 --methods "paper correlated" "paper iid" \
+        >> benchmarks/results/quality_mlp.jsonl
+
 ``--suite table2`` runs the seed paper's Table 2 protocol instead (its
 mechanism only: the full-space walk with C = 1, the i.i.d. / X* / Y*
 policies and four semivalues; results in
@@ -325,6 +339,56 @@ def regression_sign_split(name, data):
              **{f"auc_{method.replace(' ', '_')}": round(float(np.mean(
                  aucs[half, method])), 4) for method in ("no DP", "label quality no DP")},
              seeds=len(data))
+
+
+def _mlp():
+    from sklearn.neural_network import MLPClassifier
+    return MLPClassifier((32,))
+
+
+MLP_METHODS = {
+    "no DP": lambda eps, seed: DPDataValuator(_mlp(), noise="none", random_state=seed),
+    "defaults": lambda eps, seed: DPDataValuator(_mlp(), epsilon=eps,
+                                                 random_state=seed),
+    "paper correlated": lambda eps, seed: DPDataValuator(
+        _mlp(), epsilon=eps, subspace=None, clip_norm=1.0, q=0.9, random_state=seed),
+    "paper iid": lambda eps, seed: DPDataValuator(
+        _mlp(), epsilon=eps, subspace=None, clip_norm=1.0, noise="iid", q=0.0,
+        random_state=seed),
+}
+
+
+def digits10_data(seed, n_train=1000):
+    """All ten digits: n_train training rows (30% of labels flipped to another
+    class, independently), the rest validation; scaled by the validation set."""
+    from sklearn.datasets import load_digits
+    from skdpval.datasets import flip_labels
+    X, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(seed).permutation(len(y))
+    train, val = order[:n_train], order[n_train:]
+    noisy_y, is_noisy = flip_labels(y[train], 0.3, random_state=seed,
+                                    independent=True)
+    mean, std = X[val].mean(axis=0), X[val].std(axis=0)
+    std[std == 0] = 1.0
+    from sklearn.utils import Bunch
+    return Bunch(X_train=(X[train] - mean) / std, y_train=noisy_y,
+                 X_val=(X[val] - mean) / std, y_val=y[val], is_noisy=is_noisy)
+
+
+MLP_DATASETS = ("breast_cancer", "digits_3_vs_8", "digits_10_classes")
+
+
+def run_mlp(datasets, methods, epsilons, seeds, n_jobs):
+    for name in datasets:
+        if name == "digits_10_classes":
+            data = [digits10_data(seed) for seed in range(seeds)]
+            methods_here = [m for m in methods if m == "defaults"]
+        else:
+            data, methods_here = limit_data(name, seeds), methods
+        for method in methods_here:
+            eps = [3.0] if method.startswith("paper") else epsilons
+            yield from detection_cases("mlp", name, data,
+                                       {method: MLP_METHODS[method]}, eps, n_jobs)
 
 
 def run_regression(epsilons, seeds, n_jobs):
@@ -610,7 +674,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["limit", "swing", "semivalues",
-                                            "regression", "fidelity", "table2"],
+                                            "regression", "fidelity", "table2", "mlp"],
                         default="limit")
     parser.add_argument("--parts", nargs="+", default=["groups", "federated", "points"],
                         help="fidelity only: which parts, in this order")
@@ -628,6 +692,15 @@ if __name__ == "__main__":
     if args.suite == "limit":
         run_limit(args.datasets, args.methods, args.epsilons, args.seeds, args.n_jobs)
         run_unscaled(args.seeds)
+    elif args.suite == "mlp":
+        warnings.simplefilter("ignore")  # default-epsilon notices
+        datasets = (MLP_DATASETS if args.datasets == list(LIMIT_DATASETS)
+                    else args.datasets)
+        methods = (list(MLP_METHODS) if args.methods == list(LIMIT_METHODS)
+                   else args.methods)
+        for case in run_mlp(datasets, methods, args.epsilons, args.seeds,
+                            args.n_jobs):
+            emit(**case)
     elif args.suite == "swing":
         run_swing(args.datasets, args.seeds)
     elif args.suite == "semivalues":

@@ -733,11 +733,42 @@ def noise_cost(rounds=7):
                                             / len(out) * 1e9, 1))
 
 
+def mlp(repeats=3, n=300, k=1000):
+    """Issue 24: a default fit with MLPClassifier((32,)) (relu, and tanh whose
+    line utility is tabulated) on digits 3 vs 8 (n = 300, k = 1000, the
+    other 57 rows the validation set) against the default LogisticRegression
+    fit on the same data (target: at most 5x); and the full-space MLP walk."""
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    X, y = load_digits(return_X_y=True)
+    keep = np.isin(y, (3, 8))
+    X, y = X[keep], (y[keep] == 8).astype(int)
+    order = np.random.default_rng(0).permutation(len(y))
+    X, y = X[order], y[order]
+    data = (X[:n], y[:n], X[n:], y[n:])
+    models = {"LogisticRegression": LogisticRegression(),
+              "MLPClassifier((32,))": MLPClassifier((32,)),
+              "MLPClassifier((32,), tanh)": MLPClassifier((32,), activation="tanh")}
+    base = None
+    for name, model in models.items():
+        seconds, _ = timed_fit(DPDataValuator(model, epsilon=3.0, n_permutations=k,
+                                              random_state=0), *data, repeats=repeats)
+        base = base or seconds
+        emit(case="mlp", model=name, walk="default", n=n, k=k, seconds=round(seconds, 3),
+             vs_logistic=round(seconds / base, 2))
+    seconds, _ = timed_fit(DPDataValuator(MLPClassifier((32,)), epsilon=3.0,
+                                          n_permutations=k, subspace=None,
+                                          random_state=0), *data, repeats=1)
+    emit(case="mlp", model="MLPClassifier((32,))", walk="full-space", n=n, k=k,
+         seconds=round(seconds, 3), vs_logistic=round(seconds / base, 2))
+
+
 CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
          "vs_reference": vs_reference, "floor": floor, "threads": threads,
          "dask": dask, "scale": scale, "multiclass": multiclass,
          "randomness": randomness, "large": large, "losses": losses,
-         "noise_cost": noise_cost}
+         "noise_cost": noise_cost, "mlp": mlp}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)

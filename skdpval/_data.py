@@ -207,7 +207,7 @@ def kernel_targets(spec, y, y_val, n_classes, utility):
 def with_intercept(spec, *arrays):
     """Append the intercept's column to each array when the model fits one:
     ones, or liblinear's ``intercept_scaling``."""
-    if not spec.fit_intercept:
+    if not (spec.fit_intercept and spec.intercept_column):
         return arrays
     return tuple(np.hstack([A, np.full((len(A), 1), spec.intercept_scaling)])
                  for A in arrays)

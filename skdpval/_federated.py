@@ -301,6 +301,11 @@ class DPFederatedValuator(BaseValuator):
                      self.delta)
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
+        if spec.network is not None:  # its rounds run the linear kernels
+            raise TypeError(
+                f"DPFederatedValuator walks linear models only, not "
+                f"{type(estimator).__name__}: value clients with a network by "
+                "DPDataValuator(..., privacy_unit='group').fit(X, y, groups=...).")
         check_utility(self.utility, spec.is_classifier)
         return estimator, spec
 

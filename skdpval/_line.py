@@ -198,15 +198,9 @@ def _exact(kind, rows, z):
 
 
 @njit(**K._scalar)
-def _hermite(kind, lo, inv_h, table, rows, z):
-    """``U(z)`` from the table, or exactly past it."""
-    x = (z - lo) * inv_h
-    if not (x >= 0.0 and x < table.shape[0] - 1):
-        return _exact(kind, rows, z)
-    i = int(x)
-    t = x - i
-    p0, d0, e0 = table[i, 0], table[i, 1], table[i, 2]
-    p1, d1, e1 = table[i + 1, 0], table[i + 1, 1], table[i + 1, 2]
+def hermite5(p0, d0, e0, p1, d1, e1, t):
+    """The quintic with value, first and second derivative ``(p0, d0, e0)`` at
+    ``t = 0`` and ``(p1, d1, e1)`` at ``t = 1`` (derivatives in ``t``), at ``t``."""
     t2 = t * t
     t3 = t2 * t
     t4 = t3 * t
@@ -217,6 +211,24 @@ def _hermite(kind, lo, inv_h, table, rows, z):
             + 0.5 * (t3 - 2.0 * t4 + t5) * e1
             + (-4.0 * t3 + 7.0 * t4 - 3.0 * t5) * d1
             + (10.0 * t3 - 15.0 * t4 + 6.0 * t5) * p1)
+
+
+@njit(**K._scalar)
+def quintic(table, x):
+    """The quintic Hermite interpolant of ``table`` (rows ``(U, h U', h^2 U'')``
+    at the nodes) at ``x`` in units of the step, ``0 <= x < len(table) - 1``."""
+    i = int(x)
+    return hermite5(table[i, 0], table[i, 1], table[i, 2], table[i + 1, 0],
+                    table[i + 1, 1], table[i + 1, 2], x - i)
+
+
+@njit(**K._scalar)
+def _hermite(kind, lo, inv_h, table, rows, z):
+    """``U(z)`` from the table, or exactly past it."""
+    x = (z - lo) * inv_h
+    if not (x >= 0.0 and x < table.shape[0] - 1):
+        return _exact(kind, rows, z)
+    return quintic(table, x)
 
 
 @njit(**K._scalar)

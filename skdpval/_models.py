@@ -95,6 +95,7 @@ from typing import Callable
 
 import numpy as np
 from sklearn import linear_model as lm
+from sklearn import neural_network as nn
 from sklearn import svm
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
@@ -134,6 +135,20 @@ class ModelSpec:
     # The loss the public direction minimises on the validation set when the
     # model's own is minimised at zero (the perceptron's): None for the same.
     direction_loss: int = None
+    # The rows get an intercept column (linear models); a network has its own.
+    intercept_column: bool = True
+    # A multilayer perceptron's shape and initialisation (NetworkSpec), else None.
+    network: object = None
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """A multilayer perceptron's hidden layers, activation and ``random_state``
+    (its public initialisation; None: the valuator's public randomness)."""
+
+    hidden_layer_sizes: tuple
+    activation: str
+    random_state: object = None
 
 
 @dataclass(frozen=True)
@@ -339,6 +354,26 @@ def _tweedie(power=None):
     return build
 
 
+def _mlp(is_classifier):
+    name = "MLPClassifier" if is_classifier else "MLPRegressor"
+
+    def build(params, n_samples, public):
+        if not is_classifier and params.get("loss", "squared_error") != "squared_error":
+            _refuse(name, f"loss={params['loss']!r}", "use loss='squared_error'")
+        sizes = tuple(int(h) for h in np.atleast_1d(params["hidden_layer_sizes"]))
+        if not sizes or min(sizes) < 1:
+            _refuse(name, f"hidden_layer_sizes={params['hidden_layer_sizes']!r}",
+                    "give one or more layer widths >= 1")
+        if params["activation"] not in ("identity", "logistic", "tanh", "relu"):
+            _refuse(name, f"activation={params['activation']!r}")
+        # scikit-learn's objective: mean loss + alpha / (2 n) ||W||^2.
+        return ModelSpec(K.LOGISTIC if is_classifier else K.SQUARED, is_classifier,
+                         True, 0.0, float(params["alpha"]) / n_samples, True,
+                         intercept_column=False, network=NetworkSpec(
+                             sizes, params["activation"], params["random_state"]))
+    return build
+
+
 def _cross_validated(plain, chosen):
     """A *CV variant: ``chosen(fitted) -> dict`` of the plain model's parameters
     chosen on the validation set; the plain model with them is walked (with
@@ -420,7 +455,19 @@ REGISTRY = {
             "l1_ratio": 0.0 if f.l1_ratio_ is None or np.all(
                 np.isnan(np.ravel(np.asarray(f.l1_ratio_, dtype=float))))
             else _first(f.l1_ratio_)}),
+    nn.MLPClassifier: Supported(
+        _mlp(True), "log loss (logistic output; softmax for three or more "
+        "classes) of the network, l2 = alpha / n on the coefficients; from "
+        "its Glorot initialisation (random_state, else the valuator's); solver "
+        "and learning-rate parameters are step rules, replaced by the walk's"),
+    nn.MLPRegressor: Supported(
+        _mlp(False), "squared error r^2 / 2 of the network (identity output), "
+        "l2 = alpha / n on the coefficients; initialisation and step rules as "
+        "MLPClassifier"),
     # Refused: no per-sample objective the walk could take steps on.
+    nn.BernoulliRBM: Refused(
+        "it is an unsupervised feature learner without targets: there is no "
+        "labelled utility to value data by", "MLPClassifier"),
     lm.Lars: Refused("least-angle regression stops after n_nonzero_coefs "
                      "steps: a path, not a penalised objective",
                      "LinearRegression, or Lasso for sparsity"),

@@ -24,6 +24,10 @@ class FullSpace:
         """Numbers in one release: every parameter."""
         return int(n_params)
 
+    def initial_theta(self, n_outputs, n_columns):
+        """Where every walk starts: zero."""
+        return np.zeros((n_outputs, n_columns))
+
     def party_gradients(self, theta, X, T, offsets, **settings):
         """Unclipped gradient of each party at ``theta``: ``(n_parties, n_params)``."""
         gradients = _kernels.party_gradients(theta, X, T, offsets, **settings)
@@ -58,6 +62,8 @@ class Subspace:
         """Numbers in one release: one per direction of the basis."""
         return self.release_dimension
 
+    initial_theta = FullSpace.initial_theta
+
     def party_gradients(self, theta, X, T, offsets, **settings):
         """Unclipped gradient in ``z`` of each party at ``theta``: ``(n, m)``."""
         return _subspace.party_gradients(self.basis, theta, X, T, offsets, **settings)
@@ -82,6 +88,22 @@ class Subspace:
         return _subspace.make_subspace_problem(
             self.basis, X, T, offsets, X_val, T_val, labels_val, **settings,
             line_range=line_range, line_intervals=line_intervals)
+
+
+def check_basis(subspace, n_params, layout):
+    """``subspace`` as an ``(m, n_params)`` array with finite orthonormal rows;
+    ``layout`` says how the parameters are laid out (for the message)."""
+    basis = np.asarray(subspace, dtype=np.float64)
+    if basis.ndim != 2 or basis.shape[1] != n_params or len(basis) < 1:
+        raise ValueError(
+            f"subspace must be 'public', None or an array of shape (m, "
+            f"{n_params}) (m >= 1, one column per parameter: {layout}), got "
+            f"shape {basis.shape}.")
+    if not np.all(np.isfinite(basis)) or not np.allclose(
+            basis @ basis.T, np.eye(len(basis)), atol=1e-8):
+        raise ValueError("subspace must have finite, orthonormal rows "
+                         "(basis @ basis.T equal to the identity).")
+    return basis
 
 
 def space_of(basis):

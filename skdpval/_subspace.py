@@ -146,12 +146,27 @@ def _release(z, F, T, row_weights, start, stop, loss, loss_param, l2, penalty, l
         _party_gradient(z, F, T, row_weights, start, stop, loss, loss_param, l2,
                         penalty, l1, penalised_basis, margin_buf, dloss_buf, update)
         clip_l2(update.reshape((1, m)), clip_norm)
+    release_tail(update, noise, b, j, has_noise, grid, grid_bound, record_level,
+                 stop - start, use_rolling, fresh, rolling_mean)
+
+
+@njit(**_scalar)
+def release_tail(update, noise, b, j, has_noise, grid, grid_bound, record_level,
+                 size, use_rolling, fresh, rolling_mean):
+    """The release of party ``j`` from its clipped statistic ``update`` (1-D),
+    in place: on the grid plus its integer noise ``noise[b, j]``
+    (:func:`release_on_grid`); at record level divided by the party's
+    ``size`` (post-processing); with ``use_rolling``, ``fresh * release +
+    (1 - fresh) *`` its mean of earlier releases, the raw release handed back
+    in ``noise[b, j]`` for the next mean. Every walk in a public subspace
+    (and the networks' walks) releases here."""
+    m = update.shape[0]
     if has_noise:
         for i in range(m):
             update[i] = release_on_grid(update[i], noise[b, j, i], grid, grid_bound)
     if record_level:
         # The mean of the party's records (post-processing).
-        inverse = 1.0 / (stop - start)
+        inverse = 1.0 / size
         for i in range(m):
             update[i] *= inverse
     if use_rolling:
@@ -159,6 +174,17 @@ def _release(z, F, T, row_weights, start, stop, loss, loss_param, l2, penalty, l
             raw = update[i]
             noise[b, j, i] = raw
             update[i] = fresh * raw + (1.0 - fresh) * rolling_mean[j, i]
+
+
+@njit(**_scalar)
+def walk_start(ends, starts, b):
+    """``ends[b]``, set to walk ``b``'s start ``starts[b % len(starts)]``:
+    where the walk keeps its ``z``."""
+    z = ends[b]
+    start = starts[b % starts.shape[0]]
+    for i in range(z.shape[0]):
+        z[i] = start[i]
+    return z
 
 
 @njit(**_jit)
@@ -176,10 +202,7 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
     has_noise = noise.shape[0] == n_walks
 
     for b in range(n_walks):
-        z = ends[b]
-        start = starts[b % starts.shape[0]]
-        for i in range(m):
-            z[i] = start[i]
+        z = walk_start(ends, starts, b)
         for k in range(n_outputs):
             for v in range(n_rows):
                 margins[k, v] = 0.0

@@ -39,7 +39,8 @@ from ._noise import (
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
 from ._secure_noise import Grid, noise_key
-from ._space import space_of
+from ._mlp_space import network_space
+from ._space import check_basis, space_of
 from ._walk import SeededDraws, one_blas_thread, run_walks
 from .exceptions import SkdpvalWarning
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
@@ -131,7 +132,8 @@ class DPDataValuator(BaseValuator):
         defines the walk: any linear model of ``sklearn.linear_model`` or
         ``sklearn.svm`` that minimises a sum of per-sample losses plus a
         penalty (the user guide's coverage table lists them, and why the
-        others are refused). Only the parameters of its objective are used
+        others are refused), or ``MLPClassifier`` / ``MLPRegressor``, walked
+        from their public initialisation (the user guide's neural networks). Only the parameters of its objective are used
         (loss, penalty, ``alpha`` / ``C``, ``l1_ratio``, ``epsilon``,
         ``quantile``, ``power``, ``class_weight``, ``fit_intercept``); it is
         never fitted on the private data. A ``*CV`` variant (and
@@ -594,8 +596,9 @@ class DPDataValuator(BaseValuator):
         check_target_domain(spec, parties.y_val, "y_val")
         game = self._game(spec, parties, sample_weight)._replace(
             record_level=groups is not None and self.privacy_unit == "record")
-        self.subspace_, line_center = self._subspace_basis(model.estimator, game)
-        game = game._replace(space=space_of(self.subspace_))
+        self.subspace_, line_center, space = self._space(model.estimator, spec, game,
+                                                         search_seed)
+        game = game._replace(space=space)
         self.clip_norm_ = self._clip_norm(game)
         x_tt, use_rolling, add_noise = noise_schedule(
             self.noise, self.n_permutations, self.batch_permutations)
@@ -659,18 +662,18 @@ class DPDataValuator(BaseValuator):
         if isinstance(self.subspace, str):  # "public"
             direction, norm = self._public_direction(estimator, game)
             return direction.reshape(1, -1), norm
-        basis = np.asarray(self.subspace, dtype=np.float64)
-        if basis.ndim != 2 or basis.shape[1] != n_params or len(basis) < 1:
-            raise ValueError(
-                f"subspace must be 'public', None or an array of shape (m, "
-                f"{n_params}) (m >= 1, one column per parameter: "
-                f"{game.T.shape[1]} output(s) x {game.X.shape[1]} columns, "
-                f"intercept last), got shape {basis.shape}.")
-        if not np.all(np.isfinite(basis)) or not np.allclose(
-                basis @ basis.T, np.eye(len(basis)), atol=1e-8):
-            raise ValueError("subspace must have finite, orthonormal rows "
-                             "(basis @ basis.T equal to the identity).")
+        basis = check_basis(self.subspace, n_params,
+                            f"{game.T.shape[1]} output(s) x {game.X.shape[1]} "
+                            "columns, intercept last")
         return basis, 0.0
+
+    def _space(self, estimator, spec, game, seed):
+        """``(subspace_, line_center, space)``: a network's family builds its own
+        (:func:`skdpval._mlp_space.network_space`), a linear model's is built here."""
+        if spec.network is not None:
+            return network_space(spec.network, game, self.subspace, seed)
+        basis, line_center = self._subspace_basis(estimator, game)
+        return basis, line_center, space_of(basis)
 
     def _public_direction(self, estimator, game):
         """The wrapped model's objective minimised on the validation set: a unit vector.
@@ -707,7 +710,7 @@ class DPDataValuator(BaseValuator):
                         l2=game.l2, l1=game.l1, n_penalized=game.n_penalized,
                         row_weights=game.val_weights)
         rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
-        theta = np.zeros((game.T.shape[1], game.X.shape[1]))
+        theta = game.space.initial_theta(game.T.shape[1], game.X.shape[1])
         gradients = game.space.party_gradients(theta, *rows, **settings)
         norms = np.linalg.norm(gradients, axis=1)
         norms = norms[norms > 0]  # rows the loss is flat at carry no scale
@@ -860,7 +863,7 @@ class DPDataValuator(BaseValuator):
         checks the walk stayed finite. Returns the values."""
         values = result.marginal_mean
         self.initial_utility_ = self._utility(
-            game, np.zeros((game.T.shape[1], game.X.shape[1])),
+            game, game.space.initial_theta(game.T.shape[1], game.X.shape[1]),
             np.arange(len(game.X_val)), game.utility)
         self.final_utilities_ = result.end_utility
         check_converged(values, self.final_utilities_, self.initial_utility_,

@@ -210,3 +210,53 @@ def xoshiro_permutation(words, n):
                 break
         order[i], order[j] = order[j], order[i]
     return order
+
+
+# --- a multilayer perceptron (skdpval._mlp), written from scikit-learn's formulas ---
+
+def mlp_unpack(theta, sizes):
+    """``(coefs, intercepts)`` of a packed ``theta`` (scikit-learn's ``_pack``)."""
+    coefs, intercepts, at = [], [], 0
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        coefs.append(theta[at:at + fan_in * fan_out].reshape(fan_in, fan_out))
+        at += fan_in * fan_out
+    for fan_out in sizes[1:]:
+        intercepts.append(theta[at:at + fan_out])
+        at += fan_out
+    return coefs, intercepts
+
+
+_HIDDEN = {"identity": (lambda u: u, lambda h: np.ones_like(h)),
+           "logistic": (expit, lambda h: h * (1 - h)),
+           "tanh": (np.tanh, lambda h: 1 - h ** 2),
+           "relu": (lambda u: np.maximum(u, 0), lambda h: (h > 0).astype(float))}
+
+
+def mlp_outputs(theta, sizes, activation, X):
+    """Every layer's outputs (the last before the output's activation)."""
+    coefs, intercepts = mlp_unpack(theta, sizes)
+    layers = [np.asarray(X, float)]
+    for i, (W, b) in enumerate(zip(coefs, intercepts)):
+        u = layers[-1] @ W + b
+        layers.append(u if i == len(coefs) - 1 else _HIDDEN[activation][0](u))
+    return layers
+
+
+def mlp_objective(theta, sizes, activation, loss, X, T, l2, weights=None):
+    """Weighted mean loss + ``l2 / 2 ||W||^2`` and its gradient, by backpropagation."""
+    layers = mlp_outputs(theta, sizes, activation, X)
+    coefs, _ = mlp_unpack(theta, sizes)
+    n = len(X)
+    w = np.ones(n) if weights is None else np.asarray(weights, float)
+    values, deltas = zip(*(loss_and_dloss(loss, o, t) for o, t in zip(layers[-1], T)))
+    delta = np.array(deltas) * w[:, None] / n
+    coef_grads, intercept_grads = [], []
+    for i in range(len(coefs) - 1, -1, -1):
+        coef_grads.insert(0, layers[i].T @ delta)
+        intercept_grads.insert(0, delta.sum(axis=0))
+        if i > 0:
+            delta = (delta @ coefs[i].T) * _HIDDEN[activation][1](layers[i])
+    penalty = sum(np.sum(W ** 2) for W in coefs)
+    grad = np.concatenate([(g + l2 * W).ravel() for g, W in zip(coef_grads, coefs)]
+                          + intercept_grads)
+    return np.dot(w, values) / n + 0.5 * l2 * penalty, grad

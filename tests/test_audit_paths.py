@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression, Ridge, RidgeClassifier
+from sklearn.neural_network import MLPClassifier
 
 from skdpval import (
     DPDataValuator,
@@ -78,6 +79,19 @@ def regression_walk_fit(canary, noise_seed):
                               q=0.0, learning_rate=0.05, utility="neg_mse",
                               random_state=0, noise_seed=noise_seed)
     return valuator.fit(X, y, X_val=X_VAL, y_val=X_VAL[:, 0])
+
+
+def mlp_walk_fit(canary, noise_seed, subspace="public"):
+    """An MLP's walk (issue 24): along the public line with the shipped
+    defaults, or the full-space walk (every parameter released, i.i.d.)."""
+    X = np.array([[3.0], [-0.5]])
+    y = np.array([1 if canary else 0, 0])
+    extra = {} if subspace == "public" else dict(noise="iid", q=0.0,
+                                                 learning_rate=0.05)
+    valuator = DPDataValuator(MLPClassifier((2,), random_state=0), epsilon=EPSILON,
+                              n_permutations=20, random_state=0,
+                              noise_seed=noise_seed, subspace=subspace, **extra)
+    return valuator.fit(X, y, X_val=X_VAL, y_val=Y_VAL)
 
 
 def label_quality_fit(canary, noise_seed, kind):
@@ -179,6 +193,8 @@ FITS = {
     "default walk": default_walk_fit,
     "multinomial walk": multinomial_walk_fit,
     "regression walk": regression_walk_fit,
+    "MLP line walk": mlp_walk_fit,
+    "MLP full-space walk": functools.partial(mlp_walk_fit, subspace=None),
     "DPLabelQuality multiclass": functools.partial(label_quality_fit,
                                                    kind="multiclass"),
     "DPLabelQuality regressor": functools.partial(label_quality_fit, kind="regressor"),

@@ -46,7 +46,8 @@ def linear_estimators():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # deprecated PA classes
         return [(name, cls) for name, cls in all_estimators()
-                if cls.__module__.startswith(("sklearn.linear_model.", "sklearn.svm."))]
+                if cls.__module__.startswith(("sklearn.linear_model.", "sklearn.svm.",
+                                              "sklearn.neural_network."))]
 
 
 def test_every_linear_model_and_svm_is_supported_or_refused_with_a_reason():

@@ -37,7 +37,8 @@ def table_rows(results):
         found = sorted((cls.__module__.split(".")[1], name, cls)
                        for name, cls in all_estimators()
                        if cls.__module__.startswith(("sklearn.linear_model.",
-                                                     "sklearn.svm.")))
+                                                     "sklearn.svm.",
+                                                     "sklearn.neural_network.")))
     methods = ["no noise", "eps 3", "clean-model AUC"]
     header = ["Estimator", "Walked objective (per sample), or why it is refused"]
     if results is not None:

@@ -1,0 +1,617 @@
+"""Kernels of a multilayer perceptron: a party's loss gradient, and the network along a line.
+
+The parameters are one flat vector ``theta``, packed as scikit-learn packs
+an MLP's (``_pack``): every layer's coefficients ``W_l`` of shape
+``(fan_in, fan_out)`` row-major, then every layer's intercepts. ``layout``
+(``(n_layers, 5)`` int64, :func:`network_layout`) holds each layer's
+``fan_in``, ``fan_out``, the offsets of its coefficients and intercepts in
+``theta`` and of its units in the ``units`` buffer (all layers' outputs, the
+hidden ones after the activation, the last one before the output's).
+
+Hidden activations (codes): identity, logistic, tanh, relu. The output and
+the loss follow the loss code of :mod:`skdpval._kernels`: ``LOGISTIC`` (one
+logistic unit, targets +-1, scikit-learn's binary log loss), ``MULTINOMIAL``
+(softmax, one-hot targets) or ``SQUARED`` (identity, ``r^2 / 2``). The
+objective of a party is its rows' weighted mean loss plus ``l2 / 2`` times
+the squared norm of the coefficients (not the intercepts), as scikit-learn
+writes ``alpha / (2 n) ||W||^2`` for ``n`` rows.
+
+Along a public line ``theta = theta0 + z b`` the first layer's
+pre-activations of a row are ``a + z c`` (:func:`line_rows`, once per fit),
+so that a forward pass costs O(width) in that layer, not O(features x
+width); the other layers carry the value and the first two derivatives in
+``z`` (forward mode): a party's gradient in ``z`` and the validation
+utility's table (:mod:`skdpval._mlp_space`) come from them.
+"""
+
+import numpy as np
+from numba import njit
+
+from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _scalar, clip_l2, softplus,
+                       utility_of_margins)
+from ._line import hermite5
+from ._subspace import release_tail, walk_start
+
+IDENTITY, LOGISTIC_UNIT, TANH, RELU = 0, 1, 2, 3
+ACTIVATIONS = {"identity": IDENTITY, "logistic": LOGISTIC_UNIT, "tanh": TANH,
+               "relu": RELU}
+
+
+def network_layout(sizes):
+    """``(n_layers, 5)`` int64: fan_in, fan_out, coefficient, intercept and unit
+    offsets of each layer for unit counts ``sizes`` (inputs, hidden..., outputs)."""
+    sizes = [int(s) for s in sizes]
+    n_layers = len(sizes) - 1
+    n_coefs = sum(sizes[i] * sizes[i + 1] for i in range(n_layers))
+    layout = np.zeros((n_layers, 5), dtype=np.int64)
+    coef = intercept = unit = 0
+    for i in range(n_layers):
+        layout[i] = (sizes[i], sizes[i + 1], coef, n_coefs + intercept, unit)
+        coef += sizes[i] * sizes[i + 1]
+        intercept += sizes[i + 1]
+        unit += sizes[i + 1]
+    return layout
+
+
+def n_parameters(layout):
+    """Length of ``theta``."""
+    return int(layout[-1, 3] + layout[-1, 1])
+
+
+def n_coefficients(layout):
+    """Coefficients (the penalised parameters) come first in ``theta``."""
+    return int(layout[0, 3])
+
+
+def n_units(layout):
+    return int(layout[-1, 4] + layout[-1, 1])
+
+
+# --- one row through the network -----------------------------------------------
+
+@njit(**_scalar)
+def _activate(act, u):
+    if act == RELU:
+        return u if u > 0.0 else 0.0
+    if act == TANH:
+        return np.tanh(u)
+    if act == LOGISTIC_UNIT:
+        return 1.0 / (1.0 + np.exp(-u)) if u >= 0.0 else np.exp(u) / (1.0 + np.exp(u))
+    return u
+
+
+@njit(**_scalar)
+def _derivatives(act, h):
+    """``(f'(u), f''(u))`` from the activation's value ``h = f(u)``
+    (relu's derivative at 0 is 0, as in scikit-learn)."""
+    if act == RELU:
+        return (1.0 if h > 0.0 else 0.0), 0.0
+    if act == TANH:
+        d = 1.0 - h * h
+        return d, -2.0 * h * d
+    if act == LOGISTIC_UNIT:
+        d = h * (1.0 - h)
+        return d, d * (1.0 - 2.0 * h)
+    return 1.0, 0.0
+
+
+@njit(**_jit)
+def forward(theta, layout, x, act, units):
+    """Fill ``units`` with every layer's outputs for the input row ``x``."""
+    n_layers = layout.shape[0]
+    for layer in range(n_layers):
+        fan_in, fan_out = layout[layer, 0], layout[layer, 1]
+        coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
+        source = layout[layer - 1, 4] if layer > 0 else 0
+        for o in range(fan_out):
+            units[out + o] = theta[intercept + o]
+        for i in range(fan_in):
+            v = x[i] if layer == 0 else units[source + i]
+            base = coef + i * fan_out
+            for o in range(fan_out):
+                units[out + o] += v * theta[base + o]
+        if layer < n_layers - 1:
+            for o in range(fan_out):
+                units[out + o] = _activate(act, units[out + o])
+
+
+@njit(**_scalar)
+def _sigmoid(x):
+    if x >= 0.0:
+        return 1.0 / (1.0 + np.exp(-x))
+    e = np.exp(x)
+    return e / (1.0 + e)
+
+
+@njit(**_jit)
+def output_loss(loss, o, t, d1):
+    """``(loss, curvature)`` of the outputs ``o`` at targets ``t``, ``d1`` <- the
+    loss's gradient in ``o``. The curvature is the second derivative of a
+    one-output loss (logistic, squared; per output for the squared loss),
+    0 for the softmax (its Hessian ``diag p - p p^T``, ``p = d1 + t``, is
+    applied by :func:`line_loss`)."""
+    if loss == LOGISTIC:
+        m = -t[0] * o[0]
+        d1[0] = -t[0] * _sigmoid(m)
+        s = _sigmoid(o[0])
+        return softplus(m), s * (1.0 - s)
+    if loss == MULTINOMIAL:
+        top = o[0]
+        for k in range(1, o.shape[0]):
+            top = max(top, o[k])
+        total = 0.0
+        for k in range(o.shape[0]):
+            total += np.exp(o[k] - top)
+        lse = top + np.log(total)
+        value = lse
+        for k in range(o.shape[0]):
+            value -= t[k] * o[k]
+            d1[k] = np.exp(o[k] - lse) - t[k]
+        return value, 0.0
+    value = 0.0
+    for k in range(o.shape[0]):
+        r = o[k] - t[k]
+        value += 0.5 * r * r
+        d1[k] = r
+    return value, 1.0
+
+
+@njit(**_jit)
+def backward(theta, layout, x, act, units, deltas, grad):
+    """Add the gradient to ``grad``: ``deltas`` holds d(objective)/d(outputs)
+    in the last layer's units (the others are overwritten)."""
+    n_layers = layout.shape[0]
+    for layer in range(n_layers - 1, -1, -1):
+        fan_in, fan_out = layout[layer, 0], layout[layer, 1]
+        coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
+        source = layout[layer - 1, 4] if layer > 0 else 0
+        for o in range(fan_out):
+            grad[intercept + o] += deltas[out + o]
+        for i in range(fan_in):
+            v = x[i] if layer == 0 else units[source + i]
+            base = coef + i * fan_out
+            back = 0.0
+            for o in range(fan_out):
+                grad[base + o] += v * deltas[out + o]
+                back += theta[base + o] * deltas[out + o]
+            if layer > 0:
+                deltas[source + i] = back * _derivatives(act, units[source + i])[0]
+
+
+@njit(**_jit)
+def party_gradient(theta, layout, X, T, row_weights, start, stop, act, loss, l2,
+                   units, deltas, out):
+    """``out`` <- the gradient of rows ``start:stop``'s weighted mean loss plus
+    ``l2 / 2 ||W||^2``; returns that objective."""
+    last = layout[layout.shape[0] - 1, 4]
+    n_out = layout[layout.shape[0] - 1, 1]
+    for p in range(out.shape[0]):
+        out[p] = 0.0
+    total = 0.0
+    for row in range(start, stop):
+        forward(theta, layout, X[row], act, units)
+        value, _ = output_loss(loss, units[last:last + n_out], T[row],
+                               deltas[last:last + n_out])
+        weight = row_weights[row]
+        total += weight * value
+        for k in range(n_out):
+            deltas[last + k] *= weight
+        backward(theta, layout, X[row], act, units, deltas, out)
+    if stop - start > 1:
+        inverse = 1.0 / (stop - start)
+        total *= inverse
+        for p in range(out.shape[0]):
+            out[p] *= inverse
+    penalty = 0.0
+    for p in range(layout[0, 3]):  # the coefficients
+        out[p] += l2 * theta[p]
+        penalty += theta[p] * theta[p]
+    return total + 0.5 * l2 * penalty
+
+
+@njit(**_jit)
+def output_margins(theta, layout, X, act, units, margins):
+    """``margins[k, v]``: output ``k`` (before the output's activation) of row ``v``."""
+    last = layout[layout.shape[0] - 1, 4]
+    for v in range(X.shape[0]):
+        forward(theta, layout, X[v], act, units)
+        for k in range(margins.shape[0]):
+            margins[k, v] = units[last + k]
+
+
+@njit(**_jit)
+def output_gradient_norms(theta, layout, X, act, basis, projected, units, deltas,
+                          row, projection):
+    """Sum over rows of ``X`` and outputs of ``||d output / d theta||^2`` (projected
+    on the rows of ``basis`` when ``projected``)."""
+    last = layout[layout.shape[0] - 1, 4]
+    n_out = layout[layout.shape[0] - 1, 1]
+    total = 0.0
+    for v in range(X.shape[0]):
+        forward(theta, layout, X[v], act, units)
+        for k in range(n_out):
+            for p in range(row.shape[0]):
+                row[p] = 0.0
+            for o in range(n_out):
+                deltas[last + o] = 1.0 if o == k else 0.0
+            backward(theta, layout, X[v], act, units, deltas, row)
+            if projected:
+                for i in range(basis.shape[0]):
+                    s = 0.0
+                    for p in range(row.shape[0]):
+                        s += basis[i, p] * row[p]
+                    total += s * s
+            else:
+                for p in range(row.shape[0]):
+                    total += row[p] * row[p]
+    return total
+
+
+# --- along a line theta0 + z b ---------------------------------------------------
+
+@njit(**_jit)
+def _line_rows(theta0, direction, layout, X, A, C):
+    """``A[r] + z C[r]``: the first layer's pre-activations of row ``r`` at ``z``."""
+    fan_in, fan_out = layout[0, 0], layout[0, 1]
+    intercept = layout[0, 3]
+    for r in range(X.shape[0]):
+        for o in range(fan_out):
+            A[r, o] = theta0[intercept + o]
+            C[r, o] = direction[intercept + o]
+        for i in range(fan_in):
+            v = X[r, i]
+            base = i * fan_out
+            for o in range(fan_out):
+                A[r, o] += v * theta0[base + o]
+                C[r, o] += v * direction[base + o]
+
+
+def line_rows(theta0, direction, layout, X):
+    """``(A, C)`` of shape ``(n_rows, width)``: first-layer pre-activations ``A + z C``."""
+    X = _f64(X)
+    A = np.empty((X.shape[0], int(layout[0, 1])))
+    C = np.empty_like(A)
+    _line_rows(_f64(theta0), _f64(direction), layout, X, A, C)
+    return A, C
+
+
+@njit(**_jit)
+def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2):
+    """Every layer's outputs (``u0``) and their first (``u1``) and second (``u2``)
+    derivatives in ``z`` at ``theta0 + z direction``, for a row whose first
+    layer's pre-activations are ``a + z c``. A first-layer relu unit is
+    active where it is at ``zp`` (``zp = z``: where it is at ``z``; another
+    point of the same piece between kinks: the one-sided limits at a kink)."""
+    n_layers = layout.shape[0]
+    width = layout[0, 1]
+    for o in range(width):
+        u0[o] = a[o] + z * c[o]
+        u1[o] = c[o]
+        u2[o] = 0.0
+        if act == RELU and n_layers > 1 and not a[o] + zp * c[o] > 0.0:
+            u0[o] = u1[o] = 0.0
+    for layer in range(n_layers):
+        fan_in, fan_out = layout[layer, 0], layout[layer, 1]
+        coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
+        if layer > 0:
+            source = layout[layer - 1, 4]
+            for o in range(fan_out):
+                u0[out + o] = theta0[intercept + o] + z * direction[intercept + o]
+                u1[out + o] = direction[intercept + o]
+                u2[out + o] = 0.0
+            for i in range(fan_in):
+                h0, h1, h2 = u0[source + i], u1[source + i], u2[source + i]
+                base = coef + i * fan_out
+                for o in range(fan_out):
+                    w, b = theta0[base + o], direction[base + o]
+                    w_z = w + z * b
+                    u0[out + o] += w_z * h0
+                    u1[out + o] += b * h0 + w_z * h1
+                    u2[out + o] += 2.0 * b * h1 + w_z * h2
+        if layer == 0 and act == RELU:
+            continue  # decided above, at zp
+        if layer < n_layers - 1:
+            for o in range(fan_out):
+                h = _activate(act, u0[out + o])
+                d1, d2 = _derivatives(act, h)
+                s1 = u1[out + o]
+                u0[out + o] = h
+                u1[out + o] = d1 * s1
+                u2[out + o] = d2 * s1 * s1 + d1 * u2[out + o]
+
+
+@njit(**_jit)
+def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+    """``(L, dL/dz, d2L/dz2)`` of one row at ``z`` (outputs by :func:`line_forward`)."""
+    line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2)
+    last = layout[layout.shape[0] - 1, 4]
+    n_out = layout[layout.shape[0] - 1, 1]
+    o0, o1, o2 = u0[last:last + n_out], u1[last:last + n_out], u2[last:last + n_out]
+    value, curvature = output_loss(loss, o0, t, d1)
+    first = second = 0.0
+    for k in range(n_out):
+        first += d1[k] * o1[k]
+        second += d1[k] * o2[k]
+    if loss == MULTINOMIAL:  # o1' (diag p - p p^T) o1, p = d1 + t
+        mean = square = 0.0
+        for k in range(n_out):
+            p = d1[k] + t[k]
+            mean += p * o1[k]
+            square += p * o1[k] * o1[k]
+        second += square - mean * mean
+    else:
+        for k in range(n_out):
+            second += curvature * o1[k] * o1[k]
+    return value, first, second
+
+
+# --- the walks -------------------------------------------------------------------
+
+@njit(**_scalar)
+def _project(grad, basis, projected, out):
+    """``out`` <- ``basis @ grad`` when ``projected``, else ``grad``."""
+    if projected:
+        for i in range(out.shape[0]):
+            s = 0.0
+            for p in range(grad.shape[0]):
+                s += basis[i, p] * grad[p]
+            out[i] = s
+    else:
+        for p in range(out.shape[0]):
+            out[p] = grad[p]
+
+
+@njit(**_jit)
+def _clipped_statistic(theta, basis, projected, layout, X, T, row_weights, start,
+                       stop, act, loss, l2, clip_norm, record_level, units, deltas,
+                       grad, record, update):
+    """``update`` <- party ``start:stop``'s gradient (projected), clipped; at
+    record level the sum of its rows' clipped gradients."""
+    dim = update.shape[0]
+    if record_level:
+        for i in range(dim):
+            update[i] = 0.0
+        for row in range(start, stop):
+            party_gradient(theta, layout, X, T, row_weights, row, row + 1, act, loss,
+                           l2, units, deltas, grad)
+            _project(grad, basis, projected, record)
+            clip_l2(record.reshape((1, dim)), clip_norm)
+            for i in range(dim):
+                update[i] += record[i]
+    else:
+        party_gradient(theta, layout, X, T, row_weights, start, stop, act, loss, l2,
+                       units, deltas, grad)
+        _project(grad, basis, projected, update)
+        clip_l2(update.reshape((1, dim)), clip_norm)
+
+
+@njit(**_jit)
+def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets,
+         X_val, T_val_t, labels_val, utility, utility_loss, total_sum_squares, l2,
+         clip_norm, learning_rate, record_level, starts, permutations, noise, x_tt,
+         use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
+         end_utility, ends, theta, grad, record, update, units, deltas, margins,
+         scratch):
+    """The network's walk in the full space (``projected`` False: the released
+    statistic is the whole gradient, ``z = theta - theta0``) or in the span of
+    ``basis`` (``theta = theta0 + basis^T z``). Walk ``b`` starts from ``z =
+    starts[b % len(starts)]`` and steps through ``permutations[b]``, leaving
+    its ``z`` in ``ends[b]``; the validation utility is computed from the rows
+    at every step (``utility``, ``utility_loss`` as
+    :func:`skdpval._kernels.kernel_codes` gives them)."""
+    n_walks, n_steps = permutations.shape
+    has_noise = noise.shape[0] == n_walks
+    dim = update.shape[0]
+    n_params = theta.shape[0]
+    n_val = labels_val.shape[0]
+    for b in range(n_walks):
+        z = walk_start(ends, starts, b)
+        for p in range(n_params):
+            theta[p] = theta0[p]
+        if projected:
+            for i in range(dim):
+                for p in range(n_params):
+                    theta[p] += z[i] * basis[i, p]
+        else:
+            for p in range(n_params):
+                theta[p] += z[p]
+        output_margins(theta, layout, X_val, act, units, margins)
+        previous = utility_of_margins(utility, utility_loss, margins, T_val_t,
+                                      labels_val, 0.0, total_sum_squares, scratch)
+        fresh = x_tt[b]
+        for position in range(n_steps):
+            j = permutations[b, position]
+            _clipped_statistic(theta, basis, projected, layout, X, T, row_weights,
+                               offsets[j], offsets[j + 1], act, loss, l2, clip_norm,
+                               record_level, units, deltas, grad, record, update)
+            release_tail(update, noise, b, j, has_noise, grid, grid_bound,
+                         record_level, offsets[j + 1] - offsets[j], use_rolling,
+                         fresh, rolling_mean)
+            for i in range(dim):
+                z[i] -= learning_rate * update[i]
+            if projected:
+                for p in range(n_params):
+                    s = 0.0
+                    for i in range(dim):
+                        s += update[i] * basis[i, p]
+                    theta[p] -= learning_rate * s
+            else:
+                for p in range(n_params):
+                    theta[p] -= learning_rate * update[p]
+            if n_val > 0:
+                output_margins(theta, layout, X_val, act, units, margins)
+                current = utility_of_margins(utility, utility_loss, margins, T_val_t,
+                                             labels_val, 0.0, total_sum_squares,
+                                             scratch)
+                marginals[b, j] = weights[position] * (current - previous)
+                previous = current
+        end_utility[b] = previous
+
+
+@njit(**_jit)
+def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
+                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1):
+    """d/dz of rows ``start:stop``'s weighted mean loss plus the L2 term at
+    ``theta0 + z b``: ``l2 (penalty0 + z penalty1)``, ``penalty0 = <b_W,
+    W0>``, ``penalty1 = ||b_W||^2`` over the coefficients."""
+    total = 0.0
+    for row in range(start, stop):
+        _, first, _ = line_loss(z, z, A[row], C[row], T[row], theta0, direction,
+                                layout, act, loss, u0, u1, u2, d1)
+        total += row_weights[row] * first
+    if stop - start > 1:
+        total /= stop - start
+    return total + l2 * (penalty0 + z * penalty1)
+
+
+@njit(**_jit)
+def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset, u0,
+         u1, u2, d1, out):
+    """``out`` <- ``(U, h U', h^2 U'')`` at ``z`` on the piece holding ``zp``."""
+    n = A.shape[0]
+    value = first = second = 0.0
+    for v in range(n):
+        a, b, c = line_loss(z, zp, A[v], C[v], T[v], theta0, direction, layout, act,
+                            loss, u0, u1, u2, d1)
+        value += a
+        first += b
+        second += c
+    out[0] = offset - scale * value / n
+    out[1] = -h * scale * first / n
+    out[2] = -h * h * scale * second / n
+
+
+@njit(**_jit)
+def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
+             offset, u0, u1, u2, d1, data):
+    """``data[i]``: ``(U, h U', h^2 U'')`` at both ends of the interval
+    ``left[i], right[i]`` (``h`` its length), each the limit from inside it,
+    ``U = offset - scale * mean loss`` over the rows ``A, C, T``."""
+    for i in range(data.shape[0]):
+        h = right[i] - left[i]
+        middle = left[i] + 0.5 * h
+        _end(left[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
+             scale, offset, u0, u1, u2, d1, data[i, 0:3])
+        _end(right[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
+             scale, offset, u0, u1, u2, d1, data[i, 3:6])
+
+
+@njit(**_jit)
+def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, d1):
+    """One row's loss at ``z``: :func:`line_forward`'s values only."""
+    n_layers = layout.shape[0]
+    for o in range(layout[0, 1]):
+        u0[o] = _activate(act, a[o] + z * c[o]) if n_layers > 1 else a[o] + z * c[o]
+    for layer in range(1, n_layers):
+        fan_in, fan_out = layout[layer, 0], layout[layer, 1]
+        coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
+        source = layout[layer - 1, 4]
+        for o in range(fan_out):
+            u0[out + o] = theta0[intercept + o] + z * direction[intercept + o]
+        for i in range(fan_in):
+            h = u0[source + i]
+            base = coef + i * fan_out
+            for o in range(fan_out):
+                u0[out + o] += (theta0[base + o] + z * direction[base + o]) * h
+        if layer < n_layers - 1:
+            for o in range(fan_out):
+                u0[out + o] = _activate(act, u0[out + o])
+    last = layout[n_layers - 1, 4]
+    return output_loss(loss, u0[last:last + layout[n_layers - 1, 1]], t, d1)[0]
+
+
+@njit(**_jit)
+def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
+               u0, u1, u2, d1):
+    """``U(z)`` from the rows."""
+    total = 0.0
+    for v in range(A.shape[0]):
+        total += _line_value(z, A[v], C[v], T[v], theta0, direction, layout, act,
+                             loss, u0, d1)
+    return offset - scale * total / A.shape[0]
+
+
+@njit(**_scalar)
+def _interval(z, nodes, first, inv_cell):
+    """The interval of the table holding ``z`` (``nodes[0] <= z < nodes[-1]``):
+    from the first interval of ``z``'s cell of a uniform grid, onwards."""
+    i = first[int((z - nodes[0]) * inv_cell)]
+    while nodes[i + 1] <= z:
+        i += 1
+    return i
+
+
+@njit(**_scalar)
+def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
+                 layout, act, loss, scale, offset, u0, u1, u2, d1):
+    """``U(z)`` from the table, or from the rows past it."""
+    if z >= nodes[0] and z < nodes[nodes.shape[0] - 1]:
+        i = _interval(z, nodes, first, inv_cell)
+        row = data[i]
+        return hermite5(row[0], row[1], row[2], row[3], row[4], row[5],
+                        (z - nodes[i]) / (nodes[i + 1] - nodes[i]))
+    return line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
+                      offset, u0, u1, u2, d1)
+
+
+@njit(**_jit)
+def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, loss,
+                 scale, offset, u0, u1, u2, d1, out):
+    """``out[i]``: ``|interpolant - U|`` at the midpoint of interval ``i``,
+    where a quintic Hermite interpolant's error term ``U^(6)(xi) / 6! (t (t
+    - 1))^3 h^6`` peaks."""
+    for i in range(data.shape[0]):
+        row = data[i]
+        exact = line_exact(0.5 * (left[i] + right[i]), A, C, T, theta0,
+                           direction, layout, act, loss, scale, offset, u0, u1, u2,
+                           d1)
+        out[i] = abs(hermite5(row[0], row[1], row[2], row[3], row[4], row[5], 0.5)
+                     - exact)
+
+
+@njit(**_jit)
+def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offsets,
+              l2, penalty0, penalty1, clip_norm, learning_rate, record_level, nodes,
+              data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
+              noise,
+              x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
+              end_utility, update, record, u0, u1, u2, d1):
+    """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
+    :func:`walk` with one direction, a party's gradient in ``z`` by forward
+    mode (O(width) in the first layer) and the utility from the table."""
+    n_walks, n_steps = permutations.shape
+    has_noise = noise.shape[0] == n_walks
+    update_2d = update.reshape((1, 1))
+    record_2d = record.reshape((1, 1))
+    for b in range(n_walks):
+        z = 0.0
+        previous = line_utility(z, nodes, data, first, inv_cell, A_val, C_val, T_val,
+                                theta0, direction, layout, act, loss, scale, offset,
+                                u0, u1, u2, d1)
+        fresh = x_tt[b]
+        for position in range(n_steps):
+            j = permutations[b, position]
+            start, stop = offsets[j], offsets[j + 1]
+            if record_level:
+                update[0] = 0.0
+                for row in range(start, stop):
+                    record[0] = line_party_gradient(
+                        z, A, C, T, row_weights, row, row + 1, theta0, direction,
+                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
+                    clip_l2(record_2d, clip_norm)
+                    update[0] += record[0]
+            else:
+                update[0] = line_party_gradient(
+                    z, A, C, T, row_weights, start, stop, theta0, direction, layout,
+                    act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
+                clip_l2(update_2d, clip_norm)
+            release_tail(update, noise, b, j, has_noise, grid, grid_bound,
+                         record_level, stop - start, use_rolling, fresh,
+                         rolling_mean)
+            z -= learning_rate * update[0]
+            current = line_utility(z, nodes, data, first, inv_cell, A_val, C_val,
+                                   T_val, theta0, direction, layout, act, loss,
+                                   scale, offset, u0, u1, u2, d1)
+            marginals[b, j] = weights[position] * (current - previous)
+            previous = current
+        end_utility[b] = previous
