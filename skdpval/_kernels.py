@@ -78,7 +78,14 @@ R2 = 3
 # Doubles per SIMD vector (AVX-512); validation rows are padded to a multiple.
 LANES = 8
 
-_jit = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
+# No reference counting (numba's private ``_nrt`` flag): every array
+# argument of a jitted call and every view taken costs an atomic increment
+# and decrement of a reference count, which took 180 of the 210 ns of a step
+# of the walk along a line. Kernels allocate nothing (the caller passes the
+# buffers); the few that do use ``_jit_alloc``.
+_jit = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True,
+            _nrt=False)
+_jit_alloc = dict(_jit, _nrt=True)
 # Helpers of the walk: LLVM must inline them (numba's calling convention
 # otherwise keeps them out of line: a scalar helper then keeps its loop
 # scalar, and a step pays five calls).
@@ -967,7 +974,7 @@ def _coalition_objective(X, y, rows, size, w, lam):
     return total / size + lam * sq
 
 
-@njit(**_jit)
+@njit(**_jit_alloc)
 def fit_coalition(X, y, rows, size, lam, w, tol=1e-12, max_iter=100):
     """Newton's method for ``min_w mean_j softplus(-y_j w.x_j) + lam |w|^2``.
 
@@ -1019,7 +1026,7 @@ def fit_coalition(X, y, rows, size, lam, w, tol=1e-12, max_iter=100):
         current = value
 
 
-@njit(**_jit)
+@njit(**_jit_alloc)
 def _coalition_values(X, y, X_val, y_val, members, sizes, lam, out):
     d = X.shape[1]
     w = np.empty(d)
