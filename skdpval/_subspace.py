@@ -123,42 +123,56 @@ def _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
 
 
 @njit(**_scalar)
-def _release(z, F, T, row_weights, start, stop, loss, loss_param, l2, penalty, l1,
-             penalised_basis, clip_norm, record_level, noise, b, j, has_noise,
-             use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record, update,
-             grid, grid_bound):
-    """``update`` <- the combination of party ``j``'s releases that moves ``z``.
+def _releases(z, F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
+              penalised_basis, clip_norm, record_level, noise, b0, parties,
+              has_noise, use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf,
+              record, update, grid, grid_bound):
+    """``update[g]`` <- the combination of party ``parties[g]``'s releases that
+    moves walk ``b0 + g`` from ``z[g]``, for each of the walks ``g``.
 
     The release: the party's clipped projected gradient (at record level, the
     sum of its records' clipped gradients) on the grid plus its integer noise
     ``noise[b, j]``, times the grid (:func:`release_on_grid`); at record level
     then divided by the party's size (post-processing). With
-    ``use_rolling``: ``x_tt * release + (1 - x_tt) *`` the party's mean of
-    its earlier releases, and the raw release is handed back in
+    ``use_rolling``: ``x_tt[b] * release + (1 - x_tt[b]) *`` the party's mean
+    of its earlier releases, and the raw release is handed back in
     ``noise[b, j]`` for the next mean. Both walks of this module step here.
+
+    Stage by stage over the walks (gradients, clipping, releases): a
+    release is a chain of dependent operations (an exp, a square root, two
+    divisions), and the walks' chains overlap in the processor.
     """
-    m = z.shape[0]
-    if record_level:
-        _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
-                           penalty, l1, penalised_basis, clip_norm, margin_buf,
-                           dloss_buf, record, update)
-    else:
-        _party_gradient(z, F, T, row_weights, start, stop, loss, loss_param, l2,
-                        penalty, l1, penalised_basis, margin_buf, dloss_buf, update)
-        clip_l2(update.reshape((1, m)), clip_norm)
-    if has_noise:
-        for i in range(m):
-            update[i] = release_on_grid(update[i], noise[b, j, i], grid, grid_bound)
-    if record_level:
-        # The mean of the party's records (post-processing).
-        inverse = 1.0 / (stop - start)
-        for i in range(m):
-            update[i] *= inverse
-    if use_rolling:
-        for i in range(m):
-            raw = update[i]
-            noise[b, j, i] = raw
-            update[i] = fresh * raw + (1.0 - fresh) * rolling_mean[j, i]
+    n_walks, m = z.shape
+    for g in range(n_walks):
+        j = parties[g]
+        if record_level:
+            _party_clipped_sum(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
+                               loss, loss_param, l2, penalty, l1, penalised_basis,
+                               clip_norm, margin_buf, dloss_buf, record, update[g])
+        else:
+            _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
+                            loss, loss_param, l2, penalty, l1, penalised_basis,
+                            margin_buf, dloss_buf, update[g])
+    if not record_level:
+        for g in range(n_walks):
+            clip_l2(update[g:g + 1], clip_norm)
+    for g in range(n_walks):
+        b, j = b0 + g, parties[g]
+        if has_noise:
+            for i in range(m):
+                update[g, i] = release_on_grid(update[g, i], noise[b, j, i], grid,
+                                               grid_bound)
+        if record_level:
+            # The mean of the party's records (post-processing).
+            inverse = 1.0 / (offsets[j + 1] - offsets[j])
+            for i in range(m):
+                update[g, i] *= inverse
+        if use_rolling:
+            fresh = x_tt[b]
+            for i in range(m):
+                raw = update[g, i]
+                noise[b, j, i] = raw
+                update[g, i] = fresh * raw + (1.0 - fresh) * rolling_mean[j, i]
 
 
 @njit(**_jit)
@@ -190,16 +204,15 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
         previous = utility_of_margins(utility, loss, margins, T_val_t,
                                       labels_val, loss_param,
                                       total_sum_squares, scratch)
-        fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
-            _release(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
-                     loss_param, l2, penalty, l1, penalised_basis, clip_norm,
-                     record_level, noise, b, j, has_noise, use_rolling, fresh,
-                     rolling_mean, margin_buf, dloss_buf, record, update, grid,
-                     grid_bound)
+            _releases(ends[b:b + 1], F, T, row_weights, offsets, loss, loss_param,
+                      l2, penalty, l1, penalised_basis, clip_norm, record_level,
+                      noise, b, permutations[b, position:position + 1], has_noise,
+                      use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf, record,
+                      update, grid, grid_bound)
             for i in range(m):
-                step = learning_rate * update[i]
+                step = learning_rate * update[0, i]
                 z[i] -= step
                 for k in range(n_outputs):
                     row = margins[k]
@@ -223,27 +236,34 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                dloss_buf, grid, grid_bound):
     """:func:`_walk` for one direction and one output from ``z = 0``, with the
     utility read along the line (:mod:`skdpval._line`): the same releases and
-    steps, O(1) a step in the validation set's size."""
+    steps, O(1) a step in the validation set's size.
+
+    The walks advance together, one step of each in turn: a walk's step
+    waits on its previous one (a chain of an exp, a square root and two
+    divisions), while the steps of different walks overlap in the processor.
+    Each walk's arithmetic is that of a walk on its own. ``end_utility[b]``
+    holds walk ``b``'s current utility.
+    """
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
+    start = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0)
     for b in range(n_walks):
-        z = ends[b]
-        z[0] = 0.0
-        previous = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0)
-        fresh = x_tt[b]
-        for position in range(n_steps):
-            j = permutations[b, position]
-            _release(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
-                     loss_param, l2, penalty, l1, penalised_basis, clip_norm,
-                     record_level, noise, b, j, has_noise, use_rolling, fresh,
-                     rolling_mean, margin_buf, dloss_buf, record, update, grid,
-                     grid_bound)
-            z_old = z[0]
-            z[0] -= learning_rate * update[0]
-            change, previous = _line.line_change(kind, lo, inv_h, table, quad, s_val,
-                                                 z_old, z[0], previous)
-            marginals[b, j] = weights[position] * change
-        end_utility[b] = previous
+        ends[b, 0] = 0.0
+        end_utility[b] = start
+    for position in range(n_steps):
+        _releases(ends, F, T, row_weights, offsets, loss, loss_param, l2, penalty,
+                  l1, penalised_basis, clip_norm, record_level, noise, 0,
+                  permutations[:, position], has_noise, use_rolling, x_tt,
+                  rolling_mean, margin_buf, dloss_buf, record, update, grid,
+                  grid_bound)
+        weight = weights[position]
+        for b in range(n_walks):
+            z_old = ends[b, 0]
+            ends[b, 0] -= learning_rate * update[b, 0]
+            change, end_utility[b] = _line.line_change(
+                kind, lo, inv_h, table, quad, s_val, z_old, ends[b, 0],
+                end_utility[b])
+            marginals[b, permutations[b, position]] = weight * change
 
 
 # --- Python side ----------------------------------------------------------------
@@ -308,8 +328,8 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
           np.ascontiguousarray(permutations, np.int64), noise,
           np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
           np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-          weights, bool(record_level), marginals, end_utility, ends, np.empty(m),
-          np.empty(m), np.empty(n_outputs),
+          weights, bool(record_level), marginals, end_utility, ends,
+          np.empty((1, m)), np.empty(m), np.empty(n_outputs),
           np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
           validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
     return marginals, end_utility, ends
@@ -332,7 +352,7 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                rolling_mean is not None,
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
                p.weights, p.record_level, marginals, end_utility,
-               np.empty((n_walks, 1)), np.empty(1), np.empty(1),
+               np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
                np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
                float(grid[1]))
     return marginals, end_utility
