@@ -74,33 +74,38 @@ _CUMULANT6_BOUND = 2.29
 
 
 @njit(**_jit)
-def _tabulate_logistic(rows, lo, h, table):
+def _tabulate_logistic(rows, lo, h, table, scratch):
     """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the binary
-    logistic loss, ``rows[:, 0]`` the signed margins (exact sums over rows)."""
-    s = rows[:, 0]
-    n_val = s.shape[0]
+    logistic loss, ``rows[:, 0]`` the signed margins; ``scratch`` ``(4,
+    n_val)``. The rows' terms come from the walk's branch-free exp and log
+    (:func:`skdpval._kernels.softplus`), a loop that vectorises, and are
+    summed in a fixed order."""
+    n_val = rows.shape[0]
+    values, firsts, seconds, s = scratch[0], scratch[1], scratch[2], scratch[3]
+    for v in range(n_val):
+        s[v] = rows[v, 0]
     for i in range(table.shape[0]):
         z = lo + i * h
-        value = first = second = 0.0
         for v in range(n_val):
             # softplus(x) = max(x, 0) + log1p(e) and sigma(x) from one e = exp(-|x|)
             x = -s[v] * z
-            e = np.exp(-abs(x))
+            e = K._exp_neg(abs(x))
             inverse = 1.0 / (1.0 + e)
             sigma = inverse if x >= 0.0 else e * inverse
-            value -= max(x, 0.0) + np.log1p(e)
-            first += s[v] * sigma
-            second -= s[v] * s[v] * sigma * (1.0 - sigma)
-        table[i, 0] = value / n_val
-        table[i, 1] = h * first / n_val
-        table[i, 2] = h * h * second / n_val
+            values[v] = max(x, 0.0) + K._log1p_unit(e)
+            firsts[v] = s[v] * sigma
+            seconds[v] = s[v] * s[v] * sigma * (1.0 - sigma)
+        table[i, 0] = -K._sum(values, n_val) / n_val
+        table[i, 1] = h * K._sum(firsts, n_val) / n_val
+        table[i, 2] = -h * h * K._sum(seconds, n_val) / n_val
 
 
 @njit(**_jit)
-def _tabulate_multinomial(rows, lo, h, table):
+def _tabulate_multinomial(rows, lo, h, table, scratch):
     """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the
     multinomial loss: ``rows[v, :K]`` a row's class margins per unit ``z``,
-    ``rows[v, K]`` its true class's (exact sums over rows)."""
+    ``rows[v, K]`` its true class's (exact sums over rows; ``scratch``
+    unused)."""
     n_val, n_classes = rows.shape[0], rows.shape[1] - 1
     for i in range(table.shape[0]):
         z = lo + i * h
@@ -132,7 +137,7 @@ def _hermite_table(kind, rows, tabulate, sixth, z_range, max_intervals):
     intervals = int(min(max(np.ceil((hi - lo) / h), 1), max_intervals))
     lo = 0.5 * (lo + hi) - 0.5 * intervals * h
     table = np.empty((intervals + 1, 3))
-    tabulate(rows, lo, h, table)
+    tabulate(rows, lo, h, table, np.empty((4, len(rows))))
     return LineUtility(kind, lo, 1.0 / h, table, np.zeros(3), rows)
 
 
