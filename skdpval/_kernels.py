@@ -451,8 +451,11 @@ def clip_l2(g, clip_norm):
         for k in range(n_outputs):
             for c in range(n_columns):
                 g[k, c] = 0.0
-    elif norm > clip_norm:
-        scale = clip_norm / norm
+    else:
+        # Scaled by 1 when within the norm (g * 1.0 is g): whether a release
+        # is clipped is the data's, and a mispredicted branch stalls the walks
+        # that step together.
+        scale = clip_norm / norm if norm > clip_norm else 1.0
         for k in range(n_outputs):
             for c in range(n_columns):
                 g[k, c] *= scale
