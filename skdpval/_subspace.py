@@ -143,9 +143,23 @@ def _releases(z, F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     divisions), and the walks' chains overlap in the processor.
     """
     n_walks, m = z.shape
+    # One direction, one output, one row a party (offsets 0, 1, .., n), no
+    # L1 term: _party_gradient's operations in scalars (its loops, run once
+    # each, cost a third of a step of the walk along a line).
+    scalar = (m == 1 and F.shape[2] == 1 and l1 == 0.0 and not record_level
+              and offsets.shape[0] == F.shape[0] + 1)
     for g in range(n_walks):
         j = parties[g]
-        if record_level:
+        if scalar:
+            zg = z[g, 0]
+            c = F[j, 0, 0]
+            margin_buf[0] = zg * c
+            sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
+            gradient = row_weights[j] * (dloss_buf[0] * c)
+            if l2 != 0.0:
+                gradient += l2 * (penalty[0, 0] * zg)
+            update[g, 0] = gradient
+        elif record_level:
             _party_clipped_sum(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
                                loss, loss_param, l2, penalty, l1, penalised_basis,
                                clip_norm, margin_buf, dloss_buf, record, update[g])
