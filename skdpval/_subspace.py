@@ -308,18 +308,28 @@ def penalty_matrix(basis, n_outputs, n_penalized):
     return _f64(penalised @ penalised.T)
 
 
-def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
-              loss_param, l2, penalty, clip_norm, learning_rate,
-              total_sum_squares, permutations, weights, starts=None, noise=None,
-              x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
-              l1_basis=None, row_weights=None, grid=NO_GRID):
+def _run_walk(*args, **kwargs):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
-    Everything a fit in a subspace computes goes through here, so that it
-    compiles one kernel: the walk, the noiseless SGD pass of the
-    learning-rate search (no validation rows), utilities (walks of no
-    steps) and gradients (one unclipped step of rate 1).
+    Everything a fit in a subspace computes goes through here (or
+    :func:`_walk_call`), so that it compiles one kernel: the walk, the
+    noiseless SGD pass of the learning-rate search (no validation rows),
+    utilities (walks of no steps) and gradients (one unclipped step of rate 1).
     """
+    call, out = _walk_call(*args, **kwargs)
+    _walk(*call)
+    return out
+
+
+def _walk_call(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
+               loss_param, l2, penalty, clip_norm, learning_rate,
+               total_sum_squares, permutations, weights, starts=None, noise=None,
+               x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
+               l1_basis=None, row_weights=None, grid=NO_GRID):
+    """The arguments of :func:`_walk` (buffers allocated) and its outputs
+    ``(marginals, end_utility, ends)``: for a caller that repeats a walk
+    with other ``starts`` written in place (a float64 C-contiguous array is
+    passed as it is)."""
     n_walks = permutations.shape[0]
     m, n_outputs = F_val.shape[:2]
     use_rolling = rolling_mean is not None
@@ -334,19 +344,19 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
         if l1 != 0.0:
             raise ValueError("an L1 term needs the penalised basis")
         l1_basis = np.zeros((m, 0))
-    _walk(F, T, unit_weights(len(F)) if row_weights is None else _f64(row_weights),
-          offsets, F_val, T_val_t, labels_val,
-          *kernel_codes(loss, utility, n_outputs), loss_param, l2, penalty,
-          float(l1), _f64(l1_basis), clip_norm, learning_rate, total_sum_squares,
-          np.zeros((1, m)) if starts is None else _f64(starts),
-          np.ascontiguousarray(permutations, np.int64), noise,
-          np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
-          np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-          weights, bool(record_level), marginals, end_utility, ends,
-          np.empty((1, m)), np.empty(m), np.empty(n_outputs),
-          np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
-          validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
-    return marginals, end_utility, ends
+    call = (F, T, unit_weights(len(F)) if row_weights is None else _f64(row_weights),
+            offsets, F_val, T_val_t, labels_val,
+            *kernel_codes(loss, utility, n_outputs), loss_param, l2, penalty,
+            float(l1), _f64(l1_basis), clip_norm, learning_rate, total_sum_squares,
+            np.zeros((1, m)) if starts is None else _f64(starts),
+            np.ascontiguousarray(permutations, np.int64), noise,
+            np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
+            np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+            weights, bool(record_level), marginals, end_utility, ends,
+            np.empty((1, m)), np.empty(m), np.empty(n_outputs),
+            np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
+            validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
+    return call, (marginals, end_utility, ends)
 
 
 def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
@@ -541,26 +551,32 @@ def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
     settings = dict(loss=int(loss), loss_param=float(loss_param),
                     penalty=penalty, total_sum_squares=1.0, weights=np.zeros(1),
                     row_weights=row_weights)
+    # The two walks are set up once; each call writes z into their start
+    # (the set-up cost more than the walks: 20 us a call, 23 calls a fit).
+    start = np.zeros((1, m))
+    loss_walk, (_, utility, _) = _walk_call(
+        F, T, np.array([0, len(X)]), F_val, T_val_t, labels, utility=0, l2=0.0,
+        clip_norm=1.0, learning_rate=0.0, starts=start,
+        permutations=np.zeros((1, 0), np.int64), **settings)
+    gradient_walk, (_, _, ends) = _walk_call(
+        F, T, np.array([0, len(X)]), *_no_validation(m, n_outputs), utility=0,
+        l2=float(l2), clip_norm=np.inf, learning_rate=1.0, starts=start,
+        permutations=np.zeros((1, 1), np.int64), l1=float(l1), l1_basis=l1_basis,
+        **settings)
 
     def objective(z):
         z = _f64(z)
+        start[0] = z
         # The walk's utility is an unweighted mean: weighted losses are summed
         # by their own kernel.
         if unweighted:
-            _, (utility,), _ = _run_walk(
-                F, T, np.array([0, len(X)]), F_val, T_val_t, labels, utility=0,
-                l2=0.0, clip_norm=1.0, learning_rate=0.0, starts=z[None],
-                permutations=np.zeros((1, 0), np.int64), **settings)
-            mean_loss = -utility
+            _walk(*loss_walk)
+            mean_loss = -utility[0]
         else:
             margins = _f64(np.einsum("rik,i->rk", F, z))
             mean_loss = weighted_mean_loss(loss, margins, T, row_weights, loss_param)
-        _, _, (end,) = _run_walk(
-            F, T, np.array([0, len(X)]), *_no_validation(m, n_outputs), utility=0,
-            l2=float(l2), clip_norm=np.inf, learning_rate=1.0, starts=z[None],
-            permutations=np.zeros((1, 1), np.int64), l1=float(l1),
-            l1_basis=l1_basis, **settings)
+        _walk(*gradient_walk)
         return (mean_loss + 0.5 * l2 * z @ penalty @ z
-                + l1 * np.sum(np.abs(z @ l1_basis)), z - end)
+                + l1 * np.sum(np.abs(z @ l1_basis)), z - ends[0])
 
     return objective
