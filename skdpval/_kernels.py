@@ -41,7 +41,8 @@ are walks too) and code for losses the fit does not use (``kernel_codes``).
 
 import numpy as np
 from numba import njit
-from numba.core import types
+from llvmlite import ir
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from ._secure_noise import NO_GRID, release_on_grid
@@ -116,6 +117,33 @@ def _float_to_bits(typingctx, value):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], context.get_value_type(types.int64))
     return types.int64(types.float64), codegen
+
+
+@intrinsic
+def prefetch(typingctx, array, indices):
+    """Hint that ``array[indices]`` (a tuple of integers) will be read soon:
+    LLVM's prefetch, no load, no fault on a bad address."""
+    if not (isinstance(array, types.Array) and isinstance(indices, types.UniTuple)
+            and len(indices) == array.ndim):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type, index_type = signature.args
+        data = context.make_array(array_type)(context, builder, args[0])
+        index = cgutils.unpack_tuple(builder, args[1], len(index_type))
+        pointer = cgutils.get_item_pointer(context, builder, array_type, data, index,
+                                           wraparound=False)
+        byte_pointer = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        # read, keep in all cache levels, data cache
+        builder.call(function, [builder.bitcast(pointer, byte_pointer), i32(0), i32(3),
+                                i32(1)])
+        return context.get_dummy_value()
+
+    return types.none(array, indices), codegen
 
 
 @njit(**_scalar)
