@@ -135,9 +135,10 @@ def prefetch(typingctx, array, indices):
                                            wraparound=False)
         byte_pointer = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
-        function = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]),
-            "llvm.prefetch.p0")
+        # Named by llvmlite for its pointer mode (p0, or p0i8 with typed pointers).
+        function = builder.module.declare_intrinsic(
+            "llvm.prefetch", [byte_pointer],
+            ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]))
         # read, keep in all cache levels, data cache
         builder.call(function, [builder.bitcast(pointer, byte_pointer), i32(0), i32(3),
                                 i32(1)])
