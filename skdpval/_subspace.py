@@ -129,11 +129,20 @@ def _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
             out[i] += record[i]
 
 
+@njit(**_jit)
+def _one_row_a_party(offsets):
+    """Whether party ``j`` holds row ``j`` alone (``offsets`` 0, 1, .., n)."""
+    for j in range(offsets.shape[0]):
+        if offsets[j] != j:
+            return False
+    return True
+
+
 @njit(**_scalar)
-def _releases(z, F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
-              penalised_basis, clip_norm, record_level, noise, b0, parties,
-              has_noise, use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf,
-              record, update, grid, grid_bound):
+def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
+              penalty, l1, penalised_basis, clip_norm, record_level, noise, b0,
+              parties, has_noise, use_rolling, x_tt, rolling_mean, margin_buf,
+              dloss_buf, record, update, grid, grid_bound):
     """``update[g]`` <- the combination of party ``parties[g]``'s releases that
     moves walk ``b0 + g`` from ``z[g]``, for each of the walks ``g``.
 
@@ -150,11 +159,11 @@ def _releases(z, F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     divisions), and the walks' chains overlap in the processor.
     """
     n_walks, m = z.shape
-    # One direction, one output, one row a party (offsets 0, 1, .., n), no
-    # L1 term: _party_gradient's operations in scalars (its loops, run once
-    # each, cost a third of a step of the walk along a line).
+    # One direction, one output, one row a party (``one_row``: offsets 0, 1,
+    # .., n), no L1 term: _party_gradient's operations in scalars (its loops,
+    # run once each, cost a third of a step of the walk along a line).
     scalar = (m == 1 and F.shape[2] == 1 and l1 == 0.0 and not record_level
-              and offsets.shape[0] == F.shape[0] + 1)
+              and one_row)
     for g in range(n_walks):
         j = parties[g]
         if scalar:
@@ -209,6 +218,7 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
     m, n_outputs, n_rows = F_val.shape
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
+    one_row = _one_row_a_party(offsets)
 
     for b in range(n_walks):
         z = ends[b]
@@ -227,7 +237,8 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
                                       total_sum_squares, scratch)
         for position in range(n_steps):
             j = permutations[b, position]
-            _releases(ends[b:b + 1], F, T, row_weights, offsets, loss, loss_param,
+            _releases(ends[b:b + 1], F, T, row_weights, offsets, one_row, loss,
+                      loss_param,
                       l2, penalty, l1, penalised_basis, clip_norm, record_level,
                       noise, b, permutations[b, position:position + 1], has_noise,
                       use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf, record,
@@ -271,7 +282,7 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     for b in range(n_walks):
         ends[b, 0] = 0.0
         end_utility[b] = start
-    one_row = offsets.shape[0] == F.shape[0] + 1
+    one_row = _one_row_a_party(offsets)
     prefetching = offsets.shape[0] > PREFETCH_MIN_PARTIES
     for position in range(n_steps):
         if prefetching and position + PREFETCH_STEPS < n_steps:
@@ -291,7 +302,8 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                 if use_rolling:
                     prefetch(rolling_mean, (j, 0))
                 prefetch(marginals, (b, j))
-        _releases(ends, F, T, row_weights, offsets, loss, loss_param, l2, penalty,
+        _releases(ends, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
+                  penalty,
                   l1, penalised_basis, clip_norm, record_level, noise, 0,
                   permutations[:, position], has_noise, use_rolling, x_tt,
                   rolling_mean, margin_buf, dloss_buf, record, update, grid,
