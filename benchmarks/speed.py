@@ -534,8 +534,27 @@ def _draws_alone(valuator, n, k, batch=16):
     return time.perf_counter() - started
 
 
-def randomness(repeats=5):
-    """The default walk's seconds per step against its randomness alone."""
+def randomness(repeats=9):
+    """The default walk's seconds per step against its randomness alone.
+
+    ``fit_over_randomness`` is the whole fit's (set-up included: validation,
+    the public direction, the line's table); ``walk_over_randomness`` that
+    of its walk alone (``run_walks``: the draws, the walk kernel, the waves'
+    merges), timed inside the same fits.
+    """
+    from unittest import mock
+
+    from skdpval import _valuator
+
+    walk_seconds = []
+
+    def timed_run_walks(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return run_walks(*args, **kwargs)
+        finally:
+            walk_seconds.append(time.perf_counter() - started)
+
     X, y, X_val, y_val = diabetes()
     jobs = [("paper_table8", X[:300], y[:300], X_val, y_val, 360,
              dict(learning_rate=LEARNING_RATE, epsilon=1.0)),
@@ -546,18 +565,23 @@ def randomness(repeats=5):
                                   **params)
         valuator.fit(Xj, yj, X_val=Xv, y_val=yv)
         fits, draws = [], []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            valuator.fit(Xj, yj, X_val=Xv, y_val=yv)
-            fits.append(time.perf_counter() - started)
-            draws.append(_draws_alone(valuator, len(yj), k))
+        walk_seconds.clear()
+        with mock.patch.object(_valuator, "run_walks", timed_run_walks):
+            for _ in range(repeats):
+                started = time.perf_counter()
+                valuator.fit(Xj, yj, X_val=Xv, y_val=yv)
+                fits.append(time.perf_counter() - started)
+                draws.append(_draws_alone(valuator, len(yj), k))
         steps = len(yj) * k
         fit, drawn = float(np.median(fits)), float(np.median(draws))
+        walked = float(np.median(walk_seconds))
         emit(case="randomness", job=name, n=len(yj), k=k, n_val=len(yv), n_jobs=1,
              repeats=repeats, fit_seconds=round(fit, 4),
              fit_ns_per_step=round(fit / steps * 1e9, 1),
+             walk_ns_per_step=round(walked / steps * 1e9, 1),
              randomness_ns_per_step=round(drawn / steps * 1e9, 1),
              fit_over_randomness=round(fit / drawn, 2),
+             walk_over_randomness=round(walked / drawn, 2),
              ratios=[round(f / d, 2) for f, d in zip(fits, draws)])
 
 

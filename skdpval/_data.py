@@ -5,6 +5,7 @@ from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from sklearn.base import clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -345,10 +346,29 @@ def standardize_by_validation(X, X_val, center=True):
     std = np.where(std > 0, std, 1.0)
     if not center:
         mean = np.zeros_like(mean)
-    with np.errstate(over="ignore"):
-        return (flush_subnormals(np.nan_to_num((X - mean) / std, copy=False)),
-                flush_subnormals(np.nan_to_num((X_val - mean) / std, copy=False)),
-                (mean, std))
+    return _standardized(X, mean, std), _standardized(X_val, mean, std), (mean, std)
+
+
+def _standardized(X, mean, std):
+    """``flush_subnormals(np.nan_to_num((X - mean) / std))``, in one pass."""
+    out = np.empty(X.shape)
+    _standardize_rows(_kernels._f64(X), _kernels._f64(mean), _kernels._f64(std),
+                      np.finfo(np.float64).max, np.finfo(np.float64).tiny, out)
+    return out
+
+
+@njit(**_kernels._jit)
+def _standardize_rows(X, mean, std, largest, tiny, out):
+    """``out = (X - mean) / std`` with NaN as 0, +-inf as +-``largest`` and
+    magnitudes below ``tiny`` as 0 (numpy's operations, without their
+    temporaries: a million rows of 20 features made eight of 160 MB); the
+    same work whatever the values (selects, no branches)."""
+    n_rows, n_columns = X.shape
+    for i in range(n_rows):
+        for c in range(n_columns):
+            v = (X[i, c] - mean[c]) / std[c]
+            v = 0.0 if v != v else min(max(v, -largest), largest)
+            out[i, c] = 0.0 if abs(v) < tiny else v
 
 
 def standardize_targets(y, y_val, center=True):

@@ -44,7 +44,7 @@ from ._kernels import _f64, _jit
 
 # Largest error of the tabulated utility anywhere in the table (absolute).
 LINE_TOLERANCE = 2.0**-45
-# Intervals of the table at most (16 bytes each): the range it covers is
+# Intervals of the table at most (48 bytes each): the range it covers is
 # this many steps h, centred on 0; past it the utility is computed exactly.
 LINE_MAX_INTERVALS = 2**16
 
@@ -56,8 +56,9 @@ LineUtility = namedtuple("LineUtility", ["kind", "lo", "inv_h", "table", "quad",
                                          "s_val"])
 LineUtility.__doc__ = """The validation utility along the line, as the kernel reads it.
 
-``kind`` is HERMITE or HERMITE_MULTINOMIAL (``table[i] = (U, h U', h^2
-U'')`` at ``z_i = lo + i / inv_h``; ``s_val`` the validation rows per unit
+``kind`` is HERMITE or HERMITE_MULTINOMIAL (``table[i]``: the six
+coefficients in ``t`` of the quintic on ``z_i + t / inv_h``, ``0 <= t < 1``,
+``z_i = lo + i / inv_h``, see :func:`_coefficients`; ``s_val`` the validation rows per unit
 ``z`` for exact values past the table: ``(n_val, 1)`` signed margins, or
 ``(n_val, K + 1)``, the K class margins and the true class's) or QUADRATIC
 (``quad = (q2, q1, q0)``)."""
@@ -74,33 +75,38 @@ _CUMULANT6_BOUND = 2.29
 
 
 @njit(**_jit)
-def _tabulate_logistic(rows, lo, h, table):
+def _tabulate_logistic(rows, lo, h, table, scratch):
     """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the binary
-    logistic loss, ``rows[:, 0]`` the signed margins (exact sums over rows)."""
-    s = rows[:, 0]
-    n_val = s.shape[0]
+    logistic loss, ``rows[:, 0]`` the signed margins; ``scratch`` ``(4,
+    n_val)``. The rows' terms come from the walk's branch-free exp and log
+    (:func:`skdpval._kernels.softplus`), a loop that vectorises, and are
+    summed in a fixed order."""
+    n_val = rows.shape[0]
+    values, firsts, seconds, s = scratch[0], scratch[1], scratch[2], scratch[3]
+    for v in range(n_val):
+        s[v] = rows[v, 0]
     for i in range(table.shape[0]):
         z = lo + i * h
-        value = first = second = 0.0
         for v in range(n_val):
             # softplus(x) = max(x, 0) + log1p(e) and sigma(x) from one e = exp(-|x|)
             x = -s[v] * z
-            e = np.exp(-abs(x))
+            e = K._exp_neg(abs(x))
             inverse = 1.0 / (1.0 + e)
             sigma = inverse if x >= 0.0 else e * inverse
-            value -= max(x, 0.0) + np.log1p(e)
-            first += s[v] * sigma
-            second -= s[v] * s[v] * sigma * (1.0 - sigma)
-        table[i, 0] = value / n_val
-        table[i, 1] = h * first / n_val
-        table[i, 2] = h * h * second / n_val
+            values[v] = max(x, 0.0) + K._log1p_unit(e)
+            firsts[v] = s[v] * sigma
+            seconds[v] = s[v] * s[v] * sigma * (1.0 - sigma)
+        table[i, 0] = -K._sum(values, n_val) / n_val
+        table[i, 1] = h * K._sum(firsts, n_val) / n_val
+        table[i, 2] = -h * h * K._sum(seconds, n_val) / n_val
 
 
 @njit(**_jit)
-def _tabulate_multinomial(rows, lo, h, table):
+def _tabulate_multinomial(rows, lo, h, table, scratch):
     """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the
     multinomial loss: ``rows[v, :K]`` a row's class margins per unit ``z``,
-    ``rows[v, K]`` its true class's (exact sums over rows)."""
+    ``rows[v, K]`` its true class's (exact sums over rows; ``scratch``
+    unused)."""
     n_val, n_classes = rows.shape[0], rows.shape[1] - 1
     for i in range(table.shape[0]):
         z = lo + i * h
@@ -131,9 +137,24 @@ def _hermite_table(kind, rows, tabulate, sixth, z_range, max_intervals):
     lo, hi = z_range
     intervals = int(min(max(np.ceil((hi - lo) / h), 1), max_intervals))
     lo = 0.5 * (lo + hi) - 0.5 * intervals * h
-    table = np.empty((intervals + 1, 3))
-    tabulate(rows, lo, h, table)
-    return LineUtility(kind, lo, 1.0 / h, table, np.zeros(3), rows)
+    nodes = np.empty((intervals + 1, 3))
+    tabulate(rows, lo, h, nodes, np.empty((4, len(rows))))
+    return LineUtility(kind, lo, 1.0 / h, _coefficients(nodes), np.zeros(3), rows)
+
+
+def _coefficients(nodes):
+    """The quintic Hermite interpolant of ``nodes[i] = (U, h U', h^2 U'')`` on
+    each interval as ``sum_k a_k t^k`` in its local ``t`` in ``[0, 1)``:
+    ``(n_nodes - 1, 6)``. Read by Horner's rule, five multiply-adds a step
+    (the Hermite basis in ``t`` took half of a step of the walk)."""
+    p0, d0, e0 = nodes[:-1].T
+    p1, d1, e1 = nodes[1:].T
+    dp = p1 - p0
+    return np.ascontiguousarray(np.column_stack([
+        p0, d0, 0.5 * e0,
+        10.0 * dp - 6.0 * d0 - 4.0 * d1 - 1.5 * e0 + 0.5 * e1,
+        -15.0 * dp + 8.0 * d0 + 7.0 * d1 + 1.5 * e0 - e1,
+        6.0 * dp - 3.0 * d0 - 3.0 * d1 - 0.5 * e0 + 0.5 * e1]))
 
 
 def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
@@ -214,21 +235,15 @@ def hermite5(p0, d0, e0, p1, d1, e1, t):
 
 
 @njit(**K._scalar)
-def quintic(table, x):
-    """The quintic Hermite interpolant of ``table`` (rows ``(U, h U', h^2 U'')``
-    at the nodes) at ``x`` in units of the step, ``0 <= x < len(table) - 1``."""
-    i = int(x)
-    return hermite5(table[i, 0], table[i, 1], table[i, 2], table[i + 1, 0],
-                    table[i + 1, 1], table[i + 1, 2], x - i)
-
-
-@njit(**K._scalar)
 def _hermite(kind, lo, inv_h, table, rows, z):
     """``U(z)`` from the table, or exactly past it."""
     x = (z - lo) * inv_h
-    if not (x >= 0.0 and x < table.shape[0] - 1):
+    if not (x >= 0.0 and x < table.shape[0]):
         return _exact(kind, rows, z)
-    return quintic(table, x)
+    i = int(x)
+    t = x - i
+    return table[i, 0] + t * (table[i, 1] + t * (table[i, 2] + t * (
+        table[i, 3] + t * (table[i, 4] + t * table[i, 5]))))
 
 
 @njit(**K._scalar)

@@ -405,7 +405,8 @@ def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets
     n_params = theta.shape[0]
     n_val = labels_val.shape[0]
     for b in range(n_walks):
-        z = walk_start(ends, starts, b)
+        walk_start(ends, starts, b)
+        z = ends[b]
         for p in range(n_params):
             theta[p] = theta0[p]
         if projected:

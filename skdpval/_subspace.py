@@ -50,6 +50,7 @@ from ._kernels import (
     kernel_codes,
     pad_columns,
     padded_length,
+    prefetch,
     sample_dloss,
     unit_weights,
     weighted_mean_loss,
@@ -59,6 +60,12 @@ from ._kernels import (
 from . import _line
 from ._secure_noise import NO_GRID, release_on_grid
 from ._walk import PartiesByOffsets
+
+# The walk along a line prefetches what its walks read this many steps on,
+# from this many parties (their data then outgrow the caches: 100,000
+# parties ran 95 -> 39 ns a step; 300 to 8,000 parties, 1-2 ns slower).
+PREFETCH_STEPS = 1
+PREFETCH_MIN_PARTIES = 2**15
 
 
 @njit(**_jit)
@@ -122,32 +129,68 @@ def _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
             out[i] += record[i]
 
 
+@njit(**_jit)
+def _one_row_a_party(offsets):
+    """Whether party ``j`` holds row ``j`` alone (``offsets`` 0, 1, .., n)."""
+    for j in range(offsets.shape[0]):
+        if offsets[j] != j:
+            return False
+    return True
+
+
 @njit(**_scalar)
-def _release(z, F, T, row_weights, start, stop, loss, loss_param, l2, penalty, l1,
-             penalised_basis, clip_norm, record_level, noise, b, j, has_noise,
-             use_rolling, fresh, rolling_mean, margin_buf, dloss_buf, record, update,
-             grid, grid_bound):
-    """``update`` <- the combination of party ``j``'s releases that moves ``z``.
+def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
+              penalty, l1, penalised_basis, clip_norm, record_level, noise, b0,
+              parties, has_noise, use_rolling, x_tt, rolling_mean, margin_buf,
+              dloss_buf, record, update, grid, grid_bound):
+    """``update[g]`` <- the combination of party ``parties[g]``'s releases that
+    moves walk ``b0 + g`` from ``z[g]``, for each of the walks ``g``.
 
     The release: the party's clipped projected gradient (at record level, the
     sum of its records' clipped gradients) on the grid plus its integer noise
     ``noise[b, j]``, times the grid (:func:`release_on_grid`); at record level
     then divided by the party's size (post-processing). With
-    ``use_rolling``: ``x_tt * release + (1 - x_tt) *`` the party's mean of
-    its earlier releases, and the raw release is handed back in
+    ``use_rolling``: ``x_tt[b] * release + (1 - x_tt[b]) *`` the party's mean
+    of its earlier releases, and the raw release is handed back in
     ``noise[b, j]`` for the next mean. Both walks of this module step here.
+
+    Stage by stage over the walks (gradients, clipping, releases): a
+    release is a chain of dependent operations (an exp, a square root, two
+    divisions), and the walks' chains overlap in the processor.
     """
-    m = z.shape[0]
-    if record_level:
-        _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
-                           penalty, l1, penalised_basis, clip_norm, margin_buf,
-                           dloss_buf, record, update)
-    else:
-        _party_gradient(z, F, T, row_weights, start, stop, loss, loss_param, l2,
-                        penalty, l1, penalised_basis, margin_buf, dloss_buf, update)
-        clip_l2(update.reshape((1, m)), clip_norm)
-    release_tail(update, noise, b, j, has_noise, grid, grid_bound, record_level,
-                 stop - start, use_rolling, fresh, rolling_mean)
+    n_walks, m = z.shape
+    # One direction, one output, one row a party (``one_row``: offsets 0, 1,
+    # .., n), no L1 term: _party_gradient's operations in scalars (its loops,
+    # run once each, cost a third of a step of the walk along a line).
+    scalar = (m == 1 and F.shape[2] == 1 and l1 == 0.0 and not record_level
+              and one_row)
+    for g in range(n_walks):
+        j = parties[g]
+        if scalar:
+            zg = z[g, 0]
+            c = F[j, 0, 0]
+            margin_buf[0] = zg * c
+            sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
+            gradient = row_weights[j] * (dloss_buf[0] * c)
+            if l2 != 0.0:
+                gradient += l2 * (penalty[0, 0] * zg)
+            update[g, 0] = gradient
+        elif record_level:
+            _party_clipped_sum(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
+                               loss, loss_param, l2, penalty, l1, penalised_basis,
+                               clip_norm, margin_buf, dloss_buf, record, update[g])
+        else:
+            _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
+                            loss, loss_param, l2, penalty, l1, penalised_basis,
+                            margin_buf, dloss_buf, update[g])
+    if not record_level:
+        for g in range(n_walks):
+            clip_l2(update[g:g + 1], clip_norm)
+    for g in range(n_walks):
+        b, j = b0 + g, parties[g]
+        release_tail(update[g], noise, b, j, has_noise, grid, grid_bound,
+                     record_level, offsets[j + 1] - offsets[j], use_rolling,
+                     x_tt[b] if use_rolling else 1.0, rolling_mean)
 
 
 @njit(**_scalar)
@@ -178,13 +221,12 @@ def release_tail(update, noise, b, j, has_noise, grid, grid_bound, record_level,
 
 @njit(**_scalar)
 def walk_start(ends, starts, b):
-    """``ends[b]``, set to walk ``b``'s start ``starts[b % len(starts)]``:
-    where the walk keeps its ``z``."""
-    z = ends[b]
-    start = starts[b % starts.shape[0]]
-    for i in range(z.shape[0]):
-        z[i] = start[i]
-    return z
+    """Sets ``ends[b]``, where walk ``b`` keeps its ``z``, to its start
+    ``starts[b % len(starts)]`` (no array is returned: the kernels run
+    without reference counting)."""
+    row = b % starts.shape[0]
+    for i in range(ends.shape[1]):
+        ends[b, i] = starts[row, i]
 
 
 @njit(**_jit)
@@ -200,9 +242,11 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
     m, n_outputs, n_rows = F_val.shape
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
+    one_row = _one_row_a_party(offsets)
 
     for b in range(n_walks):
-        z = walk_start(ends, starts, b)
+        walk_start(ends, starts, b)
+        z = ends[b]
         for k in range(n_outputs):
             for v in range(n_rows):
                 margins[k, v] = 0.0
@@ -213,16 +257,16 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
         previous = utility_of_margins(utility, loss, margins, T_val_t,
                                       labels_val, loss_param,
                                       total_sum_squares, scratch)
-        fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]
-            _release(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
-                     loss_param, l2, penalty, l1, penalised_basis, clip_norm,
-                     record_level, noise, b, j, has_noise, use_rolling, fresh,
-                     rolling_mean, margin_buf, dloss_buf, record, update, grid,
-                     grid_bound)
+            _releases(ends[b:b + 1], F, T, row_weights, offsets, one_row, loss,
+                      loss_param,
+                      l2, penalty, l1, penalised_basis, clip_norm, record_level,
+                      noise, b, permutations[b, position:position + 1], has_noise,
+                      use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf, record,
+                      update, grid, grid_bound)
             for i in range(m):
-                step = learning_rate * update[i]
+                step = learning_rate * update[0, i]
                 z[i] -= step
                 for k in range(n_outputs):
                     row = margins[k]
@@ -246,27 +290,54 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                dloss_buf, grid, grid_bound):
     """:func:`_walk` for one direction and one output from ``z = 0``, with the
     utility read along the line (:mod:`skdpval._line`): the same releases and
-    steps, O(1) a step in the validation set's size."""
+    steps, O(1) a step in the validation set's size.
+
+    The walks advance together, one step of each in turn: a walk's step
+    waits on its previous one (a chain of an exp, a square root and two
+    divisions), while the steps of different walks overlap in the processor.
+    Each walk's arithmetic is that of a walk on its own. ``end_utility[b]``
+    holds walk ``b``'s current utility.
+    """
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
+    start = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0)
     for b in range(n_walks):
-        z = ends[b]
-        z[0] = 0.0
-        previous = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0)
-        fresh = x_tt[b]
-        for position in range(n_steps):
-            j = permutations[b, position]
-            _release(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
-                     loss_param, l2, penalty, l1, penalised_basis, clip_norm,
-                     record_level, noise, b, j, has_noise, use_rolling, fresh,
-                     rolling_mean, margin_buf, dloss_buf, record, update, grid,
-                     grid_bound)
-            z_old = z[0]
-            z[0] -= learning_rate * update[0]
-            change, previous = _line.line_change(kind, lo, inv_h, table, quad, s_val,
-                                                 z_old, z[0], previous)
-            marginals[b, j] = weights[position] * change
-        end_utility[b] = previous
+        ends[b, 0] = 0.0
+        end_utility[b] = start
+    one_row = _one_row_a_party(offsets)
+    prefetching = offsets.shape[0] > PREFETCH_MIN_PARTIES
+    for position in range(n_steps):
+        if prefetching and position + PREFETCH_STEPS < n_steps:
+            # What the walks read a few steps on, at random parties: with
+            # 100,000 parties a step waited on memory most of its time.
+            ahead = position + PREFETCH_STEPS
+            for b in range(n_walks):
+                j = permutations[b, ahead]
+                if one_row:
+                    prefetch(F, (j, 0, 0))
+                    prefetch(T, (j, 0))
+                    prefetch(row_weights, (j,))
+                else:
+                    prefetch(offsets, (j,))
+                if has_noise:
+                    prefetch(noise, (b, j, 0))
+                if use_rolling:
+                    prefetch(rolling_mean, (j, 0))
+                prefetch(marginals, (b, j))
+        _releases(ends, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
+                  penalty,
+                  l1, penalised_basis, clip_norm, record_level, noise, 0,
+                  permutations[:, position], has_noise, use_rolling, x_tt,
+                  rolling_mean, margin_buf, dloss_buf, record, update, grid,
+                  grid_bound)
+        weight = weights[position]
+        for b in range(n_walks):
+            z_old = ends[b, 0]
+            ends[b, 0] -= learning_rate * update[b, 0]
+            change, end_utility[b] = _line.line_change(
+                kind, lo, inv_h, table, quad, s_val, z_old, ends[b, 0],
+                end_utility[b])
+            marginals[b, permutations[b, position]] = weight * change
 
 
 # --- Python side ----------------------------------------------------------------
@@ -297,18 +368,28 @@ def penalty_matrix(basis, n_outputs, n_penalized):
     return _f64(penalised @ penalised.T)
 
 
-def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
-              loss_param, l2, penalty, clip_norm, learning_rate,
-              total_sum_squares, permutations, weights, starts=None, noise=None,
-              x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
-              l1_basis=None, row_weights=None, grid=NO_GRID):
+def _run_walk(*args, **kwargs):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
-    Everything a fit in a subspace computes goes through here, so that it
-    compiles one kernel: the walk, the noiseless SGD pass of the
-    learning-rate search (no validation rows), utilities (walks of no
-    steps) and gradients (one unclipped step of rate 1).
+    Everything a fit in a subspace computes goes through here (or
+    :func:`_walk_call`), so that it compiles one kernel: the walk, the
+    noiseless SGD pass of the learning-rate search (no validation rows),
+    utilities (walks of no steps) and gradients (one unclipped step of rate 1).
     """
+    call, out = _walk_call(*args, **kwargs)
+    _walk(*call)
+    return out
+
+
+def _walk_call(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
+               loss_param, l2, penalty, clip_norm, learning_rate,
+               total_sum_squares, permutations, weights, starts=None, noise=None,
+               x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
+               l1_basis=None, row_weights=None, grid=NO_GRID):
+    """The arguments of :func:`_walk` (buffers allocated) and its outputs
+    ``(marginals, end_utility, ends)``: for a caller that repeats a walk
+    with other ``starts`` written in place (a float64 C-contiguous array is
+    passed as it is)."""
     n_walks = permutations.shape[0]
     m, n_outputs = F_val.shape[:2]
     use_rolling = rolling_mean is not None
@@ -323,19 +404,19 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
         if l1 != 0.0:
             raise ValueError("an L1 term needs the penalised basis")
         l1_basis = np.zeros((m, 0))
-    _walk(F, T, unit_weights(len(F)) if row_weights is None else _f64(row_weights),
-          offsets, F_val, T_val_t, labels_val,
-          *kernel_codes(loss, utility, n_outputs), loss_param, l2, penalty,
-          float(l1), _f64(l1_basis), clip_norm, learning_rate, total_sum_squares,
-          np.zeros((1, m)) if starts is None else _f64(starts),
-          np.ascontiguousarray(permutations, np.int64), noise,
-          np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
-          np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-          weights, bool(record_level), marginals, end_utility, ends, np.empty(m),
-          np.empty(m), np.empty(n_outputs),
-          np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
-          validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
-    return marginals, end_utility, ends
+    call = (F, T, unit_weights(len(F)) if row_weights is None else _f64(row_weights),
+            offsets, F_val, T_val_t, labels_val,
+            *kernel_codes(loss, utility, n_outputs), loss_param, l2, penalty,
+            float(l1), _f64(l1_basis), clip_norm, learning_rate, total_sum_squares,
+            np.zeros((1, m)) if starts is None else _f64(starts),
+            np.ascontiguousarray(permutations, np.int64), noise,
+            np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
+            np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+            weights, bool(record_level), marginals, end_utility, ends,
+            np.empty((1, m)), np.empty(m), np.empty(n_outputs),
+            np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
+            validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
+    return call, (marginals, end_utility, ends)
 
 
 def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
@@ -355,7 +436,7 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                rolling_mean is not None,
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
                p.weights, p.record_level, marginals, end_utility,
-               np.empty((n_walks, 1)), np.empty(1), np.empty(1),
+               np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
                np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
                float(grid[1]))
     return marginals, end_utility
@@ -530,26 +611,32 @@ def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
     settings = dict(loss=int(loss), loss_param=float(loss_param),
                     penalty=penalty, total_sum_squares=1.0, weights=np.zeros(1),
                     row_weights=row_weights)
+    # The two walks are set up once; each call writes z into their start
+    # (the set-up cost more than the walks: 20 us a call, 23 calls a fit).
+    start = np.zeros((1, m))
+    loss_walk, (_, utility, _) = _walk_call(
+        F, T, np.array([0, len(X)]), F_val, T_val_t, labels, utility=0, l2=0.0,
+        clip_norm=1.0, learning_rate=0.0, starts=start,
+        permutations=np.zeros((1, 0), np.int64), **settings)
+    gradient_walk, (_, _, ends) = _walk_call(
+        F, T, np.array([0, len(X)]), *_no_validation(m, n_outputs), utility=0,
+        l2=float(l2), clip_norm=np.inf, learning_rate=1.0, starts=start,
+        permutations=np.zeros((1, 1), np.int64), l1=float(l1), l1_basis=l1_basis,
+        **settings)
 
     def objective(z):
         z = _f64(z)
+        start[0] = z
         # The walk's utility is an unweighted mean: weighted losses are summed
         # by their own kernel.
         if unweighted:
-            _, (utility,), _ = _run_walk(
-                F, T, np.array([0, len(X)]), F_val, T_val_t, labels, utility=0,
-                l2=0.0, clip_norm=1.0, learning_rate=0.0, starts=z[None],
-                permutations=np.zeros((1, 0), np.int64), **settings)
-            mean_loss = -utility
+            _walk(*loss_walk)
+            mean_loss = -utility[0]
         else:
             margins = _f64(np.einsum("rik,i->rk", F, z))
             mean_loss = weighted_mean_loss(loss, margins, T, row_weights, loss_param)
-        _, _, (end,) = _run_walk(
-            F, T, np.array([0, len(X)]), *_no_validation(m, n_outputs), utility=0,
-            l2=float(l2), clip_norm=np.inf, learning_rate=1.0, starts=z[None],
-            permutations=np.zeros((1, 1), np.int64), l1=float(l1),
-            l1_basis=l1_basis, **settings)
+        _walk(*gradient_walk)
         return (mean_loss + 0.5 * l2 * z @ penalty @ z
-                + l1 * np.sum(np.abs(z @ l1_basis)), z - end)
+                + l1 * np.sum(np.abs(z @ l1_basis)), z - ends[0])
 
     return objective

@@ -131,3 +131,32 @@ def test_line_walk_equals_the_exact_walk_with_groups(privacy_unit, monkeypatch):
     assert np.any(exact.values_ != 0)
     assert_allclose(fast.values_, exact.values_, rtol=0,
                     atol=2 * _line.LINE_TOLERANCE + 1e-15)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared", "hinge"])
+def test_scalar_step_equals_the_general_one(loss):
+    """One row a party along one direction, each step's gradient is computed
+    in scalars; at record level (one record a party: the same releases) it
+    takes the general loops. The two walks agree to the last bit."""
+    from test_kernels import LOSS_CODES, make_data
+
+    X, T, X_val, T_val, labels = make_data(loss, n=40, seed=5)
+    n, k = len(X), 8
+    rng = np.random.default_rng(6)
+    basis = rng.normal(size=(1, X.shape[1]))
+    basis /= np.linalg.norm(basis)
+    permutations = np.array([rng.permutation(n) for _ in range(k)])
+    noise = rng.integers(-40, 40, size=(k, n, 1)).astype(float)
+    results = []
+    for record_level in (False, True):
+        problem = _subspace.make_subspace_problem(
+            basis, X, T, np.arange(n + 1), X_val, T_val, labels,
+            loss=LOSS_CODES[loss], utility=K.NEG_LOSS, loss_param=0.0, l2=0.1,
+            n_penalized=X.shape[1] - 1, clip_norm=0.3, learning_rate=0.2,
+            total_sum_squares=1.0, weights=np.ones(n), record_level=record_level)
+        results.append(problem.walk(permutations, noise.copy(), 1.0 / np.arange(1, k + 1),
+                                    np.zeros((n, 1)), (0.3 / 64, 64.0)))
+    (scalar, scalar_end), (general, general_end) = results
+    assert np.any(scalar != 0)
+    np.testing.assert_array_equal(scalar, general)
+    np.testing.assert_array_equal(scalar_end, general_end)
