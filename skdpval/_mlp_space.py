@@ -37,7 +37,7 @@ from sklearn.utils import check_random_state
 
 from . import _kernels as K
 from . import _mlp
-from ._kernels import _f64, pad_columns, padded_length, unit_weights, validation_scratch
+from ._kernels import _f64, _i64, pad_columns, padded_length, unit_weights, validation_scratch
 from ._secure_noise import NO_GRID
 from ._space import check_basis
 from ._walk import PartiesByOffsets, one_blas_thread
@@ -69,10 +69,6 @@ def glorot_init(sizes, activation, random_state):
 def make_network(sizes, activation, loss, random_state):
     return Network(_mlp.network_layout(sizes), _mlp.ACTIVATIONS[activation],
                    int(loss), glorot_init(sizes, activation, random_state))
-
-
-def _i64(a):
-    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def _buffers(layout):
