@@ -262,7 +262,8 @@ def test_valuator_mlp_multiclass_regressor_groups_and_bases():
     X, y, X_val, y_val = _digits(n_classes=10)
     for estimator, target, target_val, extra in [
             (MLPClassifier((6,), activation="logistic", random_state=0), y, y_val, {}),
-            (MLPRegressor(hidden_layer_sizes=(4,), random_state=0), X[:, 20], X_val[:, 20],
+            (MLPRegressor(hidden_layer_sizes=(4,), random_state=0), X[:, 20],
+             X_val[:, 20],
              dict(utility="r2")),
             (MLPClassifier((6,), random_state=0), y, y_val,
              dict(utility="accuracy"))]:
