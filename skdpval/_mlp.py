@@ -267,7 +267,8 @@ def _line_rows(theta0, direction, layout, X, A, C):
 
 
 def line_rows(theta0, direction, layout, X):
-    """``(A, C)``, ``(n_rows, width)``: the first layer's pre-activations ``A + z C``."""
+    """``(A, C)``, ``(n_rows, width)``: the first layer's pre-activations
+    ``A + z C``."""
     X = _f64(X)
     A = np.empty((X.shape[0], int(layout[0, 1])))
     C = np.empty_like(A)

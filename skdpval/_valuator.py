@@ -173,7 +173,8 @@ class DPDataValuator(BaseEstimator):
         penalty (the user guide's coverage table lists them, and why the
         others are refused), or ``MLPClassifier`` / ``MLPRegressor``, walked
         from their public initialisation (the user guide's neural
-        networks). Only the parameters of its objective are used (loss, penalty, ``alpha`` / ``C``, ``l1_ratio``, ``epsilon``,
+        networks). Only the parameters of its objective are used (loss,
+        penalty, ``alpha`` / ``C``, ``l1_ratio``, ``epsilon``,
         ``quantile``, ``power``, ``class_weight``, ``fit_intercept``); it is
         never fitted on the private data. A ``*CV`` variant (and
         HuberRegressor, for its scale) is fitted on the validation set
