@@ -52,7 +52,15 @@ targets replaced independently by uniform draws over the target's range
 (``skdpval.datasets.load_noisy_regression``), Ridge, 25% validation; the AUC
 of low values for the corrupted targets and its fraction of the limit at
 each epsilon, for the defaults, DPLabelQuality and both without noise (the
-no-noise ceiling):
+no-noise ceiling). Then why the walk stops short of the label score
+(``REGRESSION_LIMITS``): the walk's first-order statistic at the zero model,
+``clip((x . b) t)``, released once under the same budget (what its values
+read); the residual's size read from a signed release as a squared norm (what
+a second-order term could read); the walk in the plane of ``b`` and the
+intercept axis, with the defaults and, without noise, with a large step (a
+regime where its values read second-order terms). Last, ``regression_sign``: without noise, the AUC for the corrupted
+targets whose first-order statistic turned negative and for those where it
+kept its sign, each against the clean targets:
 
     python benchmarks/quality.py --suite regression --seeds 10 \
         > benchmarks/results/quality_regression.jsonl
@@ -112,6 +120,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
+from skdpval._accounting import gdp_mu
 from skdpval._valuator import AUTO_LEARNING_RATES
 from skdpval.datasets import load_noisy_classification, load_noisy_regression
 from skdpval.metrics import detection_auc_limit, noisy_label_auc, value_fidelity
@@ -130,7 +139,6 @@ LIMIT_METHODS = {
     "label quality no DP": lambda eps, seed: DPLabelQuality(epsilon=None,
                                                             random_state=seed),
 }
-NOT_PRIVATE = ("no DP", "label quality no DP")
 
 
 def emit(**case):
@@ -149,7 +157,7 @@ def detection_cases(suite, name, data, methods, epsilons, n_jobs):
     """One case per (method, epsilon): the AUC of low values for the noisy
     rows over the seeds' data sets, and its fraction of the limit."""
     for method, make in methods.items():
-        for epsilon in ([None] if method in NOT_PRIVATE else epsilons):
+        for epsilon in ([None] if method.endswith("no DP") else epsilons):
             aucs = []
             started = time.perf_counter()
             for seed, d in enumerate(data):
@@ -197,6 +205,140 @@ REGRESSION_METHODS = {
     "label quality no DP": lambda eps, seed: DPLabelQuality(Ridge(), epsilon=None,
                                                             random_state=seed),
 }
+
+
+def _walk_layout(X, y, X_val, y_val, seed):
+    """The default walk's public direction and clip norm, and its layout:
+    features and targets standardised with the validation statistics, an
+    intercept column last."""
+    walk = DPDataValuator(Ridge(), noise="none", n_permutations=2,
+                          random_state=seed).fit(X, y, X_val=X_val, y_val=y_val)
+    mean, std = X_val.mean(axis=0), X_val.std(axis=0)
+    ones = lambda A: np.hstack([(A - mean) / std, np.ones((len(A), 1))])
+    scale = lambda T: (T - y_val.mean()) / y_val.std()
+    return walk.subspace_[0], walk.clip_norm_, ones(X), scale(y), ones(X_val), scale(y_val)
+
+
+def _plane(b):
+    """``b`` and the intercept axis, orthonormalised: ``(2, len(b))``."""
+    axis = np.eye(len(b))[-1] - b[-1] * b
+    return np.vstack([b, axis / np.linalg.norm(axis)])
+
+
+class _RegressionYardstick:
+    """What a release of one party's statistic finds, the walk's ingredients aside.
+
+    In the walk's own standardised layout (features and targets scaled with
+    the validation statistics, intercept column last) and along its public
+    direction ``b`` (``DPDataValuator(Ridge()).subspace_``, fitted on the
+    validation set only), one Gaussian release per party of sensitivity
+    ``C`` with noise std ``C / mu(epsilon, delta)``: what the mean of the
+    walk's ``k`` releases carries under the same budget (numpy noise: a
+    yardstick, not a mechanism of the library). ``statistic``:
+
+    - ``"first-order"``: the walk's first-order reading, its projected
+      gradient at the zero model, ``clip_C((x . b) t)``, ``C`` the walk's
+      ``clip_norm_``; high is good;
+    - ``"magnitude"``: the gradient's size read from a signed release, as a
+      second-order (curvature) term of the walk would read it: at the public
+      optimum, the gradient projected on ``b`` and the intercept axis
+      (orthonormalised), clipped to the 90th percentile of the validation
+      rows' norms (of 50 and 90 the better), noised in both coordinates,
+      then minus its squared norm.
+    """
+
+    def __init__(self, statistic, epsilon, seed):
+        self.statistic, self.epsilon, self.seed = statistic, epsilon, seed
+
+    def fit(self, X, y, X_val, y_val):
+        b, clip, X, t, X_val, t_val = _walk_layout(X, y, X_val, y_val, self.seed)
+        if self.statistic == "first-order":
+            release = (X @ b * t)[:, None]
+        else:
+            basis = _plane(b)
+            optimum = Ridge().fit(X_val[:, :-1], t_val)
+            z = basis @ np.append(optimum.coef_, optimum.intercept_)
+            residual = lambda A, T: (T - A @ basis.T @ z)[:, None] * (A @ basis.T)
+            clip = float(np.percentile(np.linalg.norm(residual(X_val, t_val), axis=1), 90))
+            release = residual(X, t)
+        release = release / np.maximum(1.0, np.linalg.norm(release, axis=1,
+                                                           keepdims=True) / clip)
+        if self.epsilon is not None:
+            rng = np.random.default_rng(self.seed)
+            release = release + clip / gdp_mu(self.epsilon, DELTA) * rng.standard_normal(
+                release.shape)
+        self.values_ = (release[:, 0] if self.statistic == "first-order"
+                        else -np.sum(release**2, axis=1))
+        return self
+
+
+class _TwoDirectionWalk:
+    """DPDataValuator(Ridge()) in the plane of the public direction and the
+    intercept axis (orthonormalised), otherwise the defaults; with
+    ``large_step``, the clip norm is the median validation gradient norm at
+    the zero model and the learning rate 0.2154 (the no-noise "auto"
+    choice): a regime where the walk's values read second-order terms (with
+    noise such a step diverges, which the noise cap of "auto" prevents)."""
+
+    def __init__(self, epsilon, seed, large_step=False):
+        self.epsilon, self.seed, self.large_step = epsilon, seed, large_step
+
+    def fit(self, X, y, X_val, y_val):
+        b, _, _, _, scaled, t_val = _walk_layout(X, y, X_val, y_val, self.seed)
+        basis = _plane(b)
+        clip = float(np.median(np.linalg.norm(
+            (scaled @ basis.T) * t_val[:, None], axis=1)))
+        step = dict(clip_norm=clip, learning_rate=0.2154) if self.large_step else {}
+        privacy = dict(noise="none") if self.epsilon is None else dict(epsilon=self.epsilon)
+        self.values_ = DPDataValuator(
+            Ridge(), subspace=basis, random_state=self.seed, **step, **privacy).fit(
+            X, y, X_val=X_val, y_val=y_val).values_
+        return self
+
+
+# Why the walk's values stop short of the label score on corrupted targets.
+REGRESSION_LIMITS = {
+    "first-order score": lambda eps, seed: _RegressionYardstick("first-order", eps, seed),
+    "first-order score no DP": lambda eps, seed: _RegressionYardstick(
+        "first-order", None, seed),
+    "magnitude score": lambda eps, seed: _RegressionYardstick("magnitude", eps, seed),
+    "magnitude score no DP": lambda eps, seed: _RegressionYardstick(
+        "magnitude", None, seed),
+    "2-D walk": lambda eps, seed: _TwoDirectionWalk(eps, seed),
+    "2-D walk no DP": lambda eps, seed: _TwoDirectionWalk(None, seed),
+    "2-D walk, large step no DP": lambda eps, seed: _TwoDirectionWalk(
+        None, seed, large_step=True),
+}
+
+
+def regression_sign_split(name, data):
+    """No-noise AUCs on two halves of the corrupted targets: those whose
+    first-order statistic ``(x . b) t`` turned negative (the sign along the
+    public direction flipped) and those where it stayed positive, each
+    against the clean targets; the defaults' walk and the label score."""
+    aucs = {}
+    for seed, d in enumerate(data):
+        walk = REGRESSION_METHODS["no DP"](None, seed).fit(
+            d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
+        scores = REGRESSION_METHODS["label quality no DP"](None, seed).fit(
+            d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val)
+        b, _, X, t, _, _ = _walk_layout(d.X_train, d.y_train, d.X_val, d.y_val, seed)
+        first_order = X @ b * t
+        for half, corrupted in (("sign flipped", d.is_noisy & (first_order < 0)),
+                                ("sign kept", d.is_noisy & (first_order >= 0))):
+            rows = corrupted | ~d.is_noisy
+            for method, values in (("no DP", walk.values_),
+                                   ("label quality no DP", scores.values_)):
+                aucs.setdefault((half, method), []).append(
+                    noisy_label_auc(values[rows], corrupted[rows]))
+            aucs.setdefault((half, "share"), []).append(
+                corrupted.sum() / d.is_noisy.sum())
+    for half in ("sign flipped", "sign kept"):
+        emit(case="regression_sign", dataset=name, corrupted=half,
+             share_of_corrupted=round(float(np.mean(aucs[half, "share"])), 4),
+             **{f"auc_{method.replace(' ', '_')}": round(float(np.mean(
+                 aucs[half, method])), 4) for method in ("no DP", "label quality no DP")},
+             seeds=len(data))
 
 
 def _mlp():
@@ -252,9 +394,11 @@ def run_mlp(datasets, methods, epsilons, seeds, n_jobs):
 def run_regression(epsilons, seeds, n_jobs):
     for name in ("diabetes", "regression"):
         data = [load_noisy_regression(name, random_state=seed) for seed in range(seeds)]
-        for case in detection_cases("regression", name, data, REGRESSION_METHODS,
+        for case in detection_cases("regression", name, data,
+                                    {**REGRESSION_METHODS, **REGRESSION_LIMITS},
                                     epsilons, n_jobs):
-            emit(**case)
+            emit(**case, load=round(os.getloadavg()[0], 2))
+        regression_sign_split(name, data)
 
 
 def run_swing(datasets, seeds):

@@ -417,7 +417,7 @@ def apply_public_preprocessor(estimator, preprocessor, X, y, X_val, y_val):
 def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                     classes, validation_fraction, split_seed, standardize,
                     center=True, scale_targets=False, preprocessor=None,
-                    stacklevel=2):
+                    warn_unscaled=True, party_unit="group", stacklevel=2):
     """Validate the inputs and lay out the parties and the validation set.
 
     With a ``preprocessor`` (the transformers of a wrapped Pipeline), it is
@@ -432,14 +432,16 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
             estimator, X, y, X_val, y_val, groups, is_classifier=is_classifier,
             classes=classes, validation_fraction=validation_fraction,
             split_seed=split_seed, standardize=standardize, center=center,
-            scale_targets=scale_targets, stacklevel=stacklevel + 1)
+            scale_targets=scale_targets, warn_unscaled=warn_unscaled,
+            party_unit=party_unit, stacklevel=stacklevel + 1)
     estimator.preprocessor_, X, X_val, n_features, names = apply_public_preprocessor(
         estimator, preprocessor, X, y, X_val, y_val)
     parties = _prepare_parties(
         estimator, X, y, X_val, y_val, groups, is_classifier=is_classifier,
         classes=classes, validation_fraction=validation_fraction,
         split_seed=split_seed, standardize=standardize, center=center,
-        scale_targets=scale_targets, stacklevel=stacklevel + 1)
+        scale_targets=scale_targets, warn_unscaled=warn_unscaled,
+        party_unit=party_unit, stacklevel=stacklevel + 1)
     estimator.n_features_in_ = n_features  # of the raw X, not the transformed
     if names is not None:
         estimator.feature_names_in_ = names
@@ -448,7 +450,8 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
 
 def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                      classes, validation_fraction, split_seed, standardize,
-                     center=True, scale_targets=False, stacklevel=2):
+                     center=True, scale_targets=False, warn_unscaled=True,
+                     party_unit="group", stacklevel=2):
     """Validate the inputs and lay out the parties and the validation set.
 
     Public choices come from public data only: the class set from ``y_val``
@@ -460,7 +463,10 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     labels that look like a regression target; ``stacklevel`` counts from
     the caller of this function, as the checks do. ``center=False`` (a
     model without intercept) scales without centring; ``scale_targets``
-    standardises regression targets too (:func:`standardize_targets`).
+    standardises regression targets too (:func:`standardize_targets`);
+    ``warn_unscaled=False`` skips the check of the validation set's scale
+    (for features used as given on purpose); ``party_unit`` names a group
+    in the warnings ("group", "client").
     """
     if (X_val is None) != (y_val is None):
         raise ValueError("X_val and y_val must be given together.")
@@ -483,13 +489,14 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         n_unprotected = len(val_rows)
         warn_validation_from_training(
             n_unprotected, len(X), validation_fraction=validation_fraction,
-            unit="sample" if groups is None else "group", stacklevel=stacklevel + 1)
+            unit="sample" if groups is None else party_unit, stacklevel=stacklevel + 1)
     else:
         X_val = check_validation_features(estimator, X_val, stacklevel + 1,
                                           dtype=np.float64, order="C")
         train_parties = np.arange(n_all_parties)
         n_unprotected = 0
-    warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)
+    if warn_unscaled:
+        warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)
     if is_classifier:
         classes = public_classes(y_val, classes)
         warn_if_many_classes(y_val, classes, stacklevel=stacklevel + 1)

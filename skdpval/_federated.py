@@ -2,46 +2,30 @@
 
 import itertools
 import warnings
+from collections import namedtuple
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.stats import rankdata
-from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels
 from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
                           privacy_report)
 from ._compression import check_compression, clip, compress, sensitivity, sign_vote
-from ._data import (
-    UTILITY_CODES,
-    check_budget,
-    check_groups,
-    check_utility,
-    check_validation_features,
-    check_classes_parameter,
-    check_validation_targets,
-    encode_training_labels,
-    hold_out_parties,
-    kernel_targets,
-    public_classes,
-    standardize_by_validation,
-    validate_private_data,
-    with_intercept,
-)
+from ._data import UTILITY_CODES, check_budget, check_utility, kernel_targets, with_intercept
 from ._models import check_target_domain, model_spec, public_params, row_weights
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._secure_noise import FEDERATED, Grid, noise_key, releases_on_grid
-from ._valuator import MAX_INT, check_converged
-from .exceptions import (
-    SkdpvalWarning,
-    warn_if_default_epsilon,
-    warn_if_many_classes,
-    warn_if_unscaled,
-    warn_validation_from_training,
-)
+from ._base import STEP_TO_USER, BaseValuator, check_converged
+from .exceptions import SkdpvalWarning
+
+# The federated objective: the clients' rows (intercept column included),
+# targets, the validation set, the loss, weights and utility settings.
+_FederatedGame = namedtuple("_FederatedGame", [
+    "X", "T", "offsets", "X_val", "T_val", "labels_val", "loss", "spec", "weights",
+    "shape", "utility_args"])
 
 # All permutations are enumerated up to this many clients (8! = 40320).
 _MAX_CLIENTS_ALL_PERMUTATIONS = 8
@@ -66,7 +50,7 @@ def federated_schedule(noise, n_rounds):
     return x
 
 
-class DPFederatedValuator(BaseEstimator):
+class DPFederatedValuator(BaseValuator):
     """Private per-round Shapley values of the clients of federated SGD.
 
     ``n_rounds`` rounds of federated gradient descent on a linear model: in
@@ -188,6 +172,8 @@ class DPFederatedValuator(BaseEstimator):
     rank_ : ndarray of shape (n_clients,)
         Rank of each value, 1 being the most valuable; 0 for held-out
         clients.
+    sample_values_ : ndarray of shape (n_samples,)
+        The value of each sample's client, when ``fit`` got ``groups``.
     round_values_ : ndarray of shape (n_rounds, n_clients)
         Each round's Shapley value estimate of each client (NaN for held-out
         clients).
@@ -281,7 +267,7 @@ class DPFederatedValuator(BaseEstimator):
         self.noise_seed = noise_seed
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, groups=None, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, groups=None):
         """Run federated SGD and value every client in every round.
 
         Parameters
@@ -289,18 +275,30 @@ class DPFederatedValuator(BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             All clients' samples.
         y : array-like of shape (n_samples,)
-        groups : array-like of shape (n_samples,), default=None
-            The client of each sample. None makes every sample a client,
-            with a warning.
         X_val, y_val : array-like, default=None
             The server's validation set (the utility; not protected). When
             omitted, ``validation_fraction`` of the clients is held out whole.
+        groups : array-like of shape (n_samples,), default=None
+            The client of each sample. None makes every sample a client,
+            with a warning. It comes after ``X_val`` and ``y_val``, as in
+            the other valuators: pass it by name.
 
         Returns
         -------
         self : object
         """
-        check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise, self.delta)
+        if X_val is not None and y_val is None and np.ndim(X_val) == 1:
+            raise ValueError(
+                "X_val was given without y_val, and it is one-dimensional: "
+                "fit takes X, y, X_val, y_val, groups (groups used to come "
+                "third); pass groups=client_of_each_sample by name.")
+        return self._fit(X, y, X_val, y_val, groups)
+
+    _n_seeds = 3  # the split, the rounds, a *CV variant's search
+
+    def _check_parameters(self):
+        check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise,
+                     self.delta)
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
         if spec.network is not None:  # its rounds run the linear kernels
@@ -309,61 +307,56 @@ class DPFederatedValuator(BaseEstimator):
                 f"{type(estimator).__name__}: value clients with a network by "
                 "DPDataValuator(..., privacy_unit='group').fit(X, y, groups=...).")
         check_utility(self.utility, spec.is_classifier)
-        check_classes_parameter(self, spec.is_classifier, self.classes)
-        warn_if_default_epsilon(self, stacklevel=3)
-        X, y = validate_private_data(self, X, y, dtype=np.float64, order="C",
-                                     y_numeric=not spec.is_classifier,
-                                     ensure_min_samples=2)
-        if (X_val is None) != (y_val is None):
-            raise ValueError("X_val and y_val must be given together.")
+        return estimator, spec
+
+    def _party_options(self, model):
+        _, spec = model
+        return dict(is_classifier=spec.is_classifier, standardize=self.standardize,
+                    center=spec.fit_intercept, party_unit="client")
+
+    def _finish_parties(self, parties, given_X_val, groups):
+        """Without groups every sample is a client (with a warning)."""
         if groups is None:
             warnings.warn(
                 "DPFederatedValuator.fit got no groups: every sample is taken "
                 "as a client. Pass groups=client_of_each_sample to value clients.",
-                SkdpvalWarning, stacklevel=3)
-        self.groups_, client_of_sample = check_groups(
-            np.arange(len(X)) if groups is None else groups, len(X))
-        record_level = groups is not None and self.privacy_unit == "record"
-        split_seed, round_seed = check_random_state(self.random_state).randint(
-            MAX_INT, size=2)
-        if X_val is None:
-            clients, val_clients = hold_out_parties(
-                len(self.groups_), self.validation_fraction, split_seed)
-            val_rows = np.isin(client_of_sample, val_clients)
-            X_val, y_val = X[val_rows], y[val_rows]
-            n_unprotected = int(val_rows.sum())
-            warn_validation_from_training(
-                n_unprotected, len(X), validation_fraction=self.validation_fraction,
-                unit="client", stacklevel=3)
-        else:
-            X_val = check_validation_features(self, X_val, dtype=np.float64,
-                                              order="C")
-            clients, n_unprotected = np.arange(len(self.groups_)), 0
-        warn_if_unscaled(X_val, standardize=self.standardize, stacklevel=3)
-        if self.standardize:
-            X, X_val, _ = standardize_by_validation(X, X_val)
-        classes = None
-        if spec.is_classifier:
-            classes = public_classes(y_val, self.classes)
-            warn_if_many_classes(y_val, classes, stacklevel=3)
-            self.classes_ = classes
-        y_val = check_validation_targets(y_val, len(X_val), classes)
-        # The valued clients' rows, client by client.
-        position = np.full(len(self.groups_), -1)
-        position[clients] = np.arange(len(clients))
-        rows = np.flatnonzero(position[client_of_sample] >= 0)
-        rows = rows[np.argsort(position[client_of_sample[rows]], kind="stable")]
-        X, y = X[rows], y[rows]
-        if spec.is_classifier:
-            y = encode_training_labels(y, classes)
-        n_clients = len(clients)
+                SkdpvalWarning, stacklevel=STEP_TO_USER)
+            self.groups_ = np.arange(parties.n_all_parties)
+        return parties
+
+    def _value(self, parties, groups, model, seeds):
+        """Federated SGD over the clients' noisy releases; each round's Shapley
+        values, and their mean over the counted rounds."""
+        estimator, _ = model
+        round_seed, search_seed = seeds
+        n_clients = len(parties.train_parties)
         if self.n_permutations_per_round == "all" and n_clients > _MAX_CLIENTS_ALL_PERMUTATIONS:
             raise ValueError(
                 f"n_permutations_per_round='all' enumerates n! permutations: at "
                 f"most {_MAX_CLIENTS_ALL_PERMUTATIONS} clients, got {n_clients}.")
-        x_t = federated_schedule(self.noise, self.n_rounds)
+        record_level = groups is not None and self.privacy_unit == "record"
+        game = self._game(parties, estimator, search_seed)
+        noise_std, grid = self._release_noise(game, parties, groups, record_level)
+        round_values, history = self._rounds(game, noise_std, grid, record_level,
+                                             round_seed)
+        counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
+        values = round_values[counted].mean(axis=0)
+        check_converged(values, history, _kernels.utility_of_theta(
+            np.zeros(game.shape), game.X_val, game.T_val, game.labels_val,
+            **game.utility_args),
+            self.learning_rate, self.utility, "federated training", "a round",
+            stacklevel=STEP_TO_USER, auto_learning_rate=False)
+        self.history_ = history
+        self.round_values_ = np.full((self.n_rounds, parties.n_all_parties), np.nan)
+        self.round_values_[:, parties.train_parties] = round_values
+        return values
 
-        self.chosen_params_ = public_params(estimator, X_val, y_val, split_seed)
+    def _game(self, parties, estimator, search_seed):
+        """The objective the clients train: rows with the intercept column,
+        targets, loss, weights and the utility's settings."""
+        X, y, X_val, y_val = parties.X, parties.y, parties.X_val, parties.y_val
+        classes, n_clients = parties.classes, len(parties.train_parties)
+        self.chosen_params_ = public_params(estimator, X_val, y_val, search_seed)
         spec = model_spec(estimator, n_samples=n_clients, public=self.chosen_params_)
         check_target_domain(spec, y, "y")
         check_target_domain(spec, y_val, "y_val")
@@ -371,11 +364,16 @@ class DPFederatedValuator(BaseEstimator):
         T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
             spec, y, y_val, None if classes is None else len(classes), self.utility)
         X, X_val = with_intercept(spec, X, X_val)
-        offsets = np.r_[0, np.cumsum(np.bincount(position[client_of_sample[rows]],
-                                                 minlength=n_clients))]
-        shape = (T.shape[1], X.shape[1])
-        n_params = int(np.prod(shape))
+        return _FederatedGame(
+            X, T, parties.offsets, X_val, T_val, labels_val, loss, spec, weights,
+            (T.shape[1], X.shape[1]),
+            dict(loss=loss, utility=UTILITY_CODES[self.utility],
+                 loss_param=spec.loss_param, total_sum_squares=total_sum_squares))
 
+    def _release_noise(self, game, parties, groups, record_level):
+        """The noise std of a round's release and its grid; sets the privacy
+        attributes."""
+        n_params = int(np.prod(game.shape))
         kind, _ = check_compression(self.compression, n_params)
         if record_level and kind not in (None, "randk"):
             raise ValueError(
@@ -402,24 +400,30 @@ class DPFederatedValuator(BaseEstimator):
                               "sample" if groups is None else "client")
         report = privacy_report(noise_std=noise_std, delta=self.delta,
                                 n_releases=self.n_rounds, clip_norm=self.clip_norm,
-                                unit=self.privacy_unit_, n_unprotected=n_unprotected,
+                                unit=self.privacy_unit_,
+                                n_unprotected=parties.n_unprotected,
                                 noise_source=noise_source(self.noise_seed, noise_std > 0),
                                 sensitivity=release_sensitivity,
                                 grid=grid if noise_std > 0 else None,
                                 n_draws=self.n_rounds * n_params)
-        sizes = np.diff(offsets)
         if record_level:
-            add_record_level(report, sizes, "client")
+            add_record_level(report, np.diff(game.offsets), "client")
         report.update(clipping=self.clipping, compression=self.compression,
                       private_support=True)
         self.privacy_report_ = report
         self.epsilon_, self.delta_ = report["epsilon"], report["delta"]
         self.noise_multiplier_ = report["noise_multiplier"]
         self.n_releases_ = self.n_rounds
+        return noise_std, grid
 
-        utility_args = dict(loss=loss, utility=UTILITY_CODES[self.utility],
-                            loss_param=spec.loss_param,
-                            total_sum_squares=total_sum_squares)
+    def _rounds(self, game, noise_std, grid, record_level, round_seed):
+        """The rounds: each client's release, each round's Shapley values, the
+        model's validation utility after each round."""
+        X, T, offsets, X_val, T_val, labels_val, loss, spec, weights, shape, \
+            utility_args = game
+        n_clients, n_params = len(offsets) - 1, int(np.prod(shape))
+        sizes = np.diff(offsets)
+        x_t = federated_schedule(self.noise, self.n_rounds)
         # Per round: a public generator (masks, permutations) and a secret
         # one (rounding coins), each from its own child seed; the noise from
         # the ChaCha20 stream of the round.
@@ -463,20 +467,7 @@ class DPFederatedValuator(BaseEstimator):
                 theta = theta - self.learning_rate * step
                 history[t] = _kernels.utility_of_theta(
                     theta, X_val, T_val, labels_val, **utility_args)
-        counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
-        values = round_values[counted].mean(axis=0)
-        check_converged(values, history, _kernels.utility_of_theta(
-            np.zeros(shape), X_val, T_val, labels_val, **utility_args),
-            self.learning_rate, self.utility, "federated training", "a round",
-            stacklevel=3, auto_learning_rate=False)
-        self.history_ = history
-        self.round_values_ = np.full((self.n_rounds, len(self.groups_)), np.nan)
-        self.round_values_[:, clients] = round_values
-        self.values_ = np.full(len(self.groups_), np.nan)
-        self.values_[clients] = values
-        self.rank_ = np.zeros(len(self.groups_), dtype=np.int64)
-        self.rank_[clients] = rankdata(-values, method="ordinal")
-        return self
+        return round_values, history
 
     def _clipped_updates(self, theta, X, T, offsets, loss, spec, weights,
                          record_level):
@@ -495,11 +486,6 @@ class DPFederatedValuator(BaseEstimator):
         if not record_level:
             return clipped
         return np.add.reduceat(clipped, offsets[:-1]).reshape(n_clients, -1)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     def _aggregate(self, releases):
         if self.compression == "sign":

@@ -3,20 +3,17 @@
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.stats import rankdata
-from sklearn.base import BaseEstimator, _fit_context, is_classifier, is_regressor
+from sklearn.base import _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
                           privacy_report)
-from ._data import call_on_private_data, check_epsilon, prepare_parties
+from ._base import BaseValuator
+from ._data import call_on_private_data, check_epsilon
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source
 from ._secure_noise import LABEL_SCORE, Grid, noise_key, releases_on_grid
-from ._valuator import MAX_INT
-from .exceptions import warn_if_default_epsilon
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -39,7 +36,7 @@ def _residual_scale(model, parties):
     return scale
 
 
-class DPLabelQuality(BaseEstimator):
+class DPLabelQuality(BaseValuator):
     """Private label-quality score: how well each label fits a public model.
 
     A clone of ``estimator`` is fitted on the validation set only (public
@@ -228,11 +225,6 @@ class DPLabelQuality(BaseEstimator):
         self.random_state = random_state
         self.noise_seed = noise_seed
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, X_val=None, y_val=None, groups=None):
         """Fit the model on the validation set, then score and release each party.
@@ -254,22 +246,24 @@ class DPLabelQuality(BaseEstimator):
         -------
         self : object
         """
+        return self._fit(X, y, X_val, y_val, groups)
+
+    def _check_parameters(self):
         estimator = LogisticRegression() if self.estimator is None else self.estimator
         if not (is_classifier(estimator) or is_regressor(estimator)):
             raise TypeError(
                 f"DPLabelQuality scores labels with a classifier or a regressor; "
                 f"estimator={type(estimator).__name__} is neither.")
         check_epsilon(chosen_epsilon(self.epsilon), self.delta)
-        warn_if_default_epsilon(self, stacklevel=3)
-        split_seed, model_seed = check_random_state(self.random_state).randint(
-            MAX_INT, size=2)
-        parties = prepare_parties(
-            self, X, y, X_val, y_val, groups, is_classifier=is_classifier(estimator),
-            classes=self.classes, validation_fraction=self.validation_fraction,
-            split_seed=split_seed, standardize=self.standardize,
-            stacklevel=3)  # fit, _fit_context, the user
-        if parties.classes is not None:
-            self.classes_ = parties.classes
+        return estimator
+
+    def _party_options(self, estimator):
+        return dict(is_classifier=is_classifier(estimator),
+                    standardize=self.standardize)
+
+    def _value(self, parties, groups, estimator, seeds):
+        """The public model, each party's clipped score and its one release."""
+        model_seed, = seeds
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
                                             model_seed, "DPLabelQuality")
         if not is_classifier(self.estimator_):
@@ -291,8 +285,7 @@ class DPLabelQuality(BaseEstimator):
                                       np.empty(len(scores)))
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
-        self._set_values(scores + centre, parties, groups)
-        return self
+        return scores + centre
 
     def _party_scores(self, parties, record_level=False, centre=0.0):
         """Each training party's mean clipped score minus ``centre`` (before
@@ -388,12 +381,3 @@ class DPLabelQuality(BaseEstimator):
         self.noise_multiplier_ = noise_std / sensitivity
         self.n_releases_ = 1
         return noise_std
-
-    def _set_values(self, scores, parties, groups):
-        train = parties.train_parties
-        self.values_ = np.full(parties.n_all_parties, np.nan)
-        self.values_[train] = scores
-        self.rank_ = np.zeros(parties.n_all_parties, dtype=np.int64)
-        self.rank_[train] = rankdata(-scores, method="ordinal")
-        if groups is not None:
-            self.sample_values_ = self.values_[parties.party_of_sample]

@@ -36,27 +36,17 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import gammaln
-from scipy.stats import rankdata
-from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
-from sklearn.utils import ClassifierTags, check_random_state
+from sklearn.utils import ClassifierTags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 
 from . import _kernels
 from ._accounting import validation_set_statement
-from ._data import (
-    check_validation_features,
-    check_validation_targets,
-    encode_training_labels,
-    hold_out_parties,
-    public_classes,
-    validate_private_data,
-)
+from ._base import BaseValuator
 from ._noise import laplace_noise, noise_source
 from ._secure_noise import LAYERED, Grid, noise_key, releases_on_grid
-from ._valuator import MAX_INT
-from .exceptions import warn_validation_from_training
 
 # Layers up to this many coalitions are enumerated when sampling would
 # draw them all anyway.
@@ -151,7 +141,7 @@ def laplace_scale(n, epsilon, lipschitz, kappa, lam):
     return sensitivity / epsilon, sensitivity
 
 
-class LayeredShapleyValuator(BaseEstimator):
+class LayeredShapleyValuator(BaseValuator):
     """Layered Shapley values, optionally with Laplace output perturbation.
 
     Each training point's Shapley value is estimated layer by layer: for
@@ -313,7 +303,6 @@ class LayeredShapleyValuator(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
         tags.classifier_tags = ClassifierTags(multi_class=False)  # binary only
         return tags
 
@@ -394,45 +383,52 @@ class LayeredShapleyValuator(BaseEstimator):
         -------
         self : object
         """
-        C = self._inverse_regularisation()
-        if (X_val is None) != (y_val is None):
-            raise ValueError("X_val and y_val must be given together.")
-        X, y = validate_private_data(self, X, y, dtype=np.float64,
-                                     ensure_min_samples=2)
-        kappa = np.sqrt(X.shape[1] + 1) if self.kappa == "auto" else float(self.kappa)
-        if self.epsilon is not None:
-            # The declared domain, enforced per row before anything reads X
-            # (held-out validation rows included): clipped to [0, 1], then
-            # |(x, 1)| <= kappa. Silent, since an error or a warning would
-            # depend on a private value without noise.
-            X = shrink_rows_to_kappa(np.clip(X, 0.0, 1.0), kappa)
-        rs = check_random_state(self.random_state)
-        split_seed, coalition_seed = rs.randint(MAX_INT, size=2)
-        if X_val is None:
-            train, val = hold_out_parties(len(X), self.validation_fraction, split_seed)
-            X_val, y_val, n_unprotected = X[val], y[val], len(val)
-            warn_validation_from_training(
-                n_unprotected, len(X), validation_fraction=self.validation_fraction,
-                stacklevel=3)
-        else:
-            X_val = check_validation_features(self, X_val, dtype=np.float64)
-            if self.epsilon is not None:
-                # X_val is public: outside [0, 1] stays an error. Its rows
-                # need |(x, 1)| <= kappa as well: uniform stability bounds
-                # the loss change at every point of the domain, and the
-                # validation loss moves by L |(x_val, 1)| |w - w'|. Scaled
-                # (a no-op with kappa="auto"), as held-out rows of X are.
-                self._check_unit_box(X_val, "X_val")
-                X_val = shrink_rows_to_kappa(X_val, kappa)
-            train, n_unprotected = np.arange(len(X)), 0
-        self.classes_ = public_classes(y_val, self.classes)
+        return self._fit(X, y, X_val, y_val)
+
+    def _check_parameters(self):
+        return self._inverse_regularisation()
+
+    def _party_options(self, C):
+        # Features are used as given (the privacy bound reads their domain),
+        # so an unscaled validation set is no reason to warn.
+        return dict(is_classifier=True, standardize=False, warn_unscaled=False)
+
+    def _finish_parties(self, parties, given_X_val, groups):
+        """The parties, binary, in the declared domain when ``epsilon`` is set."""
         if len(self.classes_) != 2:
             raise ValueError("LayeredShapleyValuator values data for binary "
                              f"classification: the class set "
                              f"{self.classes_.tolist()!r} (from y_val or classes=) "
                              f"has {len(self.classes_)} classes.")
-        y_train = encode_training_labels(y[train], self.classes_)
-        y_val = check_validation_targets(y_val, len(X_val), self.classes_)
+        if self.epsilon is None:
+            return parties
+        # The declared domain, enforced per row: private rows (held-out
+        # validation rows included) are clipped to [0, 1], then scaled to
+        # |(x, 1)| <= kappa, silently, since an error or a warning would
+        # depend on a private value without noise. A given X_val is public:
+        # outside [0, 1] is an error. Its rows need |(x, 1)| <= kappa as
+        # well: uniform stability bounds the loss change at every point of
+        # the domain, and the validation loss moves by L |(x_val, 1)| |w - w'|.
+        kappa = self._kappa(parties.X.shape[1])
+        X_val = parties.X_val
+        if given_X_val:
+            self._check_unit_box(X_val, "X_val")
+        else:
+            X_val = np.clip(X_val, 0.0, 1.0)
+        return parties._replace(
+            X=shrink_rows_to_kappa(np.clip(parties.X, 0.0, 1.0), kappa),
+            X_val=shrink_rows_to_kappa(X_val, kappa))
+
+    def _kappa(self, n_features):
+        return np.sqrt(n_features + 1) if self.kappa == "auto" else float(self.kappa)
+
+    def _value(self, parties, groups, C, seeds):
+        """Each point's Layered Shapley value over exactly fitted coalitions,
+        with Laplace noise on a grid when ``epsilon`` is set."""
+        coalition_seed, = seeds
+        kappa = self._kappa(parties.X.shape[1])
+        train, y_train = parties.train_parties, parties.y
+        X_val, y_val = parties.X_val, parties.y_val
         n = len(train)
         # The estimator's own penalty per sample on the n training points,
         # kept fixed for every coalition (the stability bound needs one lambda).
@@ -441,7 +437,7 @@ class LayeredShapleyValuator(BaseEstimator):
 
         ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
         signs = lambda labels: np.where(labels == 1, 1.0, -1.0)
-        data = dict(X=ones(X[train]), y=signs(y_train), X_val=ones(X_val),
+        data = dict(X=ones(parties.X), y=signs(y_train), X_val=ones(X_val),
                     y_val=signs(y_val), lam=lam,
                     baseline=-np.log(2.0) - 1e-12 if self.skip_below_baseline
                     else -np.inf)
@@ -451,7 +447,7 @@ class LayeredShapleyValuator(BaseEstimator):
             delayed(_value_point)(i, n, m, w, data, cache, seed)
             for i, seed in enumerate(np.random.SeedSequence(coalition_seed).spawn(n)))
         values = np.array([value for value, _ in results])
-        self.n_coalitions_ = np.zeros(len(X), dtype=np.int64)
+        self.n_coalitions_ = np.zeros(parties.n_all_parties, dtype=np.int64)
         self.n_coalitions_[train] = [count for _, count in results]
         if self.epsilon is not None:
             # On a grid: gamma (rint(value / gamma) + x), x discrete Laplace
@@ -468,16 +464,12 @@ class LayeredShapleyValuator(BaseEstimator):
                                       grid.bound, np.empty(n))
             self.privacy_report_ = self._report(
                 n, inclusion_probability(n, m, w), sensitivity, scale, kappa, lam,
-                n_unprotected)
+                parties.n_unprotected)
         else:  # no noise: a report from an earlier fit would describe noise
             for name in ("noise_scale_", "privacy_report_"):
                 if hasattr(self, name):
                     delattr(self, name)
-        self.values_ = np.full(len(X), np.nan)
-        self.values_[train] = values
-        self.rank_ = np.zeros(len(X), dtype=np.int64)
-        self.rank_[train] = rankdata(-values, method="ordinal")
-        return self
+        return values
 
     def _report(self, n, p, sensitivity, scale, kappa, lam, n_unprotected):
         """The guarantee of each value, of the values of the others, and its limits."""

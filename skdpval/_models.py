@@ -90,7 +90,7 @@ does not implement (positivity constraints, Crammer-Singer) are refused.
 """
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np

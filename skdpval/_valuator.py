@@ -6,14 +6,12 @@ import warnings
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.stats import rankdata
-from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels, _subspace
+from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
                           privacy_report)
 from ._data import (
@@ -21,7 +19,6 @@ from ._data import (
     check_budget,
     check_utility,
     kernel_targets,
-    prepare_parties,
     with_intercept,
 )
 from ._line import LINE_MAX_INTERVALS
@@ -45,9 +42,7 @@ from ._secure_noise import Grid, noise_key
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
 from ._walk import SeededDraws, one_blas_thread, run_walks
-from .exceptions import SkdpvalWarning, warn_if_default_epsilon
-
-MAX_INT = np.iinfo(np.int32).max
+from .exceptions import SkdpvalWarning
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # learning_rate="auto" keeps the noise of a walk's validation margins (after n
@@ -89,44 +84,6 @@ def _lowest_utility_bound(values, weights, utility):
     return top - float(np.max(np.abs(values), initial=0.0) / largest)
 
 
-def check_converged(values, utilities, initial_utility, learning_rate, utility,
-                    process, step, stacklevel, auto_learning_rate=True,
-                    lowest_utility=np.inf):
-    """Raise when ``values`` or ``utilities`` are not finite; warn when every
-    value is 0, when the median utility after a ``step`` fell far below
-    ``initial_utility``, or when the utility fell to ``lowest_utility`` (or
-    lower) on the way.
-
-    All are computed from the noisy releases only (post-processing).
-    """
-    auto = " (or 'auto')" if auto_learning_rate else ""
-    remedy = (f"Use a smaller learning_rate{auto}, or scale the features "
-              "(standardize=True).")
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(utilities))):
-        raise FloatingPointError(
-            f"The {process} diverged with learning_rate={learning_rate:g}: "
-            f"utilities or values are not finite. {remedy}")
-    if np.size(values) and not np.any(values):
-        warnings.warn(
-            f"Every value is 0: the {process} never moved the validation utility "
-            f"(learning_rate={learning_rate:g}). Use a larger learning_rate, "
-            "clip_norm or number of permutations.", ConvergenceWarning,
-            stacklevel=stacklevel + 1)
-    scale = max(1.0, abs(initial_utility))
-    if utility != "accuracy" and lowest_utility < initial_utility - 100 * scale:
-        warnings.warn(
-            f"The {process} diverges with learning_rate={learning_rate:g}: along "
-            f"{step} the validation utility fell to {lowest_utility:.3g} or lower, "
-            f"against {initial_utility:.3g} before it. {remedy}",
-            ConvergenceWarning, stacklevel=stacklevel + 1)
-    elif utility != "accuracy" and np.median(utilities) < initial_utility - 100 * scale:
-        warnings.warn(
-            f"The {process} diverges with learning_rate={learning_rate:g}: the "
-            f"median validation utility after {step} is "
-            f"{np.median(utilities):.3g}, against {initial_utility:.3g} before "
-            f"it. {remedy}", ConvergenceWarning, stacklevel=stacklevel + 1)
-
-
 # The kernels' view of one valuation: rows with the intercept column,
 # targets, loss, utility, the semivalue weights.
 Game = namedtuple("Game", [
@@ -135,8 +92,12 @@ Game = namedtuple("Game", [
     "row_weights", "val_weights", "val_spec", "record_level", "space", "target_std"],
     defaults=(False, None, 1.0))
 
+# The wrapped model as DPDataValuator reads it: a Pipeline's transformers
+# (or None), its last step (a clone) and the objective it defines.
+WrappedModel = namedtuple("WrappedModel", ["preprocessor", "estimator", "spec"])
 
-class DPDataValuator(BaseEstimator):
+
+class DPDataValuator(BaseValuator):
     """Differentially private data values from noisy per-party gradients.
 
     Estimates a semivalue (data Shapley, Banzhaf, Beta Shapley or
@@ -446,6 +407,22 @@ class DPDataValuator(BaseEstimator):
     See Also
     --------
     sklearn.linear_model.SGDClassifier : A model the walk can use.
+    DPLabelQuality : One private score per party, to find bad labels or targets.
+
+    Notes
+    -----
+    A value is, to first order, the projection of the party's clipped
+    gradient on the validation utility's gradient along the walk. For a
+    regressor with a squared loss, from the zero model along the public
+    direction ``b``, that is ``(x . b) t`` (standardised target ``t``): the
+    sign of the target along the public model's prediction, not the size of
+    its residual. Of uniformly replaced targets on make_regression, one
+    whose sign flipped is found (no-noise AUC 1.00 against the clean
+    targets), one that kept it looks clean (0.47): about half are found,
+    whatever the budget (``benchmarks/quality.py --suite regression``).
+    The residual's size reaches a value only through second-order terms,
+    which noise swamps. To find corrupted targets, use
+    :class:`DPLabelQuality`: it releases the residual's size itself.
 
     References
     ----------
@@ -548,11 +525,6 @@ class DPDataValuator(BaseEstimator):
         self.noise_seed = noise_seed
         self.verbose = verbose
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     def _get_estimator(self):
         """``(preprocessor, model)``: clones; the transformers of a Pipeline apart."""
         if self.estimator is None:
@@ -594,29 +566,42 @@ class DPDataValuator(BaseEstimator):
         self : object
             The fitted valuator.
         """
+        return self._fit(X, y, X_val, y_val, groups, sample_weight=sample_weight)
+
+    _n_seeds = 3  # the split, the learning-rate search, the walks
+
+    def _check_parameters(self):
         check_semivalue(self.semivalue)
         check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise,
                      self.delta)
         preprocessor, estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
-        warn_if_default_epsilon(self, stacklevel=3)
-        split_seed, search_seed, walk_seed = check_random_state(
-            self.random_state).randint(MAX_INT, size=3)
+        return WrappedModel(preprocessor, estimator, spec)
 
-        parties = self._prepare_parties(X, y, X_val, y_val, groups, spec, split_seed,
-                                        preprocessor)
+    def _party_options(self, model):
+        spec = model.spec
+        return dict(is_classifier=spec.is_classifier, standardize=self.standardize,
+                    center=spec.fit_intercept,
+                    scale_targets=(not spec.is_classifier
+                                   and spec.loss in TARGET_SCALE_DEGREE),
+                    preprocessor=model.preprocessor)
+
+    def _value(self, parties, groups, model, seeds, sample_weight=None):
+        """The walks: the game, its space, clip norm, noise, learning rate; the
+        values in the utility's units (and the walk's statistics)."""
+        search_seed, walk_seed = seeds
         sample_weight = check_sample_weight(sample_weight,
                                             len(parties.party_of_sample))
-        self.chosen_params_ = public_params(estimator, parties.X_val, parties.y_val,
-                                            search_seed)
-        spec = model_spec(estimator, n_samples=len(parties.train_parties),
+        self.chosen_params_ = public_params(model.estimator, parties.X_val,
+                                            parties.y_val, search_seed)
+        spec = model_spec(model.estimator, n_samples=len(parties.train_parties),
                           public=self.chosen_params_)
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
         game = self._game(spec, parties, sample_weight)._replace(
             record_level=groups is not None and self.privacy_unit == "record")
-        self.subspace_, line_center, space = self._space(estimator, spec, game,
+        self.subspace_, line_center, space = self._space(model.estimator, spec, game,
                                                          search_seed)
         game = game._replace(space=space)
         self.clip_norm_ = self._clip_norm(game)
@@ -626,7 +611,8 @@ class DPDataValuator(BaseEstimator):
                    else AUTO_BURN_IN if use_rolling else 0.0)
         counted = counted_permutations(self.q_, self.n_permutations)
         warn_if_loo_misses_parties(self.semivalue, int(counted.sum()),
-                                   len(parties.train_parties), self.q_, stacklevel=3)
+                                   len(parties.train_parties), self.q_,
+                                   stacklevel=STEP_TO_USER)
         # Releases on a grid: the sample (or group) slot of a zero-out
         # neighbour releases 0, so its rounded statistic is clamped; a
         # record-level sum's neighbour is one record away (no clamp).
@@ -645,23 +631,7 @@ class DPDataValuator(BaseEstimator):
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
-        self._set_values(result, game, parties, groups)
-        return self
-
-    def _prepare_parties(self, X, y, X_val, y_val, groups, spec, split_seed,
-                         preprocessor):
-        """Validated, laid-out parties (and ``classes_``)."""
-        parties = prepare_parties(
-            self, X, y, X_val, y_val, groups, is_classifier=spec.is_classifier,
-            classes=self.classes, validation_fraction=self.validation_fraction,
-            split_seed=split_seed, standardize=self.standardize,
-            center=spec.fit_intercept,
-            scale_targets=(not spec.is_classifier
-                           and spec.loss in TARGET_SCALE_DEGREE),
-            preprocessor=preprocessor, stacklevel=4)  # _prepare_parties, fit, _fit_context, the user
-        if spec.is_classifier:
-            self.classes_ = parties.classes
-        return parties
+        return self._walk_statistics(result, game, parties)
 
     def _game(self, spec, parties, sample_weight):
         """The kernels' view of the valuation."""
@@ -880,7 +850,7 @@ class DPDataValuator(BaseEstimator):
             f"values_stderr_ is NaN: {self.n_marginals_} permutation was counted past "
             f"the burn-in (q_={self.q_:g} of n_permutations={self.n_permutations}) "
             f"and a standard error needs two; {remedy}.",
-            SkdpvalWarning, stacklevel=5)  # _set_values, fit, _fit_context, the user
+            SkdpvalWarning, stacklevel=STEP_TO_USER + 2)  # past _walk_statistics
         return np.full_like(self.marginal_var_, np.nan)
 
     def _utility_unit(self, game, parties):
@@ -895,8 +865,9 @@ class DPDataValuator(BaseEstimator):
         degree = 2 if self.utility == "neg_mse" else TARGET_SCALE_DEGREE[game.loss]
         return parties.target_scale[1] ** degree
 
-    def _set_values(self, result, game, parties, groups):
-        """Values, ranks, marginal statistics; checks the walk stayed finite."""
+    def _walk_statistics(self, result, game, parties):
+        """The marginal statistics and utilities in the utility's units;
+        checks the walk stayed finite. Returns the values."""
         values = result.marginal_mean
         self.initial_utility_ = self._utility(
             game, game.space.initial_theta(game.T.shape[1], game.X.shape[1]),
@@ -904,7 +875,7 @@ class DPDataValuator(BaseEstimator):
         self.final_utilities_ = result.end_utility
         check_converged(values, self.final_utilities_, self.initial_utility_,
                         self.learning_rate_, self.utility, "walk", "a permutation",
-                        stacklevel=4, lowest_utility=_lowest_utility_bound(
+                        stacklevel=STEP_TO_USER + 1, lowest_utility=_lowest_utility_bound(
                             values, game.weights, self.utility))
         unit = self._utility_unit(game, parties)
         values = values * unit
@@ -916,9 +887,5 @@ class DPDataValuator(BaseEstimator):
         self.marginal_mean_[train] = values
         self.marginal_var_ = np.full(n_all, np.nan)
         self.marginal_var_[train] = result.marginal_m2 / result.n_counted * unit**2
-        self.values_ = self.marginal_mean_.copy()
         self.values_stderr_ = self._standard_errors()
-        self.rank_ = np.zeros(n_all, dtype=np.int64)
-        self.rank_[train] = rankdata(-values, method="ordinal")
-        if groups is not None:
-            self.sample_values_ = self.values_[parties.party_of_sample]
+        return values

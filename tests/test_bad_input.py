@@ -154,7 +154,7 @@ def test_federated_classes_with_a_regressor_is_an_error():
     X = np.random.default_rng(0).normal(size=(20, 2))
     with pytest.raises(ValueError, match="applies to classifiers: the estimator is a"):
         DPFederatedValuator(Ridge(), classes=[0, 1], utility="r2", epsilon=2.0).fit(
-            X, X[:, 0], np.arange(20) % 4)
+            X, X[:, 0], groups=np.arange(20) % 4)
 
 
 @pytest.mark.parametrize("make", [

@@ -153,3 +153,35 @@ def test_l1_term_follows_the_target_scale():
     assert_allclose(scaled.subspace_, base.subspace_, rtol=1e-6, atol=1e-9)
     assert_allclose(scaled.values_, 100 * base.values_, rtol=1e-6,
                     atol=1e-9 * np.abs(scaled.values_).max())
+
+
+def test_walk_reads_a_corrupted_target_through_its_sign():
+    """The documented limit on corrupted targets: the walk's value is first
+    order in a party's projected gradient at the zero model, ``(x . b) t``
+    (standardised), so it finds a replaced target whose sign along the
+    public direction flipped and misses one that kept it; the label score,
+    which releases the residual's size, finds both."""
+    from skdpval.datasets import load_noisy_regression
+    from skdpval.metrics import noisy_label_auc
+
+    d = load_noisy_regression("regression", random_state=0)
+    walk = DPDataValuator(Ridge(), noise="none", n_permutations=50,
+                          random_state=0).fit(d.X_train, d.y_train, X_val=d.X_val,
+                                              y_val=d.y_val)
+    scores = DPLabelQuality(Ridge(), epsilon=None).fit(
+        d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val).values_
+    X = (d.X_train - d.X_val.mean(0)) / d.X_val.std(0)
+    t = (d.y_train - d.y_val.mean()) / d.y_val.std()
+    first_order = np.append(X, np.ones((len(X), 1)), axis=1) @ walk.subspace_[0] * t
+    assert np.mean(np.sign(walk.values_) == np.sign(first_order)) > 0.9
+    flipped = d.is_noisy & (first_order < 0)
+    kept = d.is_noisy & (first_order > 0)
+    assert min(flipped.sum(), kept.sum()) > 30
+
+    def auc(values, corrupted):
+        rows = corrupted | ~d.is_noisy
+        return noisy_label_auc(values[rows], corrupted[rows])
+
+    assert auc(walk.values_, flipped) > 0.95
+    assert abs(auc(walk.values_, kept) - 0.5) < 0.1  # chance (measured 0.52)
+    assert auc(scores, flipped) > 0.95 and auc(scores, kept) > 0.9

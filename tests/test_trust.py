@@ -89,12 +89,12 @@ def test_federated_divergence_is_an_error_or_a_warning_naming_the_remedy():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's overflow warnings included
         with pytest.raises(FloatingPointError, match="smaller learning_rate"):
-            valuator.fit(X[:60], y[:60], groups, X_val=X[60:], y_val=y[60:])
+            valuator.fit(X[:60], y[:60], X_val=X[60:], y_val=y[60:], groups=groups)
     # 1000: at record level a client's release carries a twelfth of the
     # noise that a whole client's does, and 100 no longer diverges.
     valuator.set_params(learning_rate=1000.0)
     with pytest.warns(ConvergenceWarning, match="smaller learning_rate"):
-        valuator.fit(X[:60], y[:60], groups, X_val=X[60:], y_val=y[60:])
+        valuator.fit(X[:60], y[:60], X_val=X[60:], y_val=y[60:], groups=groups)
 
 
 def test_a_sane_walk_does_not_warn():

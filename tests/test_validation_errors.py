@@ -112,15 +112,15 @@ def test_refits_keep_no_attribute_of_an_earlier_fit():
     X = rng.normal(size=(40, 3))
     y = (X[:, 0] > 0).astype(int)
     for make, args in ((lambda e: DPDataValuator(e, n_permutations=2, epsilon=2.0,
-                                                 random_state=0), ()),
-                       (lambda e: DPLabelQuality(e, epsilon=2.0, random_state=0), ()),
+                                                 random_state=0), {}),
+                       (lambda e: DPLabelQuality(e, epsilon=2.0, random_state=0), {}),
                        (lambda e: DPFederatedValuator(e, n_rounds=2, epsilon=2.0,
                                                       utility="neg_loss",
                                                       random_state=0),
-                        (np.arange(40) % 4,))):
-        valuator = make(None).fit(X, y, *args)
+                        dict(groups=np.arange(40) % 4))):
+        valuator = make(None).fit(X, y, **args)
         assert hasattr(valuator, "classes_")
-        valuator.set_params(estimator=Ridge()).fit(X, X[:, 1], *args)
+        valuator.set_params(estimator=Ridge()).fit(X, X[:, 1], **args)
         assert not hasattr(valuator, "classes_")
     step = DPValueFilter(DPDataValuator(n_permutations=2, epsilon=2.0, random_state=0))
     step.fit(pd.DataFrame(X, columns=["a", "b", "c"]), y)

@@ -133,7 +133,7 @@ def test_an_extreme_private_target_warns_nothing_and_values_stay_finite(make):
         warnings.simplefilter("error")
         valuator = make()
         if isinstance(valuator, DPFederatedValuator):
-            valuator.fit(X, y, groups, X_val=X_val, y_val=y_val)
+            valuator.fit(X, y, X_val=X_val, y_val=y_val, groups=groups)
         else:
             valuator.fit(X, y, X_val=X_val, y_val=y_val)
     assert np.all(np.isfinite(valuator.values_))
@@ -209,9 +209,9 @@ def test_errors_about_a_private_regression_target_quote_no_value():
     for valuator in (DPDataValuator(Ridge(), n_permutations=2, random_state=0),
                      DPFederatedValuator(Ridge(), n_rounds=2, utility="r2",
                                          n_permutations_per_round=2, random_state=0)):
-        args = (np.arange(30) // 5,) if isinstance(valuator, DPFederatedValuator) else ()
+        groups = np.arange(30) // 5 if isinstance(valuator, DPFederatedValuator) else None
         with pytest.raises(ValueError, match="could not convert") as error:
-            valuator.fit(X, y, *args, X_val=X[:10], y_val=np.zeros(10))
+            valuator.fit(X, y, X_val=X[:10], y_val=np.zeros(10), groups=groups)
         assert "183000" not in str(error.value)
 
 
