@@ -779,8 +779,8 @@ def mlp(repeats=3, n=300, k=1000):
         seconds, _ = timed_fit(DPDataValuator(model, epsilon=3.0, n_permutations=k,
                                               random_state=0), *data, repeats=repeats)
         base = base or seconds
-        emit(case="mlp", model=name, walk="default", n=n, k=k, seconds=round(seconds, 3),
-             vs_logistic=round(seconds / base, 2))
+        emit(case="mlp", model=name, walk="default", n=n, k=k,
+             seconds=round(seconds, 3), vs_logistic=round(seconds / base, 2))
     seconds, _ = timed_fit(DPDataValuator(MLPClassifier((32,)), epsilon=3.0,
                                           n_permutations=k, subspace=None,
                                           random_state=0), *data, repeats=1)

@@ -1,4 +1,4 @@
-"""Kernels of a multilayer perceptron: a party's loss gradient, and the network along a line.
+"""Kernels of a multilayer perceptron: a party's gradient, and the network along a line.
 
 The parameters are one flat vector ``theta``, packed as scikit-learn packs
 an MLP's (``_pack``): every layer's coefficients ``W_l`` of shape
@@ -267,7 +267,8 @@ def _line_rows(theta0, direction, layout, X, A, C):
 
 
 def line_rows(theta0, direction, layout, X):
-    """``(A, C)`` of shape ``(n_rows, width)``: first-layer pre-activations ``A + z C``."""
+    """``(A, C)``, ``(n_rows, width)``: the first layer's pre-activations
+    ``A + z C``."""
     X = _f64(X)
     A = np.empty((X.shape[0], int(layout[0, 1])))
     C = np.empty_like(A)

@@ -37,7 +37,8 @@ from sklearn.utils import check_random_state
 
 from . import _kernels as K
 from . import _mlp
-from ._kernels import _f64, pad_columns, padded_length, unit_weights, validation_scratch
+from ._kernels import (_f64, _i64, pad_columns, padded_length, unit_weights,
+                       validation_scratch)
 from ._secure_noise import NO_GRID
 from ._space import check_basis
 from ._walk import PartiesByOffsets, one_blas_thread
@@ -69,10 +70,6 @@ def glorot_init(sizes, activation, random_state):
 def make_network(sizes, activation, loss, random_state):
     return Network(_mlp.network_layout(sizes), _mlp.ACTIVATIONS[activation],
                    int(loss), glorot_init(sizes, activation, random_state))
-
-
-def _i64(a):
-    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def _buffers(layout):
@@ -371,7 +368,8 @@ class NetworkSpace:
         return value
 
     def margin_scale(self, X_val, n_outputs=None):
-        """RMS over validation rows of the norm of d(outputs) / d(release) at ``theta0``."""
+        """RMS over validation rows of the norm of d(outputs) / d(release) at
+        ``theta0``."""
         net = self.network
         units = _mlp.n_units(net.layout)
         projected = self.basis is not None

@@ -59,11 +59,15 @@ AUTO_CLIP_PERCENTILE = 10
 AUTO_BURN_IN = 0.9
 
 
-def _line_range(center, noise_reach):
+def _line_range(center, noise_reach, reach=np.inf):
     """``(lo, hi)`` of ``z`` to tabulate: 0 to ``center``, widened by half of
-    it and by ``noise_reach``."""
+    it and by ``noise_reach``, and at most ``reach + noise_reach`` from 0:
+    ``n`` clipped steps (``reach = lr n C``) go no further than ``reach``
+    (a network's validation optimum can lie ten times further)."""
     margin = 0.5 * abs(center) + noise_reach
-    return min(0.0, center) - margin, max(0.0, center) + margin
+    cap = reach + noise_reach
+    return (max(min(0.0, center) - margin, -cap),
+            min(max(0.0, center) + margin, cap))
 
 
 def _lowest_utility_bound(values, weights, utility):
@@ -133,8 +137,9 @@ class DPDataValuator(BaseValuator):
         ``sklearn.svm`` that minimises a sum of per-sample losses plus a
         penalty (the user guide's coverage table lists them, and why the
         others are refused), or ``MLPClassifier`` / ``MLPRegressor``, walked
-        from their public initialisation (the user guide's neural networks). Only the parameters of its objective are used
-        (loss, penalty, ``alpha`` / ``C``, ``l1_ratio``, ``epsilon``,
+        from their public initialisation (the user guide's neural
+        networks). Only the parameters of its objective are used (loss,
+        penalty, ``alpha`` / ``C``, ``l1_ratio``, ``epsilon``,
         ``quantile``, ``power``, ``class_weight``, ``fit_intercept``); it is
         never fitted on the private data. A ``*CV`` variant (and
         HuberRegressor, for its scale) is fitted on the validation set
@@ -813,7 +818,8 @@ class DPDataValuator(BaseValuator):
         """The walk's inputs. Along a public line the utility is tabulated
         where a walk goes: from 0 to ``line_center`` (the validation
         optimum), widened by half that and by four noise stds of a walk of
-        ``n`` steps (``4 lr s sqrt(n)``), in at most ``n k / 4`` steps (at
+        ``n`` steps (``4 lr s sqrt(n)``), and no further than ``lr n C`` (the
+        clipped steps' reach) plus those four stds, in at most ``n k / 4`` steps (at
         least 512), so that the table costs at most a quarter of the exact
         walk's utilities; a walk past it reads the utility from the rows, exactly."""
         settings = dict(loss=game.loss, utility=game.utility,
@@ -828,7 +834,8 @@ class DPDataValuator(BaseValuator):
             game.X, game.T, game.offsets, game.X_val, game.T_val, game.labels_val,
             **settings,
             line_range=_line_range(line_center, 4 * self.learning_rate_
-                                   * noise_std * np.sqrt(n_parties)),
+                                   * noise_std * np.sqrt(n_parties),
+                                   self.learning_rate_ * n_parties * self.clip_norm_),
             line_intervals=min(LINE_MAX_INTERVALS,
                                max(512, n_parties * self.n_permutations // 4)))
 

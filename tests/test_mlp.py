@@ -262,7 +262,8 @@ def test_valuator_mlp_multiclass_regressor_groups_and_bases():
     X, y, X_val, y_val = _digits(n_classes=10)
     for estimator, target, target_val, extra in [
             (MLPClassifier((6,), activation="logistic", random_state=0), y, y_val, {}),
-            (MLPRegressor(hidden_layer_sizes=(4,), random_state=0), X[:, 20], X_val[:, 20],
+            (MLPRegressor(hidden_layer_sizes=(4,), random_state=0), X[:, 20],
+             X_val[:, 20],
              dict(utility="r2")),
             (MLPClassifier((6,), random_state=0), y, y_val,
              dict(utility="accuracy"))]:
@@ -331,3 +332,20 @@ def test_federated_valuator_refuses_a_network():
     with pytest.raises(TypeError, match="linear models only.*MLPClassifier"):
         DPFederatedValuator(MLPClassifier((3,)), epsilon=1.0).fit(
             X, y, groups=np.arange(len(X)) // 10, X_val=X_val, y_val=y_val)
+
+
+@pytest.mark.parametrize("params", [
+    dict(semivalue="banzhaf"), dict(semivalue=("beta", 16, 1)), dict(semivalue="loo"),
+    dict(noise="iid"), dict(noise=lambda t, k: 1.0 / np.sqrt(t)),
+    dict(privacy_unit="group"),
+])
+def test_semivalues_noise_policies_and_units_with_a_network(params):
+    X, y, X_val, y_val = _digits(n=60)
+    valuator = DPDataValuator(MLPClassifier((4,), random_state=0), epsilon=3.0,
+                              n_permutations=8, q=0.0, random_state=0, noise_seed=0,
+                              **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LOO's unvalued parties
+        valuator.fit(X, y, X_val=X_val, y_val=y_val, groups=np.arange(len(X)) // 3)
+    assert np.all(np.isfinite(valuator.values_))
+    assert valuator.privacy_unit_ == params.get("privacy_unit", "record")
