@@ -11,7 +11,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_feature_names,
     check_array,
-    column_or_1d,
     validate_data,
 )
 
@@ -72,7 +71,8 @@ def check_utility(utility, is_classifier):
 
 
 def public_classes(y_val, classes=None):
-    """The class set, from public data only: ``classes``, or the labels of ``y_val``.
+    """The class set, from public data only: ``classes``, or the labels of
+    ``y_val`` (checked by ``check_array``, as :func:`check_y_val` does).
 
     The private ``y`` never chooses the classes: one relabelled sample could
     otherwise add an output to the model and change every value.
@@ -84,7 +84,6 @@ def public_classes(y_val, classes=None):
             raise ValueError(f"classes must list at least two class labels, got "
                              f"{classes!r}.")
         return labels
-    y_val = check_array(y_val, ensure_2d=False, dtype=None, input_name="y_val")
     check_classification_targets(y_val)
     labels = np.unique(y_val)
     if len(labels) < 2:
@@ -105,14 +104,15 @@ def _class_index(labels, classes):
 
 
 def encode_training_labels(y, classes):
-    """Class index of each training label; an error for a label outside ``classes``.
+    """Class index of each training label (``y`` 1-D, as ``validate_data``
+    returns it); an error for a label outside ``classes``.
 
     The message names no label: the training labels are private. (No
     ``check_classification_targets`` here: its warning on many distinct
     labels and its error on a non-integer float label, even one in the public
     class set, would tell the private labels without noise.)
     """
-    index, unknown = _class_index(column_or_1d(y), classes)
+    index, unknown = _class_index(y, classes)
     if np.any(unknown):
         raise ValueError(
             f"y has labels outside the class set {classes.tolist()!r}, which "
@@ -155,9 +155,16 @@ def check_validation_features(estimator, X_val, stacklevel=3, **check_params):
     return flush_subnormals(X_val)  # as the private rows are
 
 
-def check_validation_targets(y_val, n_val, classes):
-    """``y_val`` as class indices (classifiers) or floats, checked against X_val."""
-    y_val = check_array(y_val, ensure_2d=False, dtype=None, input_name="y_val")
+def check_y_val(y_val):
+    """``check_array`` of ``y_val`` (any dtype, 1-D or not)."""
+    return check_array(y_val, ensure_2d=False, dtype=None, input_name="y_val")
+
+
+def check_validation_targets(y_val, n_val, classes, checked=False):
+    """``y_val`` as class indices (classifiers) or floats, checked against X_val
+    (``checked``: :func:`check_y_val` was applied already)."""
+    if not checked:
+        y_val = check_y_val(y_val)
     if y_val.ndim != 1 or len(y_val) != n_val:
         raise ValueError(f"y_val must be 1-D with one target per row of X_val "
                          f"({n_val}), got shape {y_val.shape}.")
@@ -517,13 +524,17 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         n_unprotected = 0
     if warn_unscaled:
         warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)
+    # y_val is checked once: before the class set is read from it, or below.
+    y_val_checked = is_classifier and classes is None
+    if y_val_checked:
+        y_val = check_y_val(y_val)
     if is_classifier:
         classes = public_classes(y_val, classes)
         warn_if_many_classes(y_val, classes, stacklevel=stacklevel + 1)
         y = encode_training_labels(y, classes)
     else:
         classes = None
-    y_val = check_validation_targets(y_val, len(X_val), classes)
+    y_val = check_validation_targets(y_val, len(X_val), classes, checked=y_val_checked)
     if len(train_parties) < 2:
         raise ValueError(f"Data valuation needs at least 2 training parties, got "
                          f"{len(train_parties)}.")
