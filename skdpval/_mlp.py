@@ -404,7 +404,7 @@ def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second
                     u2[out + o] = d2 * s1 * s1 + d1 * u2[out + o]
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
     """``(L, dL/dz, d2L/dz2)`` of one row at ``z`` (outputs by :func:`line_forward`)."""
     line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, True)
@@ -613,10 +613,16 @@ def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
              scale, offset, u0, u1, u2, d1, data[i, 3:6])
 
 
-@njit(**_jit)
-def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, d1):
-    """One row's loss at ``z``: :func:`line_forward`'s values only."""
+@njit(**_scalar)
+def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+    """One row's loss at ``z``: :func:`line_forward`'s values only (one hidden
+    layer: its fused pass, the same bits)."""
     n_layers = layout.shape[0]
+    if n_layers == 2:
+        _one_hidden_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2,
+                            False)
+        last = layout[1, 4]
+        return output_loss(loss, u0[last:last + layout[1, 1]], t, d1)[0]
     for o in range(layout[0, 1]):
         u0[o] = _activate(act, a[o] + z * c[o]) if n_layers > 1 else a[o] + z * c[o]
     for layer in range(1, n_layers):
@@ -644,7 +650,7 @@ def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
     total = 0.0
     for v in range(A.shape[0]):
         total += _line_value(z, A[v], C[v], T[v], theta0, direction, layout, act,
-                             loss, u0, d1)
+                             loss, u0, u1, u2, d1)
     return offset - scale * total / A.shape[0]
 
 
