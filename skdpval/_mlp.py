@@ -564,24 +564,6 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
 
 
 @njit(**_jit)
-def line_sgd_pass(A, C, T, row_weights, order, theta0, direction, layout, act, loss,
-                  l2, penalty0, penalty1, clip_norm, learning_rate, update, u0, u1, u2,
-                  d1):
-    """``z`` after one clipped, noiseless SGD pass from ``z = 0`` along the line,
-    one row a step in ``order``: :func:`line_walk`'s steps without releases."""
-    update_2d = update.reshape((1, 1))
-    z = 0.0
-    for position in range(order.shape[0]):
-        row = order[position]
-        update[0] = line_party_gradient(z, A, C, T, row_weights, row, row + 1, theta0,
-                                        direction, layout, act, loss, l2, penalty0,
-                                        penalty1, u0, u1, u2, d1)
-        clip_l2(update_2d, clip_norm)
-        z -= learning_rate * update[0]
-    return z
-
-
-@njit(**_jit)
 def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset, u0,
          u1, u2, d1, out):
     """``out`` <- ``(U, h U', h^2 U'')`` at ``z`` on the piece holding ``zp``."""
@@ -698,10 +680,11 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
               data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
               noise,
               x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
-              end_utility, update, record, u0, u1, u2, d1):
+              end_utility, ends, update, record, u0, u1, u2, d1):
     """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
     :func:`walk` with one direction, a party's gradient in ``z`` by forward
-    mode (O(width) in the first layer) and the utility from the table."""
+    mode (O(width) in the first layer) and the utility from the table; walk
+    ``b`` ends at ``z = ends[b]``."""
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
     update_2d = update.reshape((1, 1))
@@ -738,3 +721,4 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
             marginals[b, j] = weights[position] * (current - previous)
             previous = current
         end_utility[b] = previous
+        ends[b] = z

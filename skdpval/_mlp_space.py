@@ -298,7 +298,7 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             rolling_mean is not None,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
             self.weights, float(grid[0]), float(grid[1]), marginals, end_utility,
-            np.empty(1), np.empty(1), *_buffers(net.layout))
+            np.empty(n_walks), np.empty(1), np.empty(1), *_buffers(net.layout))
         return marginals, end_utility
 
 
@@ -368,15 +368,23 @@ class NetworkSpace:
         one direction by forward mode from the rows' first-layer projections
         (O(width) a step, not O(parameters))."""
         if self.basis is not None and len(self.basis) == 1:
-            net = self.network
+            # The line walk's own kernel (compiled for the walk anyway): no
+            # noise, no table and no validation rows, its utilities unused.
+            net, n_rows = self.network, len(X)
             A, C = self._line_rows(X)
-            z = _mlp.line_sgd_pass(
-                A, C, _f64(T), unit_weights(len(X)) if row_weights is None
-                else _f64(row_weights), _i64(order), net.theta0, self.basis[0],
-                net.layout, net.activation, net.loss, float(l2), *self._line_penalty(),
-                float(clip_norm), float(learning_rate), np.empty(1),
+            no_rows = np.zeros((0, A.shape[1]))
+            ends = np.empty(1)
+            _mlp.line_walk(
+                net.theta0, self.basis[0], net.layout, net.activation, net.loss, A, C,
+                _f64(T), unit_weights(n_rows) if row_weights is None
+                else _f64(row_weights), np.arange(n_rows + 1), float(l2),
+                *self._line_penalty(), float(clip_norm), float(learning_rate), False,
+                *NO_TABLE, no_rows, no_rows, np.zeros((0, T.shape[1])), 1.0, 0.0,
+                _i64(order)[None], np.empty((0, 1, 1)), np.ones(1), False,
+                np.empty((1, 1)), np.zeros(len(order)), *NO_GRID,
+                np.zeros((1, n_rows)), np.empty(1), ends, np.empty(1), np.empty(1),
                 *_buffers(net.layout))
-            return self._theta(np.array([z]))
+            return self._theta(ends)
         _, _, ends = run_walk(
             self.network, self.basis, X, T, np.arange(len(X) + 1),
             *_no_validation(X.shape[1], T.shape[1]), utility=K.NEG_LOSS,
