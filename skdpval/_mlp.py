@@ -123,18 +123,14 @@ def _sigmoid(x):
     return e / (1.0 + e)
 
 
-@njit(**_jit)
-def output_loss(loss, o, t, d1):
-    """``(loss, curvature)`` of the outputs ``o`` at targets ``t``, ``d1`` <- the
-    loss's gradient in ``o``. The curvature is the second derivative of a
-    one-output loss (logistic, squared; per output for the squared loss),
-    0 for the softmax (its Hessian ``diag p - p p^T``, ``p = d1 + t``, is
-    applied by :func:`line_loss`)."""
+@njit(**_scalar)
+def output_gradient(loss, o, t, d1):
+    """``d1`` <- the loss's gradient in the outputs ``o`` at targets ``t``;
+    returns the softmax's log-sum-exp (0 for the other losses), which its
+    value needs."""
     if loss == LOGISTIC:
-        m = -t[0] * o[0]
-        d1[0] = -t[0] * _sigmoid(m)
-        s = _sigmoid(o[0])
-        return softplus(m), s * (1.0 - s)
+        d1[0] = -t[0] * _sigmoid(-t[0] * o[0])
+        return 0.0
     if loss == MULTINOMIAL:
         top = o[0]
         for k in range(1, o.shape[0]):
@@ -143,16 +139,34 @@ def output_loss(loss, o, t, d1):
         for k in range(o.shape[0]):
             total += np.exp(o[k] - top)
         lse = top + np.log(total)
+        for k in range(o.shape[0]):
+            d1[k] = np.exp(o[k] - lse) - t[k]
+        return lse
+    for k in range(o.shape[0]):
+        d1[k] = o[k] - t[k]
+    return 0.0
+
+
+@njit(**_jit)
+def output_loss(loss, o, t, d1):
+    """``(loss, curvature)`` of the outputs ``o`` at targets ``t``, ``d1`` <- the
+    loss's gradient in ``o`` (:func:`output_gradient`). The curvature is the
+    second derivative of a one-output loss (logistic, squared; per output
+    for the squared loss), 0 for the softmax (its Hessian ``diag p - p
+    p^T``, ``p = d1 + t``, is applied by :func:`line_loss`)."""
+    lse = output_gradient(loss, o, t, d1)
+    if loss == LOGISTIC:
+        s = _sigmoid(o[0])
+        return softplus(-t[0] * o[0]), s * (1.0 - s)
+    if loss == MULTINOMIAL:
         value = lse
         for k in range(o.shape[0]):
             value -= t[k] * o[k]
-            d1[k] = np.exp(o[k] - lse) - t[k]
         return value, 0.0
     value = 0.0
     for k in range(o.shape[0]):
         r = o[k] - t[k]
         value += 0.5 * r * r
-        d1[k] = r
     return value, 1.0
 
 
@@ -276,21 +290,81 @@ def line_rows(theta0, direction, layout, X):
     return A, C
 
 
+@njit(**_scalar)
+def _hidden_unit(z, zp, a, c, act):
+    """A first-layer unit along the line: its value and first two derivatives
+    in ``z`` (relu: active where it is at ``zp``), as :func:`line_forward`
+    computes them."""
+    s1 = c
+    if act == RELU:
+        # Selects, not branches: a unit's sign is a coin flip to the predictor.
+        on = a + zp * c > 0.0
+        return (a + z * c if on else 0.0), (s1 if on else 0.0), 0.0
+    h0 = _activate(act, a + z * c)
+    d1, d2 = _derivatives(act, h0)
+    return h0, d1 * s1, d2 * s1 * s1 + d1 * 0.0
+
+
+@njit(**_scalar)
+def _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
+                        second):
+    """:func:`line_forward` of a one-hidden-layer network (the same operations
+    in the same order, so the same bits), the hidden units kept in registers
+    (and one output's sums too): only the outputs are written."""
+    width, n_out = layout[0, 1], layout[1, 1]
+    coef, intercept, out = layout[1, 2], layout[1, 3], layout[1, 4]
+    if n_out == 1:
+        o0 = theta0[intercept] + z * direction[intercept]
+        o1 = direction[intercept]
+        o2 = 0.0
+        for i in range(width):
+            h0, h1, h2 = _hidden_unit(z, zp, a[i], c[i], act)
+            w, b = theta0[coef + i], direction[coef + i]
+            w_z = w + z * b
+            o0 += w_z * h0
+            o1 += b * h0 + w_z * h1
+            if second:
+                o2 += 2.0 * b * h1 + w_z * h2
+        u0[out], u1[out], u2[out] = o0, o1, o2
+        return
+    for o in range(n_out):
+        u0[out + o] = theta0[intercept + o] + z * direction[intercept + o]
+        u1[out + o] = direction[intercept + o]
+        u2[out + o] = 0.0
+    for i in range(width):
+        h0, h1, h2 = _hidden_unit(z, zp, a[i], c[i], act)
+        base = coef + i * n_out
+        for o in range(n_out):
+            w, b = theta0[base + o], direction[base + o]
+            w_z = w + z * b
+            u0[out + o] += w_z * h0
+            u1[out + o] += b * h0 + w_z * h1
+            if second:
+                u2[out + o] += 2.0 * b * h1 + w_z * h2
+
+
 @njit(**_jit)
-def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2):
-    """Every layer's outputs (``u0``) and their first (``u1``) and second (``u2``)
-    derivatives in ``z`` at ``theta0 + z direction``, for a row whose first
-    layer's pre-activations are ``a + z c``. A first-layer relu unit is
-    active where it is at ``zp`` (``zp = z``: where it is at ``z``; another
-    point of the same piece between kinks: the one-sided limits at a kink)."""
+def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second):
+    """Every layer's outputs (``u0``) and their first (``u1``) and, if
+    ``second``, second (``u2``) derivatives in ``z`` at ``theta0 + z
+    direction``, for a row whose first layer's pre-activations are ``a + z
+    c``. A first-layer relu unit is active where it is at ``zp`` (``zp = z``:
+    where it is at ``z``; another point of the same piece between kinks: the
+    one-sided limits at a kink). With one hidden layer only the outputs are
+    written (:func:`_one_hidden_forward`)."""
     n_layers = layout.shape[0]
+    if n_layers == 2:
+        _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
+                            second)
+        return
     width = layout[0, 1]
+    gate = act == RELU and n_layers > 1
     for o in range(width):
-        u0[o] = a[o] + z * c[o]
-        u1[o] = c[o]
+        # Selects, not branches: a unit's sign is a coin flip to the predictor.
+        on = not gate or a[o] + zp * c[o] > 0.0
+        u0[o] = a[o] + z * c[o] if on else 0.0
+        u1[o] = c[o] if on else 0.0
         u2[o] = 0.0
-        if act == RELU and n_layers > 1 and not a[o] + zp * c[o] > 0.0:
-            u0[o] = u1[o] = 0.0
     for layer in range(n_layers):
         fan_in, fan_out = layout[layer, 0], layout[layer, 1]
         coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
@@ -301,14 +375,22 @@ def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2):
                 u1[out + o] = direction[intercept + o]
                 u2[out + o] = 0.0
             for i in range(fan_in):
-                h0, h1, h2 = u0[source + i], u1[source + i], u2[source + i]
+                h0, h1 = u0[source + i], u1[source + i]
                 base = coef + i * fan_out
-                for o in range(fan_out):
-                    w, b = theta0[base + o], direction[base + o]
-                    w_z = w + z * b
-                    u0[out + o] += w_z * h0
-                    u1[out + o] += b * h0 + w_z * h1
-                    u2[out + o] += 2.0 * b * h1 + w_z * h2
+                if second:  # separate loops, so that the first-order one vectorises
+                    h2 = u2[source + i]
+                    for o in range(fan_out):
+                        w, b = theta0[base + o], direction[base + o]
+                        w_z = w + z * b
+                        u0[out + o] += w_z * h0
+                        u1[out + o] += b * h0 + w_z * h1
+                        u2[out + o] += 2.0 * b * h1 + w_z * h2
+                else:
+                    for o in range(fan_out):
+                        w, b = theta0[base + o], direction[base + o]
+                        w_z = w + z * b
+                        u0[out + o] += w_z * h0
+                        u1[out + o] += b * h0 + w_z * h1
         if layer == 0 and act == RELU:
             continue  # decided above, at zp
         if layer < n_layers - 1:
@@ -318,13 +400,14 @@ def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2):
                 s1 = u1[out + o]
                 u0[out + o] = h
                 u1[out + o] = d1 * s1
-                u2[out + o] = d2 * s1 * s1 + d1 * u2[out + o]
+                if second:
+                    u2[out + o] = d2 * s1 * s1 + d1 * u2[out + o]
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
     """``(L, dL/dz, d2L/dz2)`` of one row at ``z`` (outputs by :func:`line_forward`)."""
-    line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2)
+    line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, True)
     last = layout[layout.shape[0] - 1, 4]
     n_out = layout[layout.shape[0] - 1, 1]
     o0, o1, o2 = u0[last:last + n_out], u1[last:last + n_out], u2[last:last + n_out]
@@ -344,6 +427,20 @@ def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, 
         for k in range(n_out):
             second += curvature * o1[k] * o1[k]
     return value, first, second
+
+
+@njit(**_scalar)
+def line_slope(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+    """``dL/dz`` of one row at ``z``: :func:`line_loss`'s first derivative (the
+    same operations) without the value and the second derivative."""
+    line_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2, False)
+    last = layout[layout.shape[0] - 1, 4]
+    n_out = layout[layout.shape[0] - 1, 1]
+    output_gradient(loss, u0[last:last + n_out], t, d1)
+    first = 0.0
+    for k in range(n_out):
+        first += d1[k] * u1[last + k]
+    return first
 
 
 # --- the walks -------------------------------------------------------------------
@@ -450,7 +547,7 @@ def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets
         end_utility[b] = previous
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
                         layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1):
     """d/dz of rows ``start:stop``'s weighted mean loss plus the L2 term at
@@ -458,9 +555,9 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
     W0>``, ``penalty1 = ||b_W||^2`` over the coefficients."""
     total = 0.0
     for row in range(start, stop):
-        _, first, _ = line_loss(z, z, A[row], C[row], T[row], theta0, direction,
-                                layout, act, loss, u0, u1, u2, d1)
-        total += row_weights[row] * first
+        total += row_weights[row] * line_slope(z, A[row], C[row], T[row], theta0,
+                                               direction, layout, act, loss, u0, u1,
+                                               u2, d1)
     if stop - start > 1:
         total /= stop - start
     return total + l2 * (penalty0 + z * penalty1)
@@ -498,10 +595,16 @@ def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
              scale, offset, u0, u1, u2, d1, data[i, 3:6])
 
 
-@njit(**_jit)
-def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, d1):
-    """One row's loss at ``z``: :func:`line_forward`'s values only."""
+@njit(**_scalar)
+def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+    """One row's loss at ``z``: :func:`line_forward`'s values only (one hidden
+    layer: its fused pass, the same bits)."""
     n_layers = layout.shape[0]
+    if n_layers == 2:
+        _one_hidden_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2,
+                            False)
+        last = layout[1, 4]
+        return output_loss(loss, u0[last:last + layout[1, 1]], t, d1)[0]
     for o in range(layout[0, 1]):
         u0[o] = _activate(act, a[o] + z * c[o]) if n_layers > 1 else a[o] + z * c[o]
     for layer in range(1, n_layers):
@@ -529,7 +632,7 @@ def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
     total = 0.0
     for v in range(A.shape[0]):
         total += _line_value(z, A[v], C[v], T[v], theta0, direction, layout, act,
-                             loss, u0, d1)
+                             loss, u0, u1, u2, d1)
     return offset - scale * total / A.shape[0]
 
 
@@ -577,10 +680,11 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
               data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
               noise,
               x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
-              end_utility, update, record, u0, u1, u2, d1):
+              end_utility, ends, update, record, u0, u1, u2, d1):
     """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
     :func:`walk` with one direction, a party's gradient in ``z`` by forward
-    mode (O(width) in the first layer) and the utility from the table."""
+    mode (O(width) in the first layer) and the utility from the table; walk
+    ``b`` ends at ``z = ends[b]``."""
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
     update_2d = update.reshape((1, 1))
@@ -617,3 +721,4 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
             marginals[b, j] = weights[position] * (current - previous)
             previous = current
         end_utility[b] = previous
+        ends[b] = z

@@ -298,7 +298,7 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             rolling_mean is not None,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
             self.weights, float(grid[0]), float(grid[1]), marginals, end_utility,
-            np.empty(1), np.empty(1), *_buffers(net.layout))
+            np.empty(n_walks), np.empty(1), np.empty(1), *_buffers(net.layout))
         return marginals, end_utility
 
 
@@ -345,9 +345,46 @@ class NetworkSpace:
             starts=z[None], row_weights=row_weights)
         return z - ends
 
+    def _line_rows(self, X):
+        """:func:`skdpval._mlp.line_rows` of ``X`` along the one direction, kept
+        for the last ``X`` (the learning-rate search passes the same rows 26 times)."""
+        cached = getattr(self, "_rows_cache", None)
+        if cached is None or cached[0] is not X:
+            net = self.network
+            cached = (X, *_mlp.line_rows(net.theta0, self.basis[0], net.layout, X))
+            self._rows_cache = cached
+        return cached[1:]
+
+    def _line_penalty(self):
+        """``(<b_W, W0>, ||b_W||^2)`` over the coefficients: the L2 term along the line."""
+        net, direction = self.network, self.basis[0]
+        n_coefs = _mlp.n_coefficients(net.layout)
+        return (float(direction[:n_coefs] @ net.theta0[:n_coefs]),
+                float(direction[:n_coefs] @ direction[:n_coefs]))
+
     def sgd_pass(self, X, T, *, l2, clip_norm, learning_rate, order,
                  row_weights=None, **ignored):
-        """Parameters after one clipped, noiseless SGD pass from ``theta0``."""
+        """Parameters after one clipped, noiseless SGD pass from ``theta0``; along
+        one direction by forward mode from the rows' first-layer projections
+        (O(width) a step, not O(parameters))."""
+        if self.basis is not None and len(self.basis) == 1:
+            # The line walk's own kernel (compiled for the walk anyway): no
+            # noise, no table and no validation rows, its utilities unused.
+            net, n_rows = self.network, len(X)
+            A, C = self._line_rows(X)
+            no_rows = np.zeros((0, A.shape[1]))
+            ends = np.empty(1)
+            _mlp.line_walk(
+                net.theta0, self.basis[0], net.layout, net.activation, net.loss, A, C,
+                _f64(T), unit_weights(n_rows) if row_weights is None
+                else _f64(row_weights), np.arange(n_rows + 1), float(l2),
+                *self._line_penalty(), float(clip_norm), float(learning_rate), False,
+                *NO_TABLE, no_rows, no_rows, np.zeros((0, T.shape[1])), 1.0, 0.0,
+                _i64(order)[None], np.empty((0, 1, 1)), np.ones(1), False,
+                np.empty((1, 1)), np.zeros(len(order)), *NO_GRID,
+                np.zeros((1, n_rows)), np.empty(1), ends, np.empty(1), np.empty(1),
+                *_buffers(net.layout))
+            return self._theta(ends)
         _, _, ends = run_walk(
             self.network, self.basis, X, T, np.arange(len(X) + 1),
             *_no_validation(X.shape[1], T.shape[1]), utility=K.NEG_LOSS,
@@ -401,9 +438,7 @@ class NetworkSpace:
         if line_range is None:
             reach = float(learning_rate) * (len(offsets) - 1) * float(clip_norm)
             line_range = (-reach, reach)
-        n_coefs = _mlp.n_coefficients(net.layout)
-        penalty = (float(direction[:n_coefs] @ net.theta0[:n_coefs]),
-                   float(direction[:n_coefs] @ direction[:n_coefs]))
+        penalty = self._line_penalty()
         T_val = _f64(T_val)
         table = line_table(net, direction, A_val, C_val, T_val, *affine, line_range,
                            line_intervals)

@@ -104,11 +104,13 @@ def test_party_gradient_matches_sklearn_on_a_batch_of_one(activation, loss):
         np.testing.assert_allclose(ours, value, rtol=1e-10)
 
 
+@pytest.mark.parametrize("hidden", [(4, 3), (4,)])
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("loss", list(LOSSES))
-def test_line_loss_derivatives(activation, loss):
-    """Forward mode along theta0 + z b: value, first and second derivatives."""
-    X, T, sizes, theta = _problem(loss, hidden=(4, 3), n=2)
+def test_line_loss_derivatives(activation, loss, hidden):
+    """Forward mode along theta0 + z b: value, first and second derivatives (one
+    hidden layer: the fused pass); the walk's slope is the same first derivative."""
+    X, T, sizes, theta = _problem(loss, hidden=hidden, n=2)
     layout = _mlp.network_layout(sizes)
     direction = np.random.default_rng(2).normal(size=theta.shape)
     A, C = _mlp.line_rows(theta, direction, layout, X)
@@ -128,6 +130,9 @@ def test_line_loss_derivatives(activation, loss):
             np.testing.assert_allclose(value, ref, rtol=1e-12)
             np.testing.assert_allclose(first, grad @ direction, rtol=1e-10,
                                        atol=1e-12)
+            assert _mlp.line_slope(z, A[row], C[row], T[row], theta, direction,
+                                   layout, _mlp.ACTIVATIONS[activation], LOSSES[loss],
+                                   *bufs) == first
             h = 1e-4
             fd = (at(z + h, row)[1] - at(z - h, row)[1]) / (2 * h)
             if activation != "relu":
