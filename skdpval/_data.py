@@ -160,11 +160,9 @@ def check_y_val(y_val):
     return check_array(y_val, ensure_2d=False, dtype=None, input_name="y_val")
 
 
-def check_validation_targets(y_val, n_val, classes, checked=False):
-    """``y_val`` as class indices (classifiers) or floats, checked against X_val
-    (``checked``: :func:`check_y_val` was applied already)."""
-    if not checked:
-        y_val = check_y_val(y_val)
+def check_validation_targets(y_val, n_val, classes):
+    """``y_val`` (checked by :func:`check_y_val`) as class indices
+    (classifiers) or floats, checked against X_val."""
     if y_val.ndim != 1 or len(y_val) != n_val:
         raise ValueError(f"y_val must be 1-D with one target per row of X_val "
                          f"({n_val}), got shape {y_val.shape}.")
@@ -493,13 +491,14 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     standardises regression targets too (:func:`standardize_targets`);
     ``warn_unscaled=False`` skips the check of the validation set's scale
     (for features used as given on purpose); ``party_unit`` names a group
-    in the warnings ("group", "client").
+    in the warnings ("group", "client"). The caller has checked the
+    ``classes`` parameter (:func:`check_classes_parameter`, before any data
+    is read).
     """
     if (X_val is None) != (y_val is None):
         raise ValueError("X_val and y_val must be given together.")
     X, y = validate_private_data(estimator, X, y, dtype=np.float64, order="C",
                                  y_numeric=not is_classifier, ensure_min_samples=2)
-    check_classes_parameter(estimator, is_classifier, classes)
     if groups is None:
         party_of_sample = np.arange(len(X))
         for name in ("groups_", "sample_values_"):  # from an earlier fit
@@ -524,17 +523,14 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         n_unprotected = 0
     if warn_unscaled:
         warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)
-    # y_val is checked once: before the class set is read from it, or below.
-    y_val_checked = is_classifier and classes is None
-    if y_val_checked:
-        y_val = check_y_val(y_val)
+    y_val = check_y_val(y_val)  # once, before the class set is read from it
     if is_classifier:
         classes = public_classes(y_val, classes)
         warn_if_many_classes(y_val, classes, stacklevel=stacklevel + 1)
         y = encode_training_labels(y, classes)
     else:
         classes = None
-    y_val = check_validation_targets(y_val, len(X_val), classes, checked=y_val_checked)
+    y_val = check_validation_targets(y_val, len(X_val), classes)
     if len(train_parties) < 2:
         raise ValueError(f"Data valuation needs at least 2 training parties, got "
                          f"{len(train_parties)}.")

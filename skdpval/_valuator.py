@@ -599,7 +599,7 @@ class DPDataValuator(BaseValuator):
                           public=self.chosen_params_)
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
-        game = self._game(spec, parties, sample_weight)._replace(
+        game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=groups is not None and self.privacy_unit == "record")
         self.subspace_, line_center, space = self._space(model.estimator, spec, game,
                                                          search_seed)
@@ -633,7 +633,7 @@ class DPDataValuator(BaseValuator):
             verbose=self.verbose)
         return self._walk_statistics(result, game, parties)
 
-    def _game(self, spec, parties, sample_weight):
+    def _game(self, estimator, spec, parties, sample_weight):
         """The kernels' view of the valuation."""
         T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
             spec, parties.y, parties.y_val,
@@ -654,7 +654,7 @@ class DPDataValuator(BaseValuator):
                     total_sum_squares,
                     semivalue_weights(self.semivalue, len(parties.train_parties)),
                     spec.l1_per_sample / target_std, weights, weights_val,
-                    model_spec(self._get_estimator()[1], n_samples=len(X_val),
+                    model_spec(estimator, n_samples=len(X_val),
                                public=self.chosen_params_), False, None, target_std)
 
     def _subspace_basis(self, estimator, game):
