@@ -27,8 +27,8 @@ utility's table (:mod:`skdpval._mlp_space`) come from them.
 import numpy as np
 from numba import njit
 
-from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _scalar, clip_l2, softplus,
-                       utility_of_margins)
+from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _logistic_dloss, _scalar,
+                       clip_l2, softplus, utility_of_margins)
 from ._line import hermite5
 from ._subspace import release_tail, walk_start
 
@@ -76,7 +76,7 @@ def _activate(act, u):
     if act == TANH:
         return np.tanh(u)
     if act == LOGISTIC_UNIT:
-        return 1.0 / (1.0 + np.exp(-u)) if u >= 0.0 else np.exp(u) / (1.0 + np.exp(u))
+        return _sigmoid(u)
     return u
 
 
@@ -129,7 +129,7 @@ def output_gradient(loss, o, t, d1):
     returns the softmax's log-sum-exp (0 for the other losses), which its
     value needs."""
     if loss == LOGISTIC:
-        d1[0] = -t[0] * _sigmoid(-t[0] * o[0])
+        d1[0] = _logistic_dloss(o[0], t[0])
         return 0.0
     if loss == MULTINOMIAL:
         top = o[0]
@@ -302,7 +302,7 @@ def _hidden_unit(z, zp, a, c, act):
         return (a + z * c if on else 0.0), (s1 if on else 0.0), 0.0
     h0 = _activate(act, a + z * c)
     d1, d2 = _derivatives(act, h0)
-    return h0, d1 * s1, d2 * s1 * s1 + d1 * 0.0
+    return h0, d1 * s1, d2 * s1 * s1
 
 
 @njit(**_scalar)
@@ -606,7 +606,7 @@ def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1
         last = layout[1, 4]
         return output_loss(loss, u0[last:last + layout[1, 1]], t, d1)[0]
     for o in range(layout[0, 1]):
-        u0[o] = _activate(act, a[o] + z * c[o]) if n_layers > 1 else a[o] + z * c[o]
+        u0[o] = _activate(act, a[o] + z * c[o])  # layer 0 is a hidden layer
     for layer in range(1, n_layers):
         fan_in, fan_out = layout[layer, 0], layout[layer, 1]
         coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
@@ -689,11 +689,13 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
     has_noise = noise.shape[0] == n_walks
     update_2d = update.reshape((1, 1))
     record_2d = record.reshape((1, 1))
+    # Every walk starts at z = 0 (without a table this is a validation pass).
+    start_utility = line_utility(0.0, nodes, data, first, inv_cell, A_val, C_val,
+                                 T_val, theta0, direction, layout, act, loss, scale,
+                                 offset, u0, u1, u2, d1)
     for b in range(n_walks):
         z = 0.0
-        previous = line_utility(z, nodes, data, first, inv_cell, A_val, C_val, T_val,
-                                theta0, direction, layout, act, loss, scale, offset,
-                                u0, u1, u2, d1)
+        previous = start_utility
         fresh = x_tt[b]
         for position in range(n_steps):
             j = permutations[b, position]

@@ -419,7 +419,7 @@ class NetworkSpace:
 
     def problem(self, X, T, offsets, X_val, T_val, labels_val, *, utility, l2,
                 clip_norm, learning_rate, total_sum_squares, weights,
-                row_weights=None, record_level=False, line_range=None,
+                row_weights=None, record_level=False, line_range,
                 line_intervals=2**16, exact_utility=False, **ignored):
         """The walk's problem: along one direction with a tabulable utility, the
         line walk; else the walk that reads the validation rows every step."""
@@ -434,10 +434,7 @@ class NetworkSpace:
         net = self.network
         direction = self.basis[0]
         A, C = _mlp.line_rows(net.theta0, direction, net.layout, X)
-        A_val, C_val = _mlp.line_rows(net.theta0, direction, net.layout, X_val)
-        if line_range is None:
-            reach = float(learning_rate) * (len(offsets) - 1) * float(clip_norm)
-            line_range = (-reach, reach)
+        A_val, C_val = self._line_rows(X_val)
         penalty = self._line_penalty()
         T_val = _f64(T_val)
         table = line_table(net, direction, A_val, C_val, T_val, *affine, line_range,

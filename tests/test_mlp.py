@@ -156,8 +156,10 @@ def small():
     T_val = np.where(X_val[:, :1] > 0, 1.0, -1.0)
     labels = (T_val[:, 0] > 0).astype(np.int64)
     net = make_network([d, 5, 1], "tanh", K.LOGISTIC, np.random.RandomState(0))
+    # line_range: how far n clipped steps reach (the full-space walks ignore it)
     settings = dict(utility=K.NEG_LOSS, l2=1e-3, clip_norm=0.5, learning_rate=0.05,
-                    total_sum_squares=1.0, weights=np.ones(n))
+                    total_sum_squares=1.0, weights=np.ones(n),
+                    line_range=(-0.05 * n * 0.5, 0.05 * n * 0.5))
     perms = np.array([rng.permutation(n) for _ in range(3)])
     return X, T, X_val, T_val, labels, net, settings, perms
 
@@ -187,7 +189,8 @@ def test_line_walk_equals_exact_walk_within_the_table_bound(small, activation):
     direction, distance = public_direction(net, X_val, T_val, 1e-3)
     space = NetworkSpace(net, direction[None])
     args = (X, T, np.arange(len(X) + 1), X_val, T_val, labels)
-    line = space.problem(*args, **settings, line_range=(-2 * distance, 2 * distance))
+    line = space.problem(*args, **{**settings,
+                                   "line_range": (-2 * distance, 2 * distance)})
     exact = space.problem(*args, **settings, exact_utility=True)
     assert len(line.table.nodes) > 2  # a table, not the exact fallback
     noise = np.random.default_rng(2).normal(size=(3, len(X), 1))
@@ -196,6 +199,33 @@ def test_line_walk_equals_exact_walk_within_the_table_bound(small, activation):
     assert np.max(np.abs(a - b)) <= 2 * LINE_TOLERANCE + 1e-14
     assert np.max(np.abs(end_a - end_b)) <= LINE_TOLERANCE + 1e-14
     assert np.max(np.abs(b)) > 1e-4  # the walk moved
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_record_level_line_walk_equals_its_exact_walk(small, activation):
+    """Parties of three records: each record's gradient clipped, the sum
+    released and divided by the party's size, in both line kernels."""
+    X, T, X_val, T_val, labels, _, settings, _ = small
+    net = make_network([X.shape[1], 5, 1], activation, K.LOGISTIC,
+                       np.random.RandomState(0))
+    direction, distance = public_direction(net, X_val, T_val, 1e-3)
+    space = NetworkSpace(net, direction[None])
+    offsets = np.arange(0, len(X) + 1, 3)
+    n_parties = len(offsets) - 1
+    settings = {**settings, "weights": np.ones(n_parties), "record_level": True,
+                "line_range": (-2 * distance, 2 * distance)}
+    args = (X, T, offsets, X_val, T_val, labels)
+    line = space.problem(*args, **settings)
+    exact = space.problem(*args, **settings, exact_utility=True)
+    rng = np.random.default_rng(3)
+    perms = np.array([rng.permutation(n_parties) for _ in range(3)])
+    noise = rng.normal(size=(3, n_parties, 1))
+    rolling_mean = rng.normal(size=(n_parties, 1))
+    a, end_a = line.walk(perms, noise.copy(), np.full(3, 0.5), rolling_mean)
+    b, end_b = exact.walk(perms, noise.copy(), np.full(3, 0.5), rolling_mean)
+    assert np.max(np.abs(b)) > 1e-4  # the walk moved
+    assert np.max(np.abs(a - b)) <= 2 * LINE_TOLERANCE + 1e-14
+    assert np.max(np.abs(end_a - end_b)) <= LINE_TOLERANCE + 1e-14
 
 
 @pytest.mark.parametrize("basis", ["full", "line"])
@@ -307,6 +337,15 @@ def test_the_public_initialisation_is_sklearn_s():
     from skdpval._mlp_space import glorot_init
     np.testing.assert_array_equal(
         glorot_init([64, 7, 1], "logistic", np.random.RandomState(3)), init)
+    # the validation log loss of sklearn's initial network, on the features
+    # standardised as the valuator does (validation mean and std)
+    mean, std = X_val.mean(axis=0), X_val.std(axis=0)
+    features = (X_val - mean) / np.where(std > 0, std, 1.0)
+    hidden = 1 / (1 + np.exp(-(features @ fitted.coefs_[0] + fitted.intercepts_[0])))
+    margin = (hidden @ fitted.coefs_[1] + fitted.intercepts_[1])[:, 0]
+    signs = np.where(y_val == valuator.classes_[1], 1.0, -1.0)
+    np.testing.assert_allclose(valuator.initial_utility_,
+                               -np.mean(np.logaddexp(0, -signs * margin)), rtol=1e-12)
 
 
 def test_label_quality_with_an_mlp_as_public_model():
