@@ -145,10 +145,18 @@ def _hermite_table(kind, rows, tabulate, sixth, z_range, max_intervals):
 def _coefficients(nodes):
     """The quintic Hermite interpolant of ``nodes[i] = (U, h U', h^2 U'')`` on
     each interval as ``sum_k a_k t^k`` in its local ``t`` in ``[0, 1)``:
-    ``(n_nodes - 1, 6)``. Read by Horner's rule, five multiply-adds a step
-    (the Hermite basis in ``t`` took half of a step of the walk)."""
-    p0, d0, e0 = nodes[:-1].T
-    p1, d1, e1 = nodes[1:].T
+    ``(n_nodes - 1, 6)``, read by :func:`horner5`."""
+    return quintic_coefficients(nodes[:-1], nodes[1:])
+
+
+def quintic_coefficients(left, right):
+    """The quintic on ``[0, 1]`` with ``(p, d, e)`` = value, first and second
+    derivative at ``t = 0`` (``left``) and ``t = 1`` (``right``), as its six
+    coefficients in ``t``: ``(n_intervals, 6)``. Read by Horner's rule, five
+    multiply-adds a step (the Hermite basis in ``t`` took half of a step of
+    the walk)."""
+    p0, d0, e0 = left.T
+    p1, d1, e1 = right.T
     dp = p1 - p0
     return np.ascontiguousarray(np.column_stack([
         p0, d0, 0.5 * e0,
@@ -219,19 +227,10 @@ def _exact(kind, rows, z):
 
 
 @njit(**K._scalar)
-def hermite5(p0, d0, e0, p1, d1, e1, t):
-    """The quintic with value, first and second derivative ``(p0, d0, e0)`` at
-    ``t = 0`` and ``(p1, d1, e1)`` at ``t = 1`` (derivatives in ``t``), at ``t``."""
-    t2 = t * t
-    t3 = t2 * t
-    t4 = t3 * t
-    t5 = t4 * t
-    return ((1.0 - 10.0 * t3 + 15.0 * t4 - 6.0 * t5) * p0
-            + (t - 6.0 * t3 + 8.0 * t4 - 3.0 * t5) * d0
-            + 0.5 * (t2 - 3.0 * t3 + 3.0 * t4 - t5) * e0
-            + 0.5 * (t3 - 2.0 * t4 + t5) * e1
-            + (-4.0 * t3 + 7.0 * t4 - 3.0 * t5) * d1
-            + (10.0 * t3 - 15.0 * t4 + 6.0 * t5) * p1)
+def horner5(table, i, t):
+    """``sum_k table[i, k] t^k``: interval ``i`` of a table of quintics."""
+    return table[i, 0] + t * (table[i, 1] + t * (table[i, 2] + t * (
+        table[i, 3] + t * (table[i, 4] + t * table[i, 5]))))
 
 
 @njit(**K._scalar)
@@ -241,9 +240,7 @@ def _hermite(kind, lo, inv_h, table, rows, z):
     if not (x >= 0.0 and x < table.shape[0]):
         return _exact(kind, rows, z)
     i = int(x)
-    t = x - i
-    return table[i, 0] + t * (table[i, 1] + t * (table[i, 2] + t * (
-        table[i, 3] + t * (table[i, 4] + t * table[i, 5]))))
+    return horner5(table, i, x - i)
 
 
 @njit(**K._scalar)

@@ -29,7 +29,7 @@ from numba import njit
 
 from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _logistic_dloss, _scalar,
                        clip_l2, softplus, utility_of_margins)
-from ._line import hermite5
+from ._line import horner5
 from ._subspace import release_tail, walk_start
 
 IDENTITY, LOGISTIC_UNIT, TANH, RELU = 0, 1, 2, 3
@@ -652,9 +652,7 @@ def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
     """``U(z)`` from the table, or from the rows past it."""
     if z >= nodes[0] and z < nodes[nodes.shape[0] - 1]:
         i = _interval(z, nodes, first, inv_cell)
-        row = data[i]
-        return hermite5(row[0], row[1], row[2], row[3], row[4], row[5],
-                        (z - nodes[i]) / (nodes[i + 1] - nodes[i]))
+        return horner5(data, i, (z - nodes[i]) / (nodes[i + 1] - nodes[i]))
     return line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
                       offset, u0, u1, u2, d1)
 
@@ -662,16 +660,15 @@ def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
 @njit(**_jit)
 def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, loss,
                  scale, offset, u0, u1, u2, d1, out):
-    """``out[i]``: ``|interpolant - U|`` at the midpoint of interval ``i``,
+    """``out[i]``: ``|interpolant - U|`` at the midpoint of interval ``i``
+    (``data[i]`` its coefficients, as the walk reads them),
     where a quintic Hermite interpolant's error term ``U^(6)(xi) / 6! (t (t
     - 1))^3 h^6`` peaks."""
     for i in range(data.shape[0]):
-        row = data[i]
         exact = line_exact(0.5 * (left[i] + right[i]), A, C, T, theta0,
                            direction, layout, act, loss, scale, offset, u0, u1, u2,
                            d1)
-        out[i] = abs(hermite5(row[0], row[1], row[2], row[3], row[4], row[5], 0.5)
-                     - exact)
+        out[i] = abs(horner5(data, i, 0.5) - exact)
 
 
 @njit(**_jit)

@@ -39,6 +39,7 @@ from . import _kernels as K
 from . import _mlp
 from ._kernels import (_f64, _i64, pad_columns, padded_length, unit_weights,
                        validation_scratch)
+from ._line import quintic_coefficients
 from ._secure_noise import NO_GRID
 from ._space import check_basis
 from ._walk import PartiesByOffsets, one_blas_thread
@@ -169,8 +170,10 @@ def _utility_affine(utility, n_val, total_sum_squares):
 
 LineTable = namedtuple("LineTable", ["nodes", "data", "first", "inv_cell"])
 LineTable.__doc__ = """The utility along the line, piecewise: interval ``i`` is
-``nodes[i], nodes[i + 1]`` with ``data[i]`` its ends' ``(U, h U', h^2
-U'')``; ``first[b]`` the interval of the left edge of cell ``b`` of the
+``nodes[i], nodes[i + 1]`` with ``data[i]`` the six coefficients of its
+quintic Hermite interpolant in the local ``t`` in ``[0, 1]``
+(:func:`skdpval._line.quintic_coefficients` of its ends' ``(U, h U', h^2
+U'')``, read by :func:`skdpval._line.horner5`); ``first[b]`` the interval of the left edge of cell ``b`` of the
 uniform grid of step ``1 / inv_cell`` from ``nodes[0]`` (the look-up)."""
 
 # No table: ``U`` from the rows everywhere.
@@ -212,8 +215,9 @@ def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
     while len(left):
         if sum(map(len, done_left)) + len(left) > max_intervals:
             return NO_TABLE
-        data, errors = np.empty((len(left), 6)), np.empty(len(left))
-        _mlp.tabulate(left, right, *args, data)
+        ends, errors = np.empty((len(left), 6)), np.empty(len(left))
+        _mlp.tabulate(left, right, *args, ends)
+        data = quintic_coefficients(ends[:, :3], ends[:, 3:])
         _mlp.table_errors(left, right, data, *args, errors)
         good = errors <= tolerance
         done_left.append(left[good])
