@@ -16,7 +16,7 @@ step need not touch the validation rows: the utility ``U(z)`` (the
 negative loss, or the MSE and R^2, affine in it) is read from a piecewise
 quintic Hermite table of its value and first two derivatives at the ends
 of each interval (forward mode, exact sums over the rows). Each interval
-is refined until the interpolant is within ``LINE_TOLERANCE`` of ``U`` at
+is refined until the interpolant is within ``MIDPOINT_TOLERANCE`` of ``U`` at
 its midpoint, where the error term ``U^(6)(xi) / 6! (t (t - 1))^3 h^6``
 peaks: an a posteriori check of the interpolant against exact values, not
 a proof (it assumes ``U^(6)`` varies little within an interval of the
@@ -45,7 +45,7 @@ from ._space import check_basis
 from ._walk import PartiesByOffsets, one_blas_thread
 
 # Largest error of the tabulated utility at the midpoints of its intervals.
-LINE_TOLERANCE = 1e-12
+MIDPOINT_TOLERANCE = 1e-12
 # The public direction's fit: L-BFGS iterations at most (scikit-learn's
 # default max_iter for an MLP).
 DIRECTION_MAX_ITER = 200
@@ -189,7 +189,7 @@ def _kinks(A_val, C_val, lo, hi):
 
 
 def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
-               max_intervals, tolerance=LINE_TOLERANCE):
+               max_intervals, tolerance=MIDPOINT_TOLERANCE):
     """The :data:`LineTable` of ``U`` over ``z_range``, each interval refined
     until the interpolant is within ``tolerance`` of ``U`` at its midpoint;
     :data:`NO_TABLE` when that takes more than ``max_intervals``.

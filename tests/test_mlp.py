@@ -143,7 +143,7 @@ def test_line_loss_derivatives(activation, loss, hidden):
 
 from skdpval import DPDataValuator, DPLabelQuality  # noqa: E402
 from skdpval._mlp_space import (  # noqa: E402
-    LINE_TOLERANCE, NetworkSpace, make_network, public_direction, run_walk)
+    MIDPOINT_TOLERANCE, NetworkSpace, make_network, public_direction, run_walk)
 
 
 @pytest.fixture(scope="module")
@@ -196,9 +196,29 @@ def test_line_walk_equals_exact_walk_within_the_table_bound(small, activation):
     noise = np.random.default_rng(2).normal(size=(3, len(X), 1))
     a, end_a = line.walk(perms, noise.copy(), np.ones(3), None)
     b, end_b = exact.walk(perms, noise.copy(), np.ones(3), None)
-    assert np.max(np.abs(a - b)) <= 2 * LINE_TOLERANCE + 1e-14
-    assert np.max(np.abs(end_a - end_b)) <= LINE_TOLERANCE + 1e-14
+    assert np.max(np.abs(a - b)) <= 2 * MIDPOINT_TOLERANCE + 1e-14
+    assert np.max(np.abs(end_a - end_b)) <= MIDPOINT_TOLERANCE + 1e-14
     assert np.max(np.abs(b)) > 1e-4  # the walk moved
+
+
+def test_a_deeper_relu_network_walks_its_line_on_the_exact_utility(small):
+    """Two hidden relu layers: the utility's kinks are not known in advance,
+    so there is no table and the line walk reads the rows, as the exact walk."""
+    X, T, X_val, T_val, labels, _, settings, perms = small
+    net = make_network([X.shape[1], 4, 3, 1], "relu", K.LOGISTIC,
+                       np.random.RandomState(0))
+    direction, _ = public_direction(net, X_val, T_val, 1e-3)
+    space = NetworkSpace(net, direction[None])
+    args = (X, T, np.arange(len(X) + 1), X_val, T_val, labels)
+    line = space.problem(*args, **settings)
+    exact = space.problem(*args, **settings, exact_utility=True)
+    assert len(line.table.nodes) == 2  # NO_TABLE
+    noise = np.random.default_rng(2).normal(size=(3, len(X), 1))
+    a, end_a = line.walk(perms, noise.copy(), np.ones(3), None)
+    b, end_b = exact.walk(perms, noise.copy(), np.ones(3), None)
+    assert np.max(np.abs(b)) > 1e-4  # the walk moved
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(end_a, end_b, rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
@@ -224,8 +244,8 @@ def test_record_level_line_walk_equals_its_exact_walk(small, activation):
     a, end_a = line.walk(perms, noise.copy(), np.full(3, 0.5), rolling_mean)
     b, end_b = exact.walk(perms, noise.copy(), np.full(3, 0.5), rolling_mean)
     assert np.max(np.abs(b)) > 1e-4  # the walk moved
-    assert np.max(np.abs(a - b)) <= 2 * LINE_TOLERANCE + 1e-14
-    assert np.max(np.abs(end_a - end_b)) <= LINE_TOLERANCE + 1e-14
+    assert np.max(np.abs(a - b)) <= 2 * MIDPOINT_TOLERANCE + 1e-14
+    assert np.max(np.abs(end_a - end_b)) <= MIDPOINT_TOLERANCE + 1e-14
 
 
 @pytest.mark.parametrize("basis", ["full", "line"])
