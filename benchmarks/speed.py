@@ -42,7 +42,6 @@ The walk measured is the estimator's default and, when the estimator has a
 """
 
 import argparse
-import itertools
 import json
 import os
 import subprocess
@@ -382,7 +381,26 @@ def dask():
     process of the machine's cluster (this one, which runs the scheduler,
     and the workers) used per fit, against those of the local fit; and the
     median round trip of an empty task, submit to result.
+
+    Bound: the local fit's set-up (its time outside ``run_walks``) runs on
+    the client either way, so two workers with no overhead at all would
+    take ``setup + walk / 2``; ``speedup_bound`` is the local fit over that,
+    and ``dask_overhead_seconds`` what a Dask fit took beyond it. The
+    default walk also runs a larger job (n = 200,000, k = 256, 16 waves).
     """
+    from unittest import mock
+
+    from skdpval import _valuator
+
+    walk_seconds = []
+
+    def timed_run_walks(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return run_walks(*args, **kwargs)
+        finally:
+            walk_seconds.append(time.perf_counter() - started)
+
     import distributed
     import psutil
     from joblib import parallel_config
@@ -399,8 +417,10 @@ def dask():
             started = time.perf_counter()
             client.submit(int, pure=False).result()
             round_trips.append(time.perf_counter() - started)
-        for (walk, params), (n, k, rounds) in itertools.product(
-                variants.items(), ((8000, 64, 9), (100_000, 32, 5))):
+        jobs = [(walk, params, size) for walk, params in variants.items()
+                for size in ((8000, 64, 9), (100_000, 32, 5))]
+        jobs.append(("default", {}, (200_000, 256, 3)))
+        for walk, params, (n, k, rounds) in jobs:
             X, y, X_val, y_val = classification(n)
             d = X.shape[1]
             make = lambda **kw: DPDataValuator(n_permutations=k,
@@ -415,9 +435,11 @@ def dask():
             seconds = {"local": [], "dask": []}
             cpu_seconds = {"local": [], "dask": []}
             loopback = 0
+            walk_seconds.clear()
             for _ in range(rounds):
                 started, cpu_started = time.perf_counter(), cpu()
-                local.fit(X, y, X_val=X_val, y_val=y_val)
+                with mock.patch.object(_valuator, "run_walks", timed_run_walks):
+                    local.fit(X, y, X_val=X_val, y_val=y_val)
                 seconds["local"].append(time.perf_counter() - started)
                 cpu_seconds["local"].append(cpu() - cpu_started)
                 with parallel_config(backend="dask"):
@@ -432,6 +454,9 @@ def dask():
             between = lambda keep: sum(size for who, key, size in sent
                                        if who is not None and keep(key))
             one, two = np.array(seconds["local"]), np.array(seconds["dask"])
+            walked = np.array(walk_seconds)
+            setup = float(np.median(one - walked))
+            ideal = setup + float(np.median(walked)) / 2
             emit(case="dask", walk=walk, n=n, k=k, d=d, n_val=len(X_val),
                  workers="2 processes x 1 thread", repeats=rounds,
                  seconds_1_job=round(float(np.median(one)), 3),
@@ -440,6 +465,10 @@ def dask():
                  speedup_range=[round(float(np.min(one / two)), 3),
                                 round(float(np.max(one / two)), 3)],
                  values_identical=bool(np.array_equal(local.values_, on_dask.values_)),
+                 setup_seconds_1_job=round(setup, 4),
+                 walk_seconds_1_job=round(float(np.median(walked)), 4),
+                 speedup_bound=round(float(np.median(one)) / ideal, 3),
+                 dask_overhead_seconds=round(float(np.median(two)) - ideal, 4),
                  cpu_seconds_1_job=round(float(np.median(cpu_seconds["local"])), 3),
                  cpu_seconds_dask=round(float(np.median(cpu_seconds["dask"])), 3),
                  empty_task_round_trip_ms=round(1e3 * float(np.median(round_trips)), 2),
@@ -540,7 +569,10 @@ def randomness(repeats=9):
     ``fit_over_randomness`` is the whole fit's (set-up included: validation,
     the public direction, the line's table); ``walk_over_randomness`` that
     of its walk alone (``run_walks``: the draws, the walk kernel, the waves'
-    merges), timed inside the same fits.
+    merges), timed inside the same fits; ``marginal_over_randomness`` what
+    one more step costs a whole fit: a fit with ``2 k`` permutations, run
+    in turn with the ``k`` one, less the ``k`` one, over the ``n k`` steps
+    it adds (the fixed set-up cancels).
     """
     from unittest import mock
 
@@ -561,27 +593,35 @@ def randomness(repeats=9):
             ("classification_8000", *classification(8000), 64,
              dict(learning_rate=CLASSIFICATION_LEARNING_RATE, epsilon=1.0))]
     for name, Xj, yj, Xv, yv, k, params in jobs:
-        valuator = DPDataValuator(n_permutations=k, n_jobs=1, random_state=0,
-                                  **params)
+        valuator, doubled = (DPDataValuator(n_permutations=m, n_jobs=1, random_state=0,
+                                            **params) for m in (k, 2 * k))
         valuator.fit(Xj, yj, X_val=Xv, y_val=yv)
-        fits, draws = [], []
+        doubled.fit(Xj, yj, X_val=Xv, y_val=yv)
+        fits, draws, added = [], [], []
         walk_seconds.clear()
-        with mock.patch.object(_valuator, "run_walks", timed_run_walks):
-            for _ in range(repeats):
+        for _ in range(repeats):
+            with mock.patch.object(_valuator, "run_walks", timed_run_walks):
                 started = time.perf_counter()
                 valuator.fit(Xj, yj, X_val=Xv, y_val=yv)
                 fits.append(time.perf_counter() - started)
-                draws.append(_draws_alone(valuator, len(yj), k))
+            draws.append(_draws_alone(valuator, len(yj), k))
+            started = time.perf_counter()
+            doubled.fit(Xj, yj, X_val=Xv, y_val=yv)
+            added.append(time.perf_counter() - started - fits[-1])
         steps = len(yj) * k
         fit, drawn = float(np.median(fits)), float(np.median(draws))
         walked = float(np.median(walk_seconds))
+        marginal = float(np.median(added))
         emit(case="randomness", job=name, n=len(yj), k=k, n_val=len(yv), n_jobs=1,
              repeats=repeats, fit_seconds=round(fit, 4),
              fit_ns_per_step=round(fit / steps * 1e9, 1),
              walk_ns_per_step=round(walked / steps * 1e9, 1),
              randomness_ns_per_step=round(drawn / steps * 1e9, 1),
+             setup_seconds=round(fit - walked, 4),
+             marginal_ns_per_step=round(marginal / steps * 1e9, 1),
              fit_over_randomness=round(fit / drawn, 2),
              walk_over_randomness=round(walked / drawn, 2),
+             marginal_over_randomness=round(marginal / drawn, 2),
              ratios=[round(f / d, 2) for f, d in zip(fits, draws)])
 
 
