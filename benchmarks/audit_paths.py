@@ -41,7 +41,8 @@ def draw_sites():
     sites = []
     for info in pkgutil.iter_modules(skdpval.__path__, "skdpval."):
         module = importlib.import_module(info.name)
-        sites += [(module, name) for name, value in vars(module).items() if value is DRAW]
+        sites += [(module, name) for name, value in vars(module).items()
+                  if value is DRAW]
     missing = EXPECTED_SITES - {module.__name__ for module, _ in sites}
     assert not missing, f"no gaussian_noise to scale in {sorted(missing)}"
     return sites
