@@ -293,8 +293,7 @@ def line_rows(theta0, direction, layout, X):
 @njit(**_scalar)
 def _hidden_unit(z, zp, a, c, act):
     """A first-layer unit along the line: its value and first two derivatives
-    in ``z`` (relu: active where it is at ``zp``), as :func:`line_forward`
-    computes them."""
+    in ``z`` (relu: active where it is at ``zp``), for :func:`line_forward`."""
     s1 = c
     if act == RELU:
         # Selects, not branches: a unit's sign is a coin flip to the predictor.
@@ -357,42 +356,33 @@ def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second
         _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
                             second)
         return
-    width = layout[0, 1]
-    gate = act == RELU and n_layers > 1
-    for o in range(width):
-        # Selects, not branches: a unit's sign is a coin flip to the predictor.
-        on = not gate or a[o] + zp * c[o] > 0.0
-        u0[o] = a[o] + z * c[o] if on else 0.0
-        u1[o] = c[o] if on else 0.0
-        u2[o] = 0.0
-    for layer in range(n_layers):
+    for o in range(layout[0, 1]):  # layer 0 is a hidden layer
+        u0[o], u1[o], u2[o] = _hidden_unit(z, zp, a[o], c[o], act)
+    for layer in range(1, n_layers):
         fan_in, fan_out = layout[layer, 0], layout[layer, 1]
         coef, intercept, out = layout[layer, 2], layout[layer, 3], layout[layer, 4]
-        if layer > 0:
-            source = layout[layer - 1, 4]
-            for o in range(fan_out):
-                u0[out + o] = theta0[intercept + o] + z * direction[intercept + o]
-                u1[out + o] = direction[intercept + o]
-                u2[out + o] = 0.0
-            for i in range(fan_in):
-                h0, h1 = u0[source + i], u1[source + i]
-                base = coef + i * fan_out
-                if second:  # separate loops, so that the first-order one vectorises
-                    h2 = u2[source + i]
-                    for o in range(fan_out):
-                        w, b = theta0[base + o], direction[base + o]
-                        w_z = w + z * b
-                        u0[out + o] += w_z * h0
-                        u1[out + o] += b * h0 + w_z * h1
-                        u2[out + o] += 2.0 * b * h1 + w_z * h2
-                else:
-                    for o in range(fan_out):
-                        w, b = theta0[base + o], direction[base + o]
-                        w_z = w + z * b
-                        u0[out + o] += w_z * h0
-                        u1[out + o] += b * h0 + w_z * h1
-        if layer == 0 and act == RELU:
-            continue  # decided above, at zp
+        source = layout[layer - 1, 4]
+        for o in range(fan_out):
+            u0[out + o] = theta0[intercept + o] + z * direction[intercept + o]
+            u1[out + o] = direction[intercept + o]
+            u2[out + o] = 0.0
+        for i in range(fan_in):
+            h0, h1 = u0[source + i], u1[source + i]
+            base = coef + i * fan_out
+            if second:  # separate loops, so that the first-order one vectorises
+                h2 = u2[source + i]
+                for o in range(fan_out):
+                    w, b = theta0[base + o], direction[base + o]
+                    w_z = w + z * b
+                    u0[out + o] += w_z * h0
+                    u1[out + o] += b * h0 + w_z * h1
+                    u2[out + o] += 2.0 * b * h1 + w_z * h2
+            else:
+                for o in range(fan_out):
+                    w, b = theta0[base + o], direction[base + o]
+                    w_z = w + z * b
+                    u0[out + o] += w_z * h0
+                    u1[out + o] += b * h0 + w_z * h1
         if layer < n_layers - 1:
             for o in range(fan_out):
                 h = _activate(act, u0[out + o])

@@ -269,21 +269,38 @@ def test_a_noiseless_walk_with_small_steps_lowers_the_validation_loss(small, bas
 def test_a_release_has_sensitivity_clip_norm_on_a_worst_case_pair(small, basis):
     """Two neighbours differing in one party: one huge row labelled +1 or -1.
     Without noise the party's step (rate 1) is its release: each within C,
-    and together 2C apart (replace-one), C from the zero-out slot's 0."""
-    _, _, X_val, T_val, _, net, _, _ = small
+    and together 2C apart (replace-one), C from the zero-out slot's 0.
+
+    "line" runs the default walk's own kernel, :func:`_mlp.line_walk`
+    (through ``sgd_pass``: one party's step from ``z = 0``), and checks that
+    the valuator's line problem ends where that step does."""
+    _, _, X_val, T_val, labels, net, _, _ = small
     C = 0.02
     space = NetworkSpace(net) if basis == "full" else NetworkSpace(
         net, public_direction(net, X_val, T_val, 1e-3)[0][None])
     releases = []
     for label in (1.0, -1.0):
         X, T = np.full((1, X_val.shape[1]), 3.0), np.array([[label]])
-        _, _, (end,) = run_walk(net, space.basis, X, T, np.array([0, 1]),
-                                np.zeros((0, X.shape[1])), np.zeros((0, 1)),
-                                np.zeros(0), utility=K.NEG_LOSS,
-                                total_sum_squares=1.0, l2=1e-3, clip_norm=C,
-                                learning_rate=1.0, permutations=np.zeros((1, 1)),
-                                weights=np.zeros(1))
-        releases.append(-end)
+        if basis == "full":
+            _, _, (end,) = run_walk(net, None, X, T, np.array([0, 1]),
+                                    np.zeros((0, X.shape[1])), np.zeros((0, 1)),
+                                    np.zeros(0), utility=K.NEG_LOSS,
+                                    total_sum_squares=1.0, l2=1e-3, clip_norm=C,
+                                    learning_rate=1.0, permutations=np.zeros((1, 1)),
+                                    weights=np.zeros(1))
+            releases.append(-end)
+            continue
+        settings = dict(l2=1e-3, clip_norm=C, learning_rate=1.0)
+        theta = space.sgd_pass(X, T, order=np.array([0]), **settings)
+        releases.append(-space.basis @ (theta - net.theta0))
+        problem = space.problem(X, T, np.array([0, 1]), X_val, T_val, labels,
+                                utility=K.NEG_LOSS, total_sum_squares=1.0,
+                                weights=np.ones(1), line_range=(-1.0, 1.0), **settings)
+        assert type(problem).__name__ == "NetworkLineProblem"
+        _, (end_utility,) = problem.walk(np.zeros((1, 1)), None, np.ones(1), None)
+        assert end_utility == pytest.approx(
+            space.utility(theta, X_val, T_val, labels, utility=K.NEG_LOSS,
+                          total_sum_squares=1.0), abs=1e-10)
     for release in releases:
         assert np.linalg.norm(release) == pytest.approx(C, rel=1e-12)
     assert np.linalg.norm(releases[0] - releases[1]) <= 2 * C + 1e-12
