@@ -157,6 +157,22 @@ def test_small_jobs_stay_on_one_thread(data, monkeypatch):
         values(data, n_jobs=2)
 
 
+def test_a_tabulated_line_walk_counts_no_validation_rows(monkeypatch):
+    """Along a tabulated line a step reads no validation row: 100 parties stay
+    on one thread with 3,000 validation rows (counting the rows, 6e5
+    multiply-adds a permutation, would start a pool)."""
+    import skdpval._walk as walk_module
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a thread pool was started for a small job")
+
+    monkeypatch.setattr(walk_module, "ThreadPoolExecutor", no_pool)
+    X, y = make_classification(n_samples=3100, n_features=5, random_state=0)
+    valuator = DPDataValuator(n_permutations=4, n_jobs=2, random_state=0, epsilon=1.0)
+    valuator.fit(X[:100], y[:100], X_val=X[100:], y_val=y[100:])
+    assert np.all(np.isfinite(valuator.values_))
+
+
 def test_threads_do_not_go_through_joblib(data, monkeypatch, threads_for_small_jobs):
     """The default threads run in a pool kept for the fit, not a joblib call a wave."""
     import skdpval._walk as walk_module
