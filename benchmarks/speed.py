@@ -171,6 +171,19 @@ def _diabetes_problem(n):
                 T_val=targets(y_val), labels_val=y_val)
 
 
+class _GivenDraws:
+    """Given orders and float noise, in the walk's draw protocol (no grid)."""
+
+    has_noise, grid = True, _walk.NO_GRID
+
+    def __init__(self, orders, noise):
+        self.orders, self.noise = orders, noise
+
+    def __call__(self, lo, hi, noise_out):
+        noise_out[...] = self.noise[lo:hi]
+        return self.orders[lo:hi]
+
+
 def vs_reference(n=300, k=3):
     """The same permutations and noise through tests/reference.py and the kernel."""
     from reference import algorithm1
@@ -178,9 +191,11 @@ def vs_reference(n=300, k=3):
     data = _diabetes_problem(n)
     shape = (1, data["X"].shape[1])
     noise_std = 10.0
-    draws = SeededDraws(np.random.SeedSequence(0), noise_key(1), k, n, noise_std)
-    noise = np.empty((k, n, *shape))
-    permutations = draws(0, k, noise)
+    # The reference adds float noise (no grid): both walks get the same numbers.
+    permutations = SeededDraws(np.random.SeedSequence(0), noise_key(1), k, n, 0.0)(
+        0, k, None)
+    noise = np.random.default_rng(1).normal(0.0, noise_std, (k, n, *shape))
+    draws = _GivenDraws(permutations, noise)
     settings = dict(learning_rate=LEARNING_RATE, l2=1.0 / n, n_penalized=10,
                     clip_norm=1.0)
     started = time.perf_counter()
