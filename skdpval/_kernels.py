@@ -507,6 +507,17 @@ def weighted_mean_loss(loss, margins, T, row_weights, loss_param):
 
 # --- utility on the validation set --------------------------------------------
 
+def noise_or_empty(noise, use_rolling, ndim):
+    """A walk's ``noise``, or without noise an empty array of ``ndim``
+    dimensions; a rolling mean needs noise (the kernels write each release
+    into it, and would write past an empty one)."""
+    if noise is not None:
+        return noise
+    if use_rolling:
+        raise ValueError("a rolling mean needs noise to roll")
+    return np.empty((0,) + (1,) * (ndim - 1))
+
+
 def padded_length(n_val):
     """``n_val`` rounded up to whole SIMD vectors of ``LANES`` rows."""
     return -(-n_val // LANES) * LANES
@@ -856,9 +867,7 @@ def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
     n_outputs, n_columns = starts.shape[1:]
     use_rolling = rolling_mean is not None
     if noise is None:
-        if use_rolling:
-            raise ValueError("a rolling mean needs noise to roll")
-        noise = np.empty((0, 1, 1, 1))
+        noise = noise_or_empty(noise, use_rolling, 4)
     elif not (noise.dtype == np.float64 and noise.flags.c_contiguous
               and noise.flags.writeable):
         raise ValueError("noise must be a writeable C-contiguous float64 array")

@@ -37,8 +37,8 @@ from sklearn.utils import check_random_state
 
 from . import _kernels as K
 from . import _mlp
-from ._kernels import (_f64, _i64, pad_columns, padded_length, unit_weights,
-                       validation_scratch)
+from ._kernels import (_f64, _i64, noise_or_empty, pad_columns, padded_length,
+                       unit_weights, validation_scratch)
 from ._line import quintic_coefficients
 from ._secure_noise import NO_GRID
 from ._space import check_basis
@@ -91,8 +91,7 @@ def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility
     projected = basis is not None
     dim = basis.shape[0] if projected else n_params
     n_walks = permutations.shape[0]
-    if noise is None:
-        noise = np.empty((0, 1, 1))
+    noise = noise_or_empty(noise, rolling_mean is not None, 3)
     marginals = np.zeros((n_walks, len(offsets) - 1))
     end_utility = np.empty(n_walks)
     ends = np.empty((n_walks, dim))
@@ -297,7 +296,7 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             self.penalty[0], self.penalty[1], self.clip_norm, self.learning_rate,
             self.record_level, *self.table, self.A_val,
             self.C_val, self.T_val, self.scale, self.offset, _i64(permutations),
-            np.empty((0, 1, 1)) if noise is None else noise,
+            noise_or_empty(noise, rolling_mean is not None, 3),
             np.ones(n_walks) if x_tt is None else _f64(x_tt),
             rolling_mean is not None,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),

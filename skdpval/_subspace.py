@@ -48,6 +48,7 @@ from ._kernels import (
     _scalar,
     clip_l2,
     kernel_codes,
+    noise_or_empty,
     pad_columns,
     padded_length,
     prefetch,
@@ -393,10 +394,7 @@ def _walk_call(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
     n_walks = permutations.shape[0]
     m, n_outputs = F_val.shape[:2]
     use_rolling = rolling_mean is not None
-    if noise is None:
-        if use_rolling:
-            raise ValueError("a rolling mean needs noise to roll")
-        noise = np.empty((0, 1, 1))
+    noise = noise_or_empty(noise, use_rolling, 3)
     marginals = np.empty((n_walks, offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
     ends = np.empty((n_walks, m))
@@ -431,7 +429,7 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                p.l1, p.l1_basis, p.clip_norm, p.learning_rate,
                line.kind, line.lo, line.inv_h, line.table, line.quad, line.s_val,
                np.ascontiguousarray(permutations, np.int64),
-               np.empty((0, 1, 1)) if noise is None else noise,
+               noise_or_empty(noise, rolling_mean is not None, 3),
                np.ones(n_walks) if x_tt is None else _f64(x_tt),
                rolling_mean is not None,
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),

@@ -732,9 +732,23 @@ class DPDataValuator(BaseValuator):
         if not add_noise:
             return 0.0
         if self.noise_multiplier is not None:
-            return self.noise_multiplier * self.clip_norm_
-        return noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta,
-                                    self.n_permutations, self.clip_norm_ * grid.padding)
+            noise_std = self.noise_multiplier * self.clip_norm_
+        else:
+            noise_std = noise_std_for_budget(
+                chosen_epsilon(self.epsilon), self.delta, self.n_permutations,
+                self.clip_norm_ * grid.padding)
+        # The sampler draws integers of noise_std / gamma on the grid: both
+        # must be positive normal floats, or the walk would release no noise.
+        tiny = np.finfo(np.float64).tiny
+        if not (noise_std >= tiny and grid.gamma >= tiny
+                and np.isfinite(noise_std / grid.gamma)):
+            raise ValueError(
+                f"The noise std noise_multiplier * clip_norm = {float(noise_std)!r} "
+                f"(clip_norm_={self.clip_norm_!r}, grid step "
+                f"{float(grid.gamma)!r}) is outside the floats the sampler draws "
+                f"on its grid: give a larger noise_multiplier or clip_norm (the "
+                f"std and the step must be at least {float(tiny)!r}).")
+        return noise_std
 
     def _report_privacy(self, noise_std, parties, groups, game, grid):
         self.privacy_unit_ = ("record" if game.record_level else

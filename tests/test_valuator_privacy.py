@@ -243,3 +243,34 @@ def test_label_quality_refuses_an_unreachable_epsilon_before_any_work(data, monk
     X, y, X_val, y_val = data
     with pytest.raises(ValueError, match="outside the range the calibration supports"):
         DPLabelQuality(epsilon=1e300).fit(X, y, X_val=X_val, y_val=y_val)
+
+
+def test_a_noise_std_that_underflows_is_refused_before_the_walk():
+    """noise_multiplier * clip_norm can round to 0 (both accepted alone): the
+    fit must refuse it, not release un-noised gradients (or write releases
+    into a missing noise array)."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = make_classification(n_samples=160, n_features=4, random_state=0)
+    valuator = DPDataValuator(LogisticRegression(), epsilon=None, noise_multiplier=1e-30,
+                              clip_norm=1e-300, n_permutations=4, random_state=0)
+    with pytest.raises(ValueError, match="noise_multiplier \\* clip_norm = 0.0"):
+        valuator.fit(X[:120], y[:120], X_val=X[120:], y_val=y[120:])
+
+
+@pytest.mark.parametrize("subspace", ["public", None])
+@pytest.mark.parametrize("network", [False, True])
+def test_every_walk_refuses_a_rolling_mean_without_noise(monkeypatch, subspace, network):
+    """Each walk's wrapper (line, basis, full space, network line and full
+    space) raises if asked to roll a mean of releases it was given no noise
+    array for: its kernel writes each release there."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+
+    monkeypatch.setattr(DPDataValuator, "_noise_std", lambda self, add_noise, grid: 0.0)
+    X, y = make_classification(n_samples=160, n_features=4, random_state=0)
+    model = MLPClassifier((3,), random_state=0) if network else LogisticRegression()
+    valuator = DPDataValuator(model, epsilon=1.0, noise="correlated", subspace=subspace,
+                              n_permutations=4, random_state=0)
+    with pytest.raises(ValueError, match="a rolling mean needs noise"):
+        valuator.fit(X[:120], y[:120], X_val=X[120:], y_val=y[120:])
