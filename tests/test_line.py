@@ -29,6 +29,28 @@ def test_logistic_table_is_within_its_bound_everywhere():
     assert far == pytest.approx(-np.mean(_softplus(-40.0 * t * c)), rel=1e-13)
 
 
+@pytest.mark.parametrize("z_range", [(-3.0, 5.0), (-50.0, 50.0), (-5000.0, 5000.0)])
+def test_logistic_table_is_within_its_bound_with_its_rounding(z_range):
+    """Against a long-double reference, over tables of up to 2^16 intervals:
+    within LINE_TOLERANCE plus the documented rounding of reading z (the
+    point read is within about 5 u (|z - lo| + |z|) of z, u = 2^-53; |U'| <=
+    mean |s|) and of the value (ulps of |U|)."""
+    rng = np.random.default_rng(0)
+    c, t = rng.normal(0, 1, 150), rng.choice([-1.0, 1.0], 150)
+    s = t * c
+    line = _line.line_utility(c, t, K.LOGISTIC, K.NEG_LOSS, 1.0, z_range)
+    width = line.table.shape[0] / line.inv_h
+    z = line.lo + width * rng.uniform(0.0, 1.0, 2000)
+    margins = -np.multiply.outer(z.astype(np.longdouble), s.astype(np.longdouble))
+    exact = -np.mean(np.logaddexp(np.longdouble(0.0), margins), axis=1)
+    tabulated = np.array([_line._hermite(line.kind, line.lo, line.inv_h, line.table,
+                                         line.s_val, v) for v in z])
+    u = 2.0**-53
+    rounding = 8 * u * ((np.abs(z - line.lo) + np.abs(z)) * np.mean(np.abs(s))
+                        + np.abs(exact.astype(np.float64)))
+    assert np.all(np.abs(tabulated - exact) <= _line.LINE_TOLERANCE + rounding)
+
+
 @pytest.mark.parametrize("utility", [K.NEG_LOSS, K.NEG_MSE, K.R2])
 def test_squared_error_is_an_exact_quadratic(utility):
     rng = np.random.default_rng(1)
