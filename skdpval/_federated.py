@@ -17,7 +17,8 @@ from ._compression import check_compression, clip, compress, sensitivity, sign_v
 from ._data import UTILITY_CODES, check_budget, check_utility, kernel_targets, with_intercept
 from ._models import check_target_domain, model_spec, public_params, row_weights
 from ._noise import gaussian_noise, noise_source, secret_seed_sequence
-from ._secure_noise import FEDERATED, Grid, noise_key, releases_on_grid
+from ._secure_noise import (FEDERATED, Grid, check_noise_std, noise_key,
+                             releases_on_grid)
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from .exceptions import SkdpvalWarning
 
@@ -392,10 +393,13 @@ class DPFederatedValuator(BaseValuator):
         if isinstance(self.noise, str) and self.noise == "none":
             noise_std = 0.0
         elif self.noise_multiplier is not None:
-            noise_std = self.noise_multiplier * release_sensitivity
+            noise_std = check_noise_std(self.noise_multiplier * release_sensitivity,
+                                        grid, "noise_multiplier * clip_norm")
         else:
-            noise_std = noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta,
-                                             self.n_rounds, release_sensitivity)
+            noise_std = check_noise_std(
+                noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta,
+                                     self.n_rounds, release_sensitivity),
+                grid, "epsilon and clip_norm")
         self.privacy_unit_ = ("record" if record_level else
                               "sample" if groups is None else "client")
         report = privacy_report(noise_std=noise_std, delta=self.delta,

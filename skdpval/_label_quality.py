@@ -13,7 +13,8 @@ from ._base import BaseValuator
 from ._data import call_on_private_data, check_epsilon
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source
-from ._secure_noise import LABEL_SCORE, Grid, noise_key, releases_on_grid
+from ._secure_noise import (LABEL_SCORE, Grid, check_noise_std, noise_key,
+                             releases_on_grid)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -350,9 +351,9 @@ class DPLabelQuality(BaseValuator):
         score), padded by the rounding to ``grid``; replace-one doubles it.
         """
         sensitivity = grid.gamma * grid.sensitivity
-        noise_std = (0.0 if self.epsilon is None else
-                     noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1,
-                                          sensitivity))
+        noise_std = (0.0 if self.epsilon is None else check_noise_std(
+            noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1,
+                                 sensitivity), grid, "epsilon and clip"))
         self.privacy_unit_ = ("record" if record_level else
                               "sample" if groups is None else "group")
         self.privacy_report_ = privacy_report(

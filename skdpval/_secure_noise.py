@@ -319,6 +319,25 @@ class Grid:
         return self.sensitivity / 2.0**self.j
 
 
+def check_noise_std(noise_std, grid, parameters):
+    """Refuse a requested noise std the sampler cannot draw on ``grid``.
+
+    It draws integers of ``noise_std / gamma``: both must be positive normal
+    floats, or a release would carry no noise (``noise_multiplier`` and a
+    clip norm, each accepted alone, can have a product that underflows).
+    ``parameters`` names what set the std, for the message.
+    """
+    tiny = np.finfo(np.float64).tiny
+    if not (noise_std >= tiny and grid.gamma >= tiny
+            and np.isfinite(noise_std / grid.gamma)):
+        raise ValueError(
+            f"The noise std {float(noise_std)!r} (from {parameters}; grid step "
+            f"{float(grid.gamma)!r}) is outside the floats the sampler draws on "
+            f"its grid: both must be at least {float(tiny)!r} and their ratio "
+            f"finite. Give a larger noise_multiplier or clip norm.")
+    return noise_std
+
+
 @njit(**_jit)
 def release_on_grid(value, m, gamma, bound):
     """``gamma * (a + m)``, ``a = rint(value / gamma)`` clamped to ``[-bound, bound]``.

@@ -38,7 +38,7 @@ from ._noise import (
     released_noise_std,
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
-from ._secure_noise import Grid, noise_key
+from ._secure_noise import Grid, check_noise_std, noise_key
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
 from ._walk import SeededDraws, one_blas_thread, run_walks
@@ -737,18 +737,10 @@ class DPDataValuator(BaseValuator):
             noise_std = noise_std_for_budget(
                 chosen_epsilon(self.epsilon), self.delta, self.n_permutations,
                 self.clip_norm_ * grid.padding)
-        # The sampler draws integers of noise_std / gamma on the grid: both
-        # must be positive normal floats, or the walk would release no noise.
-        tiny = np.finfo(np.float64).tiny
-        if not (noise_std >= tiny and grid.gamma >= tiny
-                and np.isfinite(noise_std / grid.gamma)):
-            raise ValueError(
-                f"The noise std noise_multiplier * clip_norm = {float(noise_std)!r} "
-                f"(clip_norm_={self.clip_norm_!r}, grid step "
-                f"{float(grid.gamma)!r}) is outside the floats the sampler draws "
-                f"on its grid: give a larger noise_multiplier or clip_norm (the "
-                f"std and the step must be at least {float(tiny)!r}).")
-        return noise_std
+        return check_noise_std(noise_std, grid, (
+            f"noise_multiplier * clip_norm, clip_norm_={self.clip_norm_!r}"
+            if self.noise_multiplier is not None else
+            f"epsilon and clip_norm, clip_norm_={self.clip_norm_!r}"))
 
     def _report_privacy(self, noise_std, parties, groups, game, grid):
         self.privacy_unit_ = ("record" if game.record_level else

@@ -254,7 +254,7 @@ def test_a_noise_std_that_underflows_is_refused_before_the_walk():
     X, y = make_classification(n_samples=160, n_features=4, random_state=0)
     valuator = DPDataValuator(LogisticRegression(), epsilon=None, noise_multiplier=1e-30,
                               clip_norm=1e-300, n_permutations=4, random_state=0)
-    with pytest.raises(ValueError, match="noise_multiplier \\* clip_norm = 0.0"):
+    with pytest.raises(ValueError, match="noise std 0.0 .from noise_multiplier"):
         valuator.fit(X[:120], y[:120], X_val=X[120:], y_val=y[120:])
 
 
@@ -274,3 +274,12 @@ def test_every_walk_refuses_a_rolling_mean_without_noise(monkeypatch, subspace, 
                               n_permutations=4, random_state=0)
     with pytest.raises(ValueError, match="a rolling mean needs noise"):
         valuator.fit(X[:120], y[:120], X_val=X[120:], y_val=y[120:])
+
+
+def test_federated_refuses_a_noise_std_that_underflows():
+    X, y = make_classification(n_samples=160, n_features=4, random_state=0)
+    valuator = DPFederatedValuator(epsilon=None, noise_multiplier=1e-300, clip_norm=1e-10,
+                                   n_rounds=2, random_state=0)
+    with pytest.raises(ValueError, match="noise std .* .from noise_multiplier"):
+        valuator.fit(X[:120], y[:120], X_val=X[120:], y_val=y[120:],
+                     groups=np.arange(120) % 4)
