@@ -39,8 +39,19 @@ A value, a weighted mean of differences of two utilities, is then within
 ``2 * LINE_TOLERANCE * max |weight|`` of the exact walk's, plus that
 rounding: 6e-14 absolute near ``z = 0``, against values of 1e-5 to 1e-3.
 
-Everything else (other losses and utilities, one-vs-rest outputs, a basis
-of more than one direction) takes the exact walk of :mod:`skdpval._subspace`.
+- Piecewise-polynomial losses (``neg_loss`` with the hinge, squared hinge,
+  modified Huber, perceptron, Huber, epsilon-insensitive and its square,
+  pinball losses): each row's loss is a polynomial of degree at most 2 in
+  ``z`` between its kinks (where ``t m`` or the residual crosses a
+  threshold), so ``U`` is one quadratic between consecutive kinks of all
+  rows: stored exactly (sorted kinks, each segment's coefficients summed
+  in extended precision), read by a binary search, with no interpolation
+  error. ``neg_mse`` and ``r2`` of any loss without a log link are one
+  quadratic, as for squared error.
+
+Everything else (the Tweedie losses' ``neg_loss``, accuracy, one-vs-rest
+outputs, a basis of more than one direction) takes the exact walk of
+:mod:`skdpval._subspace`.
 The table depends on the validation set and the public direction only.
 """
 
@@ -61,6 +72,7 @@ LINE_MAX_INTERVALS = 2**16
 HERMITE = 0  # binary logistic
 QUADRATIC = 1
 HERMITE_MULTINOMIAL = 2
+PIECEWISE = 3  # a quadratic between consecutive kinks, exact
 
 LineUtility = namedtuple("LineUtility", ["kind", "lo", "inv_h", "table", "quad",
                                          "s_val"])
@@ -70,8 +82,87 @@ LineUtility.__doc__ = """The validation utility along the line, as the kernel re
 coefficients in ``t`` of the quintic on ``z_i + t / inv_h``, ``0 <= t < 1``,
 ``z_i = lo + i / inv_h``, see :func:`_coefficients`; ``s_val`` the validation rows per unit
 ``z`` for exact values past the table: ``(n_val, 1)`` signed margins, or
-``(n_val, K + 1)``, the K class margins and the true class's) or QUADRATIC
-(``quad = (q2, q1, q0)``)."""
+``(n_val, K + 1)``, the K class margins and the true class's), QUADRATIC
+(``quad = (q2, q1, q0)``) or PIECEWISE (``s_val[:, 0]``: the sorted kinks;
+``table[j] = (c0, c1, c2)``: ``U = c0 + c1 z + c2 z^2`` for ``z`` past
+``j`` kinks)."""
+
+
+# Piecewise-polynomial losses as pieces in a variable w of each row: the
+# signed margin t m (classification) or the residual m - t (regression).
+# (kinks of w, then each piece's (a0, a1, a2) in w from w = -inf), given
+# loss_param.
+def _loss_pieces(loss, loss_param):
+    e = float(loss_param)
+    if loss == K.HINGE:  # max(0, 1 - w)
+        return [1.0], [(1.0, -1.0, 0.0), (0.0, 0.0, 0.0)]
+    if loss == K.SQUARED_HINGE:  # max(0, 1 - w)^2
+        return [1.0], [(1.0, -2.0, 1.0), (0.0, 0.0, 0.0)]
+    if loss == K.MODIFIED_HUBER:  # -4 w; (1 - w)^2; 0
+        return [-1.0, 1.0], [(0.0, -4.0, 0.0), (1.0, -2.0, 1.0), (0.0, 0.0, 0.0)]
+    if loss == K.PERCEPTRON:  # max(0, -w)
+        return [0.0], [(0.0, -1.0, 0.0), (0.0, 0.0, 0.0)]
+    if loss == K.HUBER:  # -e w - e^2/2; w^2 / 2; e w - e^2/2
+        return [-e, e], [(-0.5 * e * e, -e, 0.0), (0.0, 0.0, 0.5),
+                         (-0.5 * e * e, e, 0.0)]
+    if loss == K.EPSILON_INSENSITIVE:  # max(0, |w| - e)
+        return [-e, e], [(-e, -1.0, 0.0), (0.0, 0.0, 0.0), (-e, 1.0, 0.0)]
+    if loss == K.SQUARED_EPSILON_INSENSITIVE:  # max(0, |w| - e)^2
+        return [-e, e], [(e * e, 2.0 * e, 1.0), (0.0, 0.0, 0.0),
+                         (e * e, -2.0 * e, 1.0)]
+    if loss == K.PINBALL:  # q (t - m) for t >= m, else (1 - q)(m - t); w = m - t
+        return [0.0], [(0.0, -e, 0.0), (0.0, 1.0 - e, 0.0)]
+    return None
+
+
+_CLASSIFICATION_PIECES = (K.HINGE, K.SQUARED_HINGE, K.MODIFIED_HUBER, K.PERCEPTRON)
+
+
+def _piecewise(c_val, t_val, loss, loss_param):
+    """The :data:`LineUtility` of ``U(z) = -mean loss(z c_v, t_v)`` for a
+    piecewise-polynomial loss: exact, or None for other losses."""
+    pieces = _loss_pieces(loss, loss_param)
+    if pieces is None:
+        return None
+    kinks_w, polys = np.array(pieces[0]), np.array(pieces[1])
+    # w = alpha z + beta for each row
+    if loss in _CLASSIFICATION_PIECES:
+        alpha, beta = t_val * c_val, np.zeros_like(c_val)
+    else:
+        alpha, beta = c_val, -t_val
+    n_val = len(c_val)
+
+    def in_z(poly, a, b):
+        """(n, 3) coefficients in z of a0 + a1 w + a2 w^2 at w = a z + b."""
+        a0, a1, a2 = poly[..., 0], poly[..., 1], poly[..., 2]
+        return np.stack([a0 + b * (a1 + a2 * b), a * (a1 + 2.0 * a2 * b),
+                         a2 * a * a], axis=-1)
+
+    rising, falling, flat = alpha > 0, alpha < 0, alpha == 0
+    # From z = -inf: w = -inf on rising rows (the first piece), +inf on
+    # falling ones (the last); a flat row keeps the piece of its w = beta.
+    start = np.zeros((n_val, 3), dtype=np.longdouble)
+    start[rising] = in_z(polys[0], alpha[rising], beta[rising])
+    start[falling] = in_z(polys[-1], alpha[falling], beta[falling])
+    flat_piece = np.searchsorted(kinks_w, beta[flat], side="right")
+    start[flat, 0] = polys[flat_piece, 0] + beta[flat] * (
+        polys[flat_piece, 1] + polys[flat_piece, 2] * beta[flat])
+    # Crossing kink k: from piece k to k + 1 (rising) or k + 1 to k (falling).
+    moving = ~flat
+    a, b = alpha[moving], beta[moving]
+    at = (kinks_w[None, :] - b[:, None]) / a[:, None]
+    after = np.where((a > 0)[:, None], np.arange(1, len(kinks_w) + 1), np.arange(len(kinks_w)))
+    before = np.where((a > 0)[:, None], np.arange(len(kinks_w)), np.arange(1, len(kinks_w) + 1))
+    change = (in_z(polys[after], a[:, None], b[:, None])
+              - in_z(polys[before], a[:, None], b[:, None]))
+    order = np.argsort(at, axis=None, kind="stable")
+    kinks = at.ravel()[order]
+    # Each segment's sum in extended precision (sums of n_val terms).
+    steps = np.concatenate([start.sum(axis=0)[None, :],
+                            change.reshape(-1, 3)[order].astype(np.longdouble)])
+    table = -np.cumsum(steps, axis=0) / n_val
+    return LineUtility(PIECEWISE, 0.0, 0.0, _f64(table.astype(np.float64)),
+                       np.zeros(3), _f64(kinks[:, None]))
 
 
 # max |sigma^(5)| over the reals is 1/4 (at 0); a margin for the bound.
@@ -176,7 +267,7 @@ def quintic_coefficients(left, right):
 
 
 def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
-                 max_intervals=LINE_MAX_INTERVALS):
+                 max_intervals=LINE_MAX_INTERVALS, loss_param=0.0):
     """The :data:`LineUtility` of a walk along a line, or None.
 
     ``c_val`` ``(n_val, n_outputs)`` are the validation rows' margins per
@@ -196,7 +287,8 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
         return None
     c_val, t_val = c_val[:, 0], t_val[:, 0]
     n_val = len(c_val)
-    if loss == K.SQUARED and utility in (K.NEG_LOSS, K.NEG_MSE, K.R2):
+    if (loss == K.SQUARED and utility == K.NEG_LOSS) or (
+            loss != K.TWEEDIE and utility in (K.NEG_MSE, K.R2)):
         # sum (z c - t)^2 = A z^2 - 2 B z + C
         A, B, C = np.dot(c_val, c_val), np.dot(c_val, t_val), np.dot(t_val, t_val)
         if utility == K.R2:  # (the exact walk refuses R^2 with a constant y_val)
@@ -212,6 +304,8 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
         return _hermite_table(HERMITE, s, _tabulate_logistic,
                               _SIGMA5_BOUND * float(np.mean(s**6)), z_range,
                               max_intervals)
+    if utility == K.NEG_LOSS:
+        return _piecewise(c_val, t_val, loss, loss_param)
     return None
 
 
@@ -254,9 +348,25 @@ def _hermite(kind, lo, inv_h, table, rows, z):
 
 
 @njit(**K._scalar)
+def _segment(kinks, z):
+    """How many of the sorted ``kinks[:, 0]`` are at most ``z`` (binary search)."""
+    lo, hi = 0, kinks.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if kinks[mid, 0] <= z:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(**K._scalar)
 def line_value(kind, lo, inv_h, table, quad, s, z):
     if kind == QUADRATIC:
         return (quad[0] * z + quad[1]) * z + quad[2]
+    if kind == PIECEWISE:
+        j = _segment(s, z)
+        return (table[j, 2] * z + table[j, 1]) * z + table[j, 0]
     return _hermite(kind, lo, inv_h, table, s, z)
 
 
@@ -269,5 +379,12 @@ def line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
     if kind == QUADRATIC:
         return ((z_new - z_old) * (quad[0] * (z_new + z_old) + quad[1]),
                 (quad[0] * z_new + quad[1]) * z_new + quad[2])
+    if kind == PIECEWISE:
+        j = _segment(s, z_new)
+        current = (table[j, 2] * z_new + table[j, 1]) * z_new + table[j, 0]
+        if j == _segment(s, z_old):  # one quadratic: the change from the step
+            return ((z_new - z_old) * (table[j, 2] * (z_new + z_old) + table[j, 1]),
+                    current)
+        return current - previous, current
     current = _hermite(kind, lo, inv_h, table, s, z_new)
     return current - previous, current

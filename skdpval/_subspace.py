@@ -516,7 +516,8 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
             reach = float(learning_rate) * (len(offsets) - 1) * float(clip_norm)
             line_range = (-reach, reach)
         line = _line.line_utility(F_val[:, 0, :], np.asarray(T_val), loss, utility,
-                                  total_sum_squares, line_range, line_intervals)
+                                  total_sum_squares, line_range, line_intervals,
+                                  loss_param)
     return SubspaceProblem(
         project_rows(basis, X, n_outputs), _f64(T),
         np.ascontiguousarray(offsets, dtype=np.int64),

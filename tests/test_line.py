@@ -5,7 +5,8 @@ import pytest
 from numpy.testing import assert_allclose
 from sklearn.base import is_regressor
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
-from sklearn.linear_model import LogisticRegression, Ridge, SGDRegressor
+from sklearn.linear_model import (HuberRegressor, LogisticRegression, PoissonRegressor,
+                                  Ridge, SGDClassifier, SGDRegressor)
 
 from skdpval import DPDataValuator, _kernels as K, _line, _subspace
 
@@ -88,8 +89,50 @@ def test_multinomial_table_is_within_its_bound_everywhere():
 
 def test_other_losses_and_utilities_have_no_table():
     c, t = np.ones(4), np.ones(4)
-    assert _line.line_utility(c, t, K.HUBER, K.NEG_LOSS, 1.0, (-1, 1)) is None
+    assert _line.line_utility(c, t, K.TWEEDIE, K.NEG_LOSS, 1.0, (-1, 1), loss_param=1.5) is None
     assert _line.line_utility(c, t, K.LOGISTIC, K.ACCURACY, 1.0, (-1, 1)) is None
+    # a log link's prediction exp(m) makes neg_mse no quadratic
+    assert _line.line_utility(c, t, K.TWEEDIE, K.NEG_MSE, 1.0, (-1, 1), loss_param=1.5) is None
+
+
+PIECEWISE_LOSSES = {"hinge": (K.HINGE, 0.0), "squared_hinge": (K.SQUARED_HINGE, 0.0),
+                    "modified_huber": (K.MODIFIED_HUBER, 0.0),
+                    "perceptron": (K.PERCEPTRON, 0.0), "huber": (K.HUBER, 0.7),
+                    "epsilon_insensitive": (K.EPSILON_INSENSITIVE, 0.3),
+                    "squared_epsilon_insensitive": (K.SQUARED_EPSILON_INSENSITIVE, 0.3),
+                    "pinball": (K.PINBALL, 0.3)}
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE_LOSSES))
+def test_a_piecewise_loss_is_tabulated_exactly(name):
+    """Against tests/reference.py's losses at random z, at every kink and
+    beside it, and far out: the sum of quadratics between kinks is exact up
+    to rounding, everywhere (no range)."""
+    from reference import loss_and_dloss
+
+    loss, param = PIECEWISE_LOSSES[name]
+    rng = np.random.default_rng(0)
+    c = rng.normal(0.0, 1.0, 60)
+    c[:3] = 0.0  # rows the line does not move
+    classification = name in ("hinge", "squared_hinge", "modified_huber", "perceptron")
+    t = rng.choice([-1.0, 1.0], 60) if classification else rng.normal(0.0, 1.0, 60)
+    line = _line.line_utility(c, t, loss, K.NEG_LOSS, 1.0, (-1.0, 1.0), loss_param=param)
+    assert line.kind == _line.PIECEWISE
+    kinks = line.s_val[:, 0]
+    z = np.concatenate([rng.normal(0.0, 3.0, 200), kinks, np.nextafter(kinks, np.inf),
+                        np.nextafter(kinks, -np.inf), [-1e3, 1e3]])
+    for v in z:
+        exact = -loss_and_dloss(name, v * c, t, param)[0] / len(c)
+        tabulated = _line.line_value(line.kind, line.lo, line.inv_h, line.table,
+                                     line.quad, line.s_val, v)
+        assert tabulated == pytest.approx(exact, rel=1e-13, abs=1e-14 * (1 + v * v))
+    # a change within one quadratic is computed from the step
+    a, b = 0.5 * (kinks[10] + kinks[11]), 0.6 * kinks[10] + 0.4 * kinks[11]
+    change, _ = _line.line_change(line.kind, line.lo, line.inv_h, line.table, line.quad,
+                                  line.s_val, a, b, 0.0)
+    exact_change = -(loss_and_dloss(name, b * c, t, param)[0]
+                     - loss_and_dloss(name, a * c, t, param)[0]) / len(c)
+    assert change == pytest.approx(exact_change, rel=1e-9, abs=1e-16)
 
 
 def _data(kind):
@@ -99,11 +142,15 @@ def _data(kind):
     if kind == "logistic":
         X, y = load_breast_cancer(return_X_y=True)
         return LogisticRegression(), X[:120], y[:120], X[400:480], y[400:480]
+    if kind == "hinge":
+        X, y = load_breast_cancer(return_X_y=True)
+        return SGDClassifier(loss="hinge"), X[:120], y[:120], X[400:480], y[400:480]
     X, y = load_diabetes(return_X_y=True)
-    return Ridge(), X[:120], y[:120], X[300:380], y[300:380]
+    model = HuberRegressor() if kind == "huber" else Ridge()
+    return model, X[:120], y[:120], X[300:380], y[300:380]
 
 
-@pytest.mark.parametrize("kind", ["logistic", "squared", "multinomial"])
+@pytest.mark.parametrize("kind", ["logistic", "squared", "multinomial", "hinge", "huber"])
 @pytest.mark.parametrize("settings", [
     dict(epsilon=3.0), dict(noise="none"), dict(noise="iid", epsilon=1.0),
     dict(noise="none", learning_rate=5.0)])  # far past the table: exact fallback
@@ -129,7 +176,8 @@ def test_the_table_is_used_only_where_it_applies(monkeypatch):
     kw = dict(n_permutations=3, noise="none", random_state=0)
     for model, subspace, expect in [(Ridge(), "public", True),
                                     (LogisticRegression(), "public", True),
-                                    (SGDRegressor(loss="huber"), "public", False),
+                                    (SGDRegressor(loss="huber"), "public", True),
+                                    (PoissonRegressor(), "public", False),
                                     (Ridge(), None, False)]:
         calls.clear()
         target = y if is_regressor(model) else (y > 140)
