@@ -42,12 +42,14 @@ The walk measured is the estimator's default and, when the estimator has a
 """
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from unittest import mock
 
 import numpy as np
 from numba import njit
@@ -72,6 +74,22 @@ LEARNING_RATE = 0.05
 # full-space walk diverges at epsilon 1 (ConvergenceWarning), and a diverged
 # walk runs about 15% slower (overflowing margins): not a job anyone runs.
 CLASSIFICATION_LEARNING_RATE = 0.005
+
+
+@contextlib.contextmanager
+def timed_walks(seconds):
+    """Inside, each fit's ``run_walks`` (the walk alone) appends its seconds."""
+    from skdpval import _valuator
+
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return run_walks(*args, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - started)
+
+    with mock.patch.object(_valuator, "run_walks", timed):
+        yield
 
 
 def emit(**case):
@@ -403,18 +421,7 @@ def dask():
     and ``dask_overhead_seconds`` what a Dask fit took beyond it. The
     default walk also runs a larger job (n = 200,000, k = 256, 16 waves).
     """
-    from unittest import mock
-
-    from skdpval import _valuator
-
     walk_seconds = []
-
-    def timed_run_walks(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return run_walks(*args, **kwargs)
-        finally:
-            walk_seconds.append(time.perf_counter() - started)
 
     import distributed
     import psutil
@@ -453,7 +460,7 @@ def dask():
             walk_seconds.clear()
             for _ in range(rounds):
                 started, cpu_started = time.perf_counter(), cpu()
-                with mock.patch.object(_valuator, "run_walks", timed_run_walks):
+                with timed_walks(walk_seconds):
                     local.fit(X, y, X_val=X_val, y_val=y_val)
                 seconds["local"].append(time.perf_counter() - started)
                 cpu_seconds["local"].append(cpu() - cpu_started)
@@ -589,18 +596,7 @@ def randomness(repeats=9):
     in turn with the ``k`` one, less the ``k`` one, over the ``n k`` steps
     it adds (the fixed set-up cancels).
     """
-    from unittest import mock
-
-    from skdpval import _valuator
-
     walk_seconds = []
-
-    def timed_run_walks(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return run_walks(*args, **kwargs)
-        finally:
-            walk_seconds.append(time.perf_counter() - started)
 
     X, y, X_val, y_val = diabetes()
     jobs = [("paper_table8", X[:300], y[:300], X_val, y_val, 360,
@@ -615,7 +611,7 @@ def randomness(repeats=9):
         fits, draws, added = [], [], []
         walk_seconds.clear()
         for _ in range(repeats):
-            with mock.patch.object(_valuator, "run_walks", timed_run_walks):
+            with timed_walks(walk_seconds):
                 started = time.perf_counter()
                 valuator.fit(Xj, yj, X_val=Xv, y_val=yv)
                 fits.append(time.perf_counter() - started)
@@ -763,8 +759,6 @@ def noise_cost(rounds=7):
     grid) against the same fit with the float Gaussian it replaced (numpy's
     PCG64 sampler, no grid), alternating, one process, one job; and the
     sampler alone (ns a draw) against numpy's normal."""
-    from unittest import mock
-
     from skdpval import _secure_noise
 
     X, y, X_val, y_val = diabetes()
