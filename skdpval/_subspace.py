@@ -161,10 +161,9 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
     """
     n_walks, m = z.shape
     # One direction, one output, one row a party (``one_row``: offsets 0, 1,
-    # .., n), no L1 term: _party_gradient's operations in scalars (its loops,
-    # run once each, cost a third of a step of the walk along a line).
-    scalar = (m == 1 and F.shape[2] == 1 and l1 == 0.0 and not record_level
-              and one_row)
+    # .., n): _party_gradient's operations in scalars, in its order (its
+    # loops, run once each, cost a third of a step of the walk along a line).
+    scalar = m == 1 and F.shape[2] == 1 and not record_level and one_row
     for g in range(n_walks):
         j = parties[g]
         if scalar:
@@ -175,6 +174,10 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
             gradient = row_weights[j] * (dloss_buf[0] * c)
             if l2 != 0.0:
                 gradient += l2 * (penalty[0, 0] * zg)
+            if l1 != 0.0:
+                for p in range(penalised_basis.shape[1]):
+                    gradient += (l1 * np.sign(zg * penalised_basis[0, p])
+                                 * penalised_basis[0, p])
             update[g, 0] = gradient
         elif record_level:
             _party_clipped_sum(z[g], F, T, row_weights, offsets[j], offsets[j + 1],

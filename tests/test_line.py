@@ -203,8 +203,9 @@ def test_line_walk_equals_the_exact_walk_with_groups(privacy_unit, monkeypatch):
                     atol=2 * _line.LINE_TOLERANCE + 1e-15)
 
 
+@pytest.mark.parametrize("l1", [0.0, 0.05])
 @pytest.mark.parametrize("loss", ["logistic", "squared", "hinge"])
-def test_scalar_step_equals_the_general_one(loss):
+def test_scalar_step_equals_the_general_one(loss, l1):
     """One row a party along one direction, each step's gradient is computed
     in scalars; at record level (one record a party: the same releases) it
     takes the general loops. The two walks agree to the last bit."""
@@ -223,7 +224,7 @@ def test_scalar_step_equals_the_general_one(loss):
             basis, X, T, np.arange(n + 1), X_val, T_val, labels,
             loss=LOSS_CODES[loss], utility=K.NEG_LOSS, loss_param=0.0, l2=0.1,
             n_penalized=X.shape[1] - 1, clip_norm=0.3, learning_rate=0.2,
-            total_sum_squares=1.0, weights=np.ones(n), record_level=record_level)
+            total_sum_squares=1.0, weights=np.ones(n), record_level=record_level, l1=l1)
         results.append(problem.walk(permutations, noise.copy(), 1.0 / np.arange(1, k + 1),
                                     np.zeros((n, 1)), (0.3 / 64, 64.0)))
     (scalar, scalar_end), (general, general_end) = results
