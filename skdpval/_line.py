@@ -39,6 +39,14 @@ A value, a weighted mean of differences of two utilities, is then within
 ``2 * LINE_TOLERANCE * max |weight|`` of the exact walk's, plus that
 rounding: 6e-14 absolute near ``z = 0``, against values of 1e-5 to 1e-3.
 
+- Half Tweedie deviance with the log link (``neg_loss`` of the Poisson,
+  Gamma and Tweedie regressors): ``U(z) = -mean f(c_v z)`` with ``f(m) =
+  e^((2-p) m) / (2-p) - t e^((1-p) m) / (1-p)`` (``e^m - t m`` at ``p = 1``,
+  ``m + t e^-m`` at ``p = 2``), a sum of exponentials: the same quintic
+  table, with ``|U^(6)| <= mean c_v^6 (|2-p|^5 e^((2-p) c_v z) + |t_v|
+  |1-p|^5 e^((1-p) c_v z))`` at its largest over the range (an exponential
+  is largest at an end); no table where the range needs more than
+  ``max_intervals`` steps.
 - Piecewise-polynomial losses (``neg_loss`` with the hinge, squared hinge,
   modified Huber, perceptron, Huber, epsilon-insensitive and its square,
   pinball losses): each row's loss is a polynomial of degree at most 2 in
@@ -49,8 +57,8 @@ rounding: 6e-14 absolute near ``z = 0``, against values of 1e-5 to 1e-3.
   error. ``neg_mse`` and ``r2`` of any loss without a log link are one
   quadratic, as for squared error.
 
-Everything else (the Tweedie losses' ``neg_loss``, accuracy, one-vs-rest
-outputs, a basis of more than one direction) takes the exact walk of
+Everything else (accuracy, one-vs-rest outputs, a basis of more than one
+direction) takes the exact walk of
 :mod:`skdpval._subspace`.
 The table depends on the validation set and the public direction only.
 """
@@ -73,16 +81,18 @@ HERMITE = 0  # binary logistic
 QUADRATIC = 1
 HERMITE_MULTINOMIAL = 2
 PIECEWISE = 3  # a quadratic between consecutive kinks, exact
+HERMITE_TWEEDIE = 4  # half Tweedie deviance, log link
 
 LineUtility = namedtuple("LineUtility", ["kind", "lo", "inv_h", "table", "quad",
                                          "s_val"])
 LineUtility.__doc__ = """The validation utility along the line, as the kernel reads it.
 
-``kind`` is HERMITE or HERMITE_MULTINOMIAL (``table[i]``: the six
+``kind`` is HERMITE, HERMITE_MULTINOMIAL or HERMITE_TWEEDIE (``table[i]``: the six
 coefficients in ``t`` of the quintic on ``z_i + t / inv_h``, ``0 <= t < 1``,
 ``z_i = lo + i / inv_h``, see :func:`_coefficients`; ``s_val`` the validation rows per unit
 ``z`` for exact values past the table: ``(n_val, 1)`` signed margins, or
-``(n_val, K + 1)``, the K class margins and the true class's), QUADRATIC
+``(n_val, K + 1)``, the K class margins and the true class's, or ``(n_val,
+3)``: the margins, targets and the power ``p``), QUADRATIC
 (``quad = (q2, q1, q0)``) or PIECEWISE (``s_val[:, 0]``: the sorted kinks;
 ``table[j] = (c0, c1, c2)``: ``U = c0 + c1 z + c2 z^2`` for ``z`` past
 ``j`` kinks)."""
@@ -231,10 +241,59 @@ def _tabulate_multinomial(rows, lo, h, table, scratch):
         table[i, 2] = h * h * second / n_val
 
 
+@njit(**K._scalar)
+def _tweedie(m, t, p):
+    """``(f, f', f'')`` of the half Tweedie deviance in the margin ``m``, as
+    :func:`skdpval._kernels.output_loss` computes ``f``."""
+    if p == 1.0:
+        e = np.exp(m)
+        return e - t * m, e - t, e
+    if p == 2.0:
+        e = t * np.exp(-m)
+        return m + e, 1.0 - e, e
+    a, b = np.exp((2.0 - p) * m), t * np.exp((1.0 - p) * m)
+    return a / (2.0 - p) - b / (1.0 - p), a - b, (2.0 - p) * a - (1.0 - p) * b
+
+
+@njit(**_jit)
+def _tabulate_tweedie(rows, lo, h, table, scratch):
+    """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the half
+    Tweedie deviance; ``rows``: margins per unit ``z``, targets, power."""
+    n_val = rows.shape[0]
+    p = rows[0, 2]
+    for i in range(table.shape[0]):
+        z = lo + i * h
+        value, first, second = 0.0, 0.0, 0.0
+        for v in range(n_val):
+            c = rows[v, 0]
+            f, f1, f2 = _tweedie(z * c, rows[v, 1], p)
+            value -= f
+            first -= c * f1
+            second -= c * c * f2
+        table[i, 0] = value / n_val
+        table[i, 1] = h * first / n_val
+        table[i, 2] = h * h * second / n_val
+
+
+def _tweedie_sixth(c, t, p, z_range):
+    """A bound on ``|U^(6)|`` over ``z_range`` (inf where it overflows)."""
+    ends = np.multiply.outer(c, np.asarray(z_range, dtype=np.float64))
+    with np.errstate(over="ignore"):
+        first = abs(2.0 - p) ** 5 * np.exp(np.max((2.0 - p) * ends, axis=1))
+        second = np.abs(t) * abs(1.0 - p) ** 5 * np.exp(np.max((1.0 - p) * ends, axis=1))
+        return float(np.mean(c**6 * (first + second)))
+
+
+def _step(sixth):
+    """The step ``h`` of a quintic Hermite table within LINE_TOLERANCE, given
+    a bound ``sixth`` on ``|U^(6)|``."""
+    return (46080.0 * LINE_TOLERANCE / max(sixth, 1e-300)) ** (1.0 / 6.0)
+
+
 def _hermite_table(kind, rows, tabulate, sixth, z_range, max_intervals):
     """The :data:`LineUtility` of a quintic Hermite table of step ``h`` from the
     bound ``sixth`` on ``|U^(6)|``, over ``z_range`` (at most ``max_intervals``)."""
-    h = (46080.0 * LINE_TOLERANCE / max(sixth, 1e-300)) ** (1.0 / 6.0)
+    h = _step(sixth)
     lo, hi = z_range
     intervals = int(min(max(np.ceil((hi - lo) / h), 1), max_intervals))
     lo = 0.5 * (lo + hi) - 0.5 * intervals * h
@@ -304,6 +363,19 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
         return _hermite_table(HERMITE, s, _tabulate_logistic,
                               _SIGMA5_BOUND * float(np.mean(s**6)), z_range,
                               max_intervals)
+    if loss == K.TWEEDIE and utility == K.NEG_LOSS:
+        # The table may reach a step past z_range's ends: bound U^(6) there too.
+        lo, hi = z_range
+        reach = _step(_tweedie_sixth(c_val, t_val, float(loss_param), z_range))
+        sixth = _tweedie_sixth(c_val, t_val, float(loss_param), (lo - reach, hi + reach))
+        # Exponentials grow: where the range needs more steps than a table
+        # holds, the walk reads the rows (a partial table would cost its
+        # build and serve few steps).
+        if not (np.isfinite(sixth) and _step(sixth) * max_intervals >= hi - lo):
+            return None
+        rows = _f64(np.column_stack([c_val, t_val, np.full(n_val, float(loss_param))]))
+        return _hermite_table(HERMITE_TWEEDIE, rows, _tabulate_tweedie, sixth, z_range,
+                              max_intervals)
     if utility == K.NEG_LOSS:
         return _piecewise(c_val, t_val, loss, loss_param)
     return None
@@ -317,6 +389,10 @@ def _exact(kind, rows, z):
     if kind == HERMITE:
         for v in range(n_val):
             total += K.softplus(-rows[v, 0] * z)
+        return -total / n_val
+    if kind == HERMITE_TWEEDIE:
+        for v in range(n_val):
+            total += K.output_loss(K.TWEEDIE, z * rows[v, 0], rows[v, 1], rows[v, 2])
         return -total / n_val
     n_classes = rows.shape[1] - 1
     for v in range(n_val):

@@ -6,7 +6,7 @@ from numpy.testing import assert_allclose
 from sklearn.base import is_regressor
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 from sklearn.linear_model import (HuberRegressor, LogisticRegression, PoissonRegressor,
-                                  Ridge, SGDClassifier, SGDRegressor)
+                                  Ridge, SGDClassifier, SGDRegressor, TweedieRegressor)
 
 from skdpval import DPDataValuator, _kernels as K, _line, _subspace
 
@@ -28,6 +28,34 @@ def test_logistic_table_is_within_its_bound_everywhere():
     # the interpolant is not the exact function: the table does the work
     far = _line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, 40.0)
     assert far == pytest.approx(-np.mean(_softplus(-40.0 * t * c)), rel=1e-13)
+
+
+@pytest.mark.parametrize("power", [1.0, 1.5, 2.0])
+def test_tweedie_table_is_within_its_bound(power):
+    """The half Tweedie deviance (log link) against a long-double reference,
+    inside the table (within LINE_TOLERANCE plus rounding) and past it."""
+    rng = np.random.default_rng(0)
+    c, t = rng.normal(0.0, 0.5, 80), rng.gamma(2.0, 1.0, 80)
+    line = _line.line_utility(c, t, K.TWEEDIE, K.NEG_LOSS, 1.0, (-2.0, 3.0),
+                              loss_param=power)
+    assert line.kind == _line.HERMITE_TWEEDIE and line.table.shape[0] > 10
+    z = np.concatenate([np.linspace(-2.0, 3.0, 4001), [-9.0, 7.0]])
+    m = np.multiply.outer(z.astype(np.longdouble), c.astype(np.longdouble))
+    target = t.astype(np.longdouble)
+    if power == 1.0:
+        f = np.exp(m) - target * m
+    elif power == 2.0:
+        f = m + target * np.exp(-m)
+    else:
+        f = (np.exp((2 - power) * m) / (2 - power)
+             - target * np.exp((1 - power) * m) / (1 - power))
+    exact = -np.mean(f, axis=1).astype(np.float64)
+    tabulated = np.array([_line.line_value(line.kind, line.lo, line.inv_h, line.table,
+                                           line.quad, line.s_val, v) for v in z])
+    u = 2.0**-53
+    bound = _line.LINE_TOLERANCE + 8 * u * (np.abs(exact) + (np.abs(z - line.lo) + np.abs(z))
+                                            * np.mean(np.abs(c) * (np.exp(np.abs(c) * 9) + t)))
+    assert np.all(np.abs(tabulated - exact) <= bound)
 
 
 @pytest.mark.parametrize("z_range", [(-3.0, 5.0), (-50.0, 50.0), (-5000.0, 5000.0)])
@@ -89,8 +117,10 @@ def test_multinomial_table_is_within_its_bound_everywhere():
 
 def test_other_losses_and_utilities_have_no_table():
     c, t = np.ones(4), np.ones(4)
-    assert _line.line_utility(c, t, K.TWEEDIE, K.NEG_LOSS, 1.0, (-1, 1), loss_param=1.5) is None
     assert _line.line_utility(c, t, K.LOGISTIC, K.ACCURACY, 1.0, (-1, 1)) is None
+    # a Tweedie table whose derivative bound overflows over the range
+    assert _line.line_utility(c, t, K.TWEEDIE, K.NEG_LOSS, 1.0, (-1e3, 1e3),
+                              loss_param=1.5) is None
     # a log link's prediction exp(m) makes neg_mse no quadratic
     assert _line.line_utility(c, t, K.TWEEDIE, K.NEG_MSE, 1.0, (-1, 1), loss_param=1.5) is None
 
@@ -146,11 +176,13 @@ def _data(kind):
         X, y = load_breast_cancer(return_X_y=True)
         return SGDClassifier(loss="hinge"), X[:120], y[:120], X[400:480], y[400:480]
     X, y = load_diabetes(return_X_y=True)
-    model = HuberRegressor() if kind == "huber" else Ridge()
+    model = {"huber": HuberRegressor(), "poisson": PoissonRegressor(),
+             "tweedie": TweedieRegressor(power=1.5)}.get(kind, Ridge())
     return model, X[:120], y[:120], X[300:380], y[300:380]
 
 
-@pytest.mark.parametrize("kind", ["logistic", "squared", "multinomial", "hinge", "huber"])
+@pytest.mark.parametrize("kind", ["logistic", "squared", "multinomial", "hinge", "huber",
+                                  "poisson", "tweedie"])
 @pytest.mark.parametrize("settings", [
     dict(epsilon=3.0), dict(noise="none"), dict(noise="iid", epsilon=1.0),
     dict(noise="none", learning_rate=5.0)])  # far past the table: exact fallback
@@ -161,7 +193,10 @@ def test_line_walk_equals_the_exact_walk(kind, settings, monkeypatch):
     monkeypatch.setattr(_subspace._line, "line_utility", lambda *a, **k: None)
     exact = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val)
     # the documented bound: 2 * LINE_TOLERANCE * max |weight|, plus rounding
-    bound = 2 * _line.LINE_TOLERANCE + 1e-15 * np.max(np.abs(exact.final_utilities_))
+    # (of the utilities, and of values that a diverged walk, learning_rate=5
+    # on a log link, takes to 1e151)
+    bound = (2 * _line.LINE_TOLERANCE + 1e-15 * np.max(np.abs(exact.final_utilities_))
+             + 1e-13 * np.max(np.abs(exact.values_)))
     assert np.any(exact.values_ != 0)
     assert_allclose(fast.values_, exact.values_, rtol=0, atol=bound)
     assert_allclose(fast.final_utilities_, exact.final_utilities_, rtol=1e-12)
@@ -174,15 +209,16 @@ def test_the_table_is_used_only_where_it_applies(monkeypatch):
     monkeypatch.setattr(_subspace, "_run_line_walk",
                         lambda *a: calls.append(1) or run(*a))
     kw = dict(n_permutations=3, noise="none", random_state=0)
-    for model, subspace, expect in [(Ridge(), "public", True),
-                                    (LogisticRegression(), "public", True),
-                                    (SGDRegressor(loss="huber"), "public", True),
-                                    (PoissonRegressor(), "public", False),
-                                    (Ridge(), None, False)]:
+    for model, subspace, expect, utility in [
+            (Ridge(), "public", True, "neg_loss"),
+            (LogisticRegression(), "public", True, "neg_loss"),
+            (SGDRegressor(loss="huber"), "public", True, "neg_loss"),
+            (LogisticRegression(), "public", False, "accuracy"),
+            (Ridge(), None, False, "neg_loss")]:
         calls.clear()
         target = y if is_regressor(model) else (y > 140)
         target_val = y_val if is_regressor(model) else (y_val > 140)
-        val = DPDataValuator(model, subspace=subspace, **kw)
+        val = DPDataValuator(model, subspace=subspace, utility=utility, **kw)
         val.fit(X, target, X_val=X_val, y_val=target_val)
         assert bool(calls) == expect, (model, subspace)
 
