@@ -160,37 +160,42 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
     divisions), and the walks' chains overlap in the processor.
     """
     n_walks, m = z.shape
-    # One direction, one output, one row a party (``one_row``: offsets 0, 1,
-    # .., n), no L1 term: _party_gradient's operations in scalars (its loops,
-    # run once each, cost a third of a step of the walk along a line).
-    scalar = (m == 1 and F.shape[2] == 1 and l1 == 0.0 and not record_level
-              and one_row)
-    for g in range(n_walks):
-        j = parties[g]
-        if scalar:
-            zg = z[g, 0]
-            c = F[j, 0, 0]
-            margin_buf[0] = zg * c
-            sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
-            gradient = row_weights[j] * (dloss_buf[0] * c)
-            if l2 != 0.0:
-                gradient += l2 * (penalty[0, 0] * zg)
-            update[g, 0] = gradient
-        elif record_level:
+    # ``record_level`` is None at sample level: numba then compiles this
+    # without the record-level path (see :func:`level_flag`).
+    if record_level is not None:
+        for g in range(n_walks):
+            j = parties[g]
             _party_clipped_sum(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
                                loss, loss_param, l2, penalty, l1, penalised_basis,
                                clip_norm, margin_buf, dloss_buf, record, update[g])
-        else:
-            _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
-                            loss, loss_param, l2, penalty, l1, penalised_basis,
-                            margin_buf, dloss_buf, update[g])
-    if not record_level:
+    else:
+        # One direction, one output, one row a party (``one_row``: offsets 0,
+        # 1, .., n), no L1 term: _party_gradient's operations in scalars (its
+        # loops, run once each, cost a third of a step of the walk along a
+        # line).
+        scalar = m == 1 and F.shape[2] == 1 and l1 == 0.0 and one_row
+        for g in range(n_walks):
+            j = parties[g]
+            if scalar:
+                zg = z[g, 0]
+                c = F[j, 0, 0]
+                margin_buf[0] = zg * c
+                sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
+                gradient = row_weights[j] * (dloss_buf[0] * c)
+                if l2 != 0.0:
+                    gradient += l2 * (penalty[0, 0] * zg)
+                update[g, 0] = gradient
+            else:
+                _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
+                                loss, loss_param, l2, penalty, l1, penalised_basis,
+                                margin_buf, dloss_buf, update[g])
         for g in range(n_walks):
             clip_l2(update[g:g + 1], clip_norm)
     for g in range(n_walks):
         b, j = b0 + g, parties[g]
         release_tail(update[g], noise, b, j, has_noise, grid, grid_bound,
-                     record_level, offsets[j + 1] - offsets[j], use_rolling,
+                     record_level is not None, offsets[j + 1] - offsets[j],
+                     use_rolling,
                      x_tt[b] if use_rolling else 1.0, rolling_mean)
 
 
@@ -414,6 +419,17 @@ def penalty_matrix(basis, n_outputs, n_penalized):
     return _f64(penalised @ penalised.T)
 
 
+def level_flag(record_level):
+    """The walks' ``record_level`` argument: True, or None at sample level.
+
+    numba compiles a kernel once per argument type and drops the branches a
+    None argument rules out (as :func:`skdpval._kernels.kernel_codes`): a
+    sample-level walk compiles without the record-level releases (0.5 s of
+    a default first fit's compilation).
+    """
+    return True if record_level else None
+
+
 def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
               loss_param, l2, penalty, clip_norm, learning_rate,
               total_sum_squares, permutations, weights, starts=None, noise=None,
@@ -445,7 +461,7 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
             np.ascontiguousarray(permutations, np.int64), noise,
             np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-            weights, bool(record_level), marginals, end_utility, ends,
+            weights, level_flag(record_level), marginals, end_utility, ends,
             np.empty((1, m)), np.empty(m), np.empty(n_outputs),
             np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
             validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
@@ -469,7 +485,7 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                np.ones(n_walks) if x_tt is None else _f64(x_tt),
                rolling_mean is not None,
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-               p.weights, p.record_level, marginals, end_utility,
+               p.weights, level_flag(p.record_level), marginals, end_utility,
                np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
                np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
                float(grid[1]))
