@@ -69,7 +69,7 @@ PREFETCH_STEPS = 1
 PREFETCH_MIN_PARTIES = 2**15
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def _party_gradient(z, F, T, row_weights, start, stop, loss, loss_param, l2,
                     penalty, l1, penalised_basis, margin_buf, dloss_buf, out):
     """Gradient in ``z`` of the weighted mean loss of rows ``start:stop`` plus
@@ -176,10 +176,9 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
         # 1, .., n), no L1 term: _party_gradient's operations in scalars (its
         # loops, run once each, cost a third of a step of the walk along a
         # line).
-        scalar = m == 1 and F.shape[2] == 1 and l1 == 0.0 and one_row
-        for g in range(n_walks):
-            j = parties[g]
-            if scalar:
+        if m == 1 and F.shape[2] == 1 and l1 == 0.0 and one_row:
+            for g in range(n_walks):
+                j = parties[g]
                 zg = z[g, 0]
                 c = F[j, 0, 0]
                 margin_buf[0] = zg * c
@@ -188,7 +187,9 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
                 if l2 != 0.0:
                     gradient += l2 * (penalty[0, 0] * zg)
                 update[g, 0] = gradient
-            else:
+        else:
+            for g in range(n_walks):
+                j = parties[g]
                 _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
                                 loss, loss_param, l2, penalty, l1, penalised_basis,
                                 margin_buf, dloss_buf, update[g])
