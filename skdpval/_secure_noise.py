@@ -234,44 +234,42 @@ def rounded_gaussian_table(sigma):
     return RoundedGaussianTable(sigma)
 
 
-@njit(**_jit)
-def _rounded_gaussian_fill(key, nonce, cdf, guide, shift, out):
-    """Fill the flat ``out`` with rounded Gaussian integers (as doubles) from
-    stream ``nonce``: 2 words (63 bits and a sign) a draw, 8 draws a block."""
-    block = np.empty(16, np.uint64)
-    low63 = np.uint64(0x7FFFFFFFFFFFFFFF)
-    top = np.uint64(63)
-    s = np.uint64(shift)
-    n = out.shape[0]
-    for b in range((n + 7) // 8):
-        chacha20_block(key, b, nonce, block)
-        for i in range(min(8, n - 8 * b)):
-            word = (block[2 * i] << np.uint64(32)) | block[2 * i + 1]
-            u = word & low63
-            k = guide[u >> s]
-            while cdf[k] <= u:
-                k += 1
-            out[8 * b + i] = -float(k) if (word >> top) != 0 else float(k)
-
-
 def rounded_gaussian(key, nonce, sigma, out):
-    """Fill ``out`` (float64, any shape, C-contiguous) with ``round(N(0, sigma^2))``."""
+    """Fill ``out`` (float64, any shape, C-contiguous) with ``round(N(0, sigma^2))``
+    from stream ``nonce`` (:func:`stream_nonce`)."""
     table = rounded_gaussian_table(float(sigma))
-    _rounded_gaussian_fill(key, nonce, table.cdf, table.guide, table.shift,
-                           out.reshape(-1))
+    t = int(nonce[1]) | int(nonce[2]) << 32
+    walk_noise(key, int(nonce[0]), t, t + 1, table.cdf, table.guide, table.shift,
+               out.reshape(1, -1))
     return out
 
 
 @njit(**_jit)
 def walk_noise(key, kind, lo, hi, cdf, guide, shift, out):
-    """``out[i]`` (flat per permutation) from stream ``(kind, lo + i)``."""
+    """``out[i]`` (flat per permutation) from stream ``(kind, lo + i)``:
+    rounded Gaussian integers (as doubles), 2 words (63 bits and a sign) a
+    draw, 8 draws a block."""
     nonce = np.empty(3, np.uint64)
     nonce[0] = kind
+    block = np.empty(16, np.uint64)
+    low63 = np.uint64(0x7FFFFFFFFFFFFFFF)
+    top = np.uint64(63)
+    s = np.uint64(shift)
     for i in range(hi - lo):
         t = lo + i
         nonce[1] = np.uint64(t) & _M32
         nonce[2] = np.uint64(t) >> np.uint64(32)
-        _rounded_gaussian_fill(key, nonce, cdf, guide, shift, out[i])
+        row = out[i]
+        n = row.shape[0]
+        for b in range((n + 7) // 8):
+            chacha20_block(key, b, nonce, block)
+            for d in range(min(8, n - 8 * b)):
+                word = (block[2 * d] << np.uint64(32)) | block[2 * d + 1]
+                u = word & low63
+                k = guide[u >> s]
+                while cdf[k] <= u:
+                    k += 1
+                row[8 * b + d] = -float(k) if (word >> top) != 0 else float(k)
 
 
 # --- the grid ----------------------------------------------------------------------

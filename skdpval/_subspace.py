@@ -33,8 +33,8 @@ before clipping (they depend on ``z`` alone, public within the walk), and
 ``row_weights`` (ones when unweighted) multiply each row's loss.
 
 A permutation's walk starts from ``z = 0`` (``theta = 0``); the other
-starting points (``starts``) serve the utilities and gradients a fit needs
-around the walk.
+starting points (``starts``) serve the gradients a fit needs around the walk
+(:func:`_gradient_steps`).
 """
 
 from collections import namedtuple
@@ -69,7 +69,7 @@ PREFETCH_STEPS = 1
 PREFETCH_MIN_PARTIES = 2**15
 
 
-@njit(**_jit)
+@njit(**_scalar)
 def _party_gradient(z, F, T, row_weights, start, stop, loss, loss_param, l2,
                     penalty, l1, penalised_basis, margin_buf, dloss_buf, out):
     """Gradient in ``z`` of the weighted mean loss of rows ``start:stop`` plus
@@ -139,7 +139,10 @@ def _one_row_a_party(offsets):
     return True
 
 
-@njit(**_scalar)
+# Inlined by numba itself, not LLVM (``_scalar``): its two walks' callers then
+# compile it in place, with no copy of its own optimised and emitted (0.2-0.3
+# s of a first fit's compilation).
+@njit(inline="always", **_jit)
 def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
               penalty, l1, penalised_basis, clip_norm, record_level, noise, b0,
               parties, has_noise, use_rolling, x_tt, rolling_mean, margin_buf,
@@ -160,40 +163,47 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
     divisions), and the walks' chains overlap in the processor.
     """
     n_walks, m = z.shape
-    # One direction, one output, one row a party (``one_row``: offsets 0, 1,
-    # .., n): _party_gradient's operations in scalars, in its order (its
-    # loops, run once each, cost a third of a step of the walk along a line).
-    scalar = m == 1 and F.shape[2] == 1 and not record_level and one_row
-    for g in range(n_walks):
-        j = parties[g]
-        if scalar:
-            zg = z[g, 0]
-            c = F[j, 0, 0]
-            margin_buf[0] = zg * c
-            sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
-            gradient = row_weights[j] * (dloss_buf[0] * c)
-            if l2 != 0.0:
-                gradient += l2 * (penalty[0, 0] * zg)
-            if l1 != 0.0:
-                for p in range(penalised_basis.shape[1]):
-                    gradient += (l1 * np.sign(zg * penalised_basis[0, p])
-                                 * penalised_basis[0, p])
-            update[g, 0] = gradient
-        elif record_level:
+    # ``record_level`` is None at sample level: numba then compiles this
+    # without the record-level path (see :func:`level_flag`).
+    if record_level is not None:
+        for g in range(n_walks):
+            j = parties[g]
             _party_clipped_sum(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
                                loss, loss_param, l2, penalty, l1, penalised_basis,
                                clip_norm, margin_buf, dloss_buf, record, update[g])
+    else:
+        # One direction, one output, one row a party (``one_row``: offsets 0,
+        # 1, .., n): _party_gradient's operations in scalars, in its order
+        # (its loops, run once each, cost a third of a step of the walk along
+        # a line).
+        if m == 1 and F.shape[2] == 1 and one_row:
+            for g in range(n_walks):
+                j = parties[g]
+                zg = z[g, 0]
+                c = F[j, 0, 0]
+                margin_buf[0] = zg * c
+                sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
+                gradient = row_weights[j] * (dloss_buf[0] * c)
+                if l2 != 0.0:
+                    gradient += l2 * (penalty[0, 0] * zg)
+                if l1 != 0.0:
+                    for p in range(penalised_basis.shape[1]):
+                        gradient += (l1 * np.sign(zg * penalised_basis[0, p])
+                                     * penalised_basis[0, p])
+                update[g, 0] = gradient
         else:
-            _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
-                            loss, loss_param, l2, penalty, l1, penalised_basis,
-                            margin_buf, dloss_buf, update[g])
-    if not record_level:
+            for g in range(n_walks):
+                j = parties[g]
+                _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
+                                loss, loss_param, l2, penalty, l1, penalised_basis,
+                                margin_buf, dloss_buf, update[g])
         for g in range(n_walks):
             clip_l2(update[g:g + 1], clip_norm)
     for g in range(n_walks):
         b, j = b0 + g, parties[g]
         release_tail(update[g], noise, b, j, has_noise, grid, grid_bound,
-                     record_level, offsets[j + 1] - offsets[j], use_rolling,
+                     record_level is not None, offsets[j + 1] - offsets[j],
+                     use_rolling,
                      x_tt[b] if use_rolling else 1.0, rolling_mean)
 
 
@@ -233,6 +243,57 @@ def walk_start(ends, starts, b):
         ends[b, i] = starts[row, i]
 
 
+@njit(**_scalar)
+def margins_at(z, F_val, margins):
+    """``margins[k, v]`` <- the margin of output ``k`` of validation row ``v`` at ``z``."""
+    m, n_outputs, n_rows = F_val.shape
+    for k in range(n_outputs):
+        for v in range(n_rows):
+            margins[k, v] = 0.0
+        for i in range(m):
+            column = F_val[i, k]
+            for v in range(n_rows):
+                margins[k, v] += z[i] * column[v]
+
+
+@njit(**_jit)
+def _utilities(starts, F_val, T_val_t, labels_val, loss, utility, loss_param,
+               total_sum_squares, margins, scratch, out):
+    """``out[b]`` <- the validation utility at ``z = starts[b]``: what a walk
+    of no steps scores, without compiling the walk (a default fit's set-up
+    needs only this, :func:`_gradient_steps` and the line walk)."""
+    for b in range(starts.shape[0]):
+        margins_at(starts[b], F_val, margins)
+        out[b] = utility_of_margins(utility, loss, margins, T_val_t, labels_val,
+                                    loss_param, total_sum_squares, scratch)
+
+
+@njit(**_jit)
+def _gradient_steps(F, T, row_weights, offsets, loss, loss_param, l2, penalty,
+                    l1, penalised_basis, clip_norm, learning_rate, starts,
+                    permutations, ends, update, margin_buf, dloss_buf):
+    """A noiseless walk with no utility: walk ``b`` starts from
+    ``starts[b % len(starts)]`` and steps by ``learning_rate`` times each
+    party's gradient in ``z`` (:func:`_party_gradient`) clipped to
+    ``clip_norm``, through ``permutations[b]``; it ends in ``ends[b]``. The
+    steps of :func:`_walk` without its noise and utility: an SGD pass, or
+    with ``clip_norm = inf`` and rate 1 one party's gradient."""
+    m = ends.shape[1]
+    update_2d = update.reshape((1, m))  # a view, for clip_l2
+    for b in range(permutations.shape[0]):
+        walk_start(ends, starts, b)
+        z = ends[b]
+        for position in range(permutations.shape[1]):
+            j = permutations[b, position]
+            _party_gradient(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
+                            loss_param, l2, penalty, l1, penalised_basis,
+                            margin_buf, dloss_buf, update)
+            clip_l2(update_2d, clip_norm)
+            for i in range(m):
+                step = learning_rate * update[i]
+                z[i] -= step
+
+
 @njit(**_jit)
 def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
           loss_param, l2, penalty, l1, penalised_basis, clip_norm, learning_rate,
@@ -251,13 +312,7 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
     for b in range(n_walks):
         walk_start(ends, starts, b)
         z = ends[b]
-        for k in range(n_outputs):
-            for v in range(n_rows):
-                margins[k, v] = 0.0
-            for i in range(m):
-                column = F_val[i, k]
-                for v in range(n_rows):
-                    margins[k, v] += z[i] * column[v]
+        margins_at(z, F_val, margins)
         previous = utility_of_margins(utility, loss, margins, T_val_t,
                                       labels_val, loss_param,
                                       total_sum_squares, scratch)
@@ -372,28 +427,29 @@ def penalty_matrix(basis, n_outputs, n_penalized):
     return _f64(penalised @ penalised.T)
 
 
-def _run_walk(*args, **kwargs):
+def level_flag(record_level):
+    """The walks' ``record_level`` argument: True, or None at sample level.
+
+    numba compiles a kernel once per argument type and drops the branches a
+    None argument rules out (as :func:`skdpval._kernels.kernel_codes`): a
+    sample-level walk compiles without the record-level releases (0.5 s of
+    a default first fit's compilation).
+    """
+    return True if record_level else None
+
+
+def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
+              loss_param, l2, penalty, clip_norm, learning_rate,
+              total_sum_squares, permutations, weights, starts=None, noise=None,
+              x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
+              l1_basis=None, row_weights=None, grid=NO_GRID):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
-    Everything a fit in a subspace computes goes through here (or
-    :func:`_walk_call`), so that it compiles one kernel: the walk, the
-    noiseless SGD pass of the learning-rate search (no validation rows),
-    utilities (walks of no steps) and gradients (one unclipped step of rate 1).
+    The fit's set-up (utilities, gradients, the learning-rate search's SGD
+    pass) runs :func:`_utilities` and :func:`_gradient_steps` instead: a
+    default fit walks along a line (:func:`_line_walk`) and then never
+    compiles this walk (3.7 s of its first fit's 7.5 s of compilation).
     """
-    call, out = _walk_call(*args, **kwargs)
-    _walk(*call)
-    return out
-
-
-def _walk_call(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
-               loss_param, l2, penalty, clip_norm, learning_rate,
-               total_sum_squares, permutations, weights, starts=None, noise=None,
-               x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
-               l1_basis=None, row_weights=None, grid=NO_GRID):
-    """The arguments of :func:`_walk` (buffers allocated) and its outputs
-    ``(marginals, end_utility, ends)``: for a caller that repeats a walk
-    with other ``starts`` written in place (a float64 C-contiguous array is
-    passed as it is)."""
     n_walks = permutations.shape[0]
     m, n_outputs = F_val.shape[:2]
     use_rolling = rolling_mean is not None
@@ -413,11 +469,12 @@ def _walk_call(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
             np.ascontiguousarray(permutations, np.int64), noise,
             np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-            weights, bool(record_level), marginals, end_utility, ends,
+            weights, level_flag(record_level), marginals, end_utility, ends,
             np.empty((1, m)), np.empty(m), np.empty(n_outputs),
             np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
             validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
-    return call, (marginals, end_utility, ends)
+    _walk(*call)
+    return marginals, end_utility, ends
 
 
 def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
@@ -436,7 +493,7 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                np.ones(n_walks) if x_tt is None else _f64(x_tt),
                rolling_mean is not None,
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-               p.weights, p.record_level, marginals, end_utility,
+               p.weights, level_flag(p.record_level), marginals, end_utility,
                np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
                np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
                float(grid[1]))
@@ -540,6 +597,36 @@ def _no_validation(m, n_outputs):
             np.empty(0, dtype=np.int64))
 
 
+def _gradient_steps_call(F, T, offsets, *, loss, loss_param, l2, penalty,
+                         clip_norm, learning_rate, starts, permutations, l1,
+                         l1_basis, row_weights):
+    """The arguments of :func:`_gradient_steps` (buffers allocated) and its
+    output ``ends``: for a caller that repeats it with other ``starts``
+    written in place (a float64 C-contiguous array is passed as it is)."""
+    m, n_outputs = starts.shape[1], T.shape[1]
+    ends = np.empty((permutations.shape[0], m))
+    call = (F, T, unit_weights(len(F)) if row_weights is None else _f64(row_weights),
+            np.ascontiguousarray(offsets, np.int64),
+            kernel_codes(loss, 0, n_outputs)[0], float(loss_param), float(l2),
+            penalty, float(l1), _f64(l1_basis), float(clip_norm),
+            float(learning_rate), _f64(starts),
+            np.ascontiguousarray(permutations, np.int64), ends, np.empty(m),
+            np.empty(n_outputs), np.empty(n_outputs))
+    return call, ends
+
+
+def _utilities_call(starts, F_val, T_val_t, labels_val, *, loss, utility,
+                    loss_param, total_sum_squares):
+    """The arguments of :func:`_utilities` (buffers allocated) and its output."""
+    n_outputs = F_val.shape[1]
+    out = np.empty(len(starts))
+    call = (_f64(starts), F_val, T_val_t, np.ascontiguousarray(labels_val, np.int64),
+            *kernel_codes(loss, utility, n_outputs), float(loss_param),
+            float(total_sum_squares), np.empty((n_outputs, F_val.shape[2])),
+            validation_scratch(len(labels_val)), out)
+    return call, out
+
+
 def sgd_pass(basis, X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
              learning_rate, order, l1=0.0, row_weights=None):
     """``theta = B^T z`` after one clipped SGD pass in ``z`` over the rows ``order``.
@@ -548,36 +635,29 @@ def sgd_pass(basis, X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
     each, repeats allowed) with no validation rows.
     """
     n_outputs, m = T.shape[1], basis.shape[0]
-    _, _, ends = _run_walk(
-        project_rows(basis, X, n_outputs), _f64(T),
-        np.arange(X.shape[0] + 1, dtype=np.int64), *_no_validation(m, n_outputs),
-        loss=int(loss), utility=0, loss_param=float(loss_param),
-        l2=float(l2), penalty=penalty_matrix(basis, n_outputs, n_penalized),
-        clip_norm=float(clip_norm), learning_rate=float(learning_rate),
-        total_sum_squares=1.0,
-        permutations=np.ascontiguousarray(order, np.int64)[None],
-        weights=np.zeros(len(order)), l1=l1,
+    call, ends = _gradient_steps_call(
+        project_rows(basis, X, n_outputs), _f64(T), np.arange(X.shape[0] + 1),
+        loss=loss, loss_param=loss_param, l2=l2,
+        penalty=penalty_matrix(basis, n_outputs, n_penalized), clip_norm=clip_norm,
+        learning_rate=learning_rate, starts=np.zeros((1, m)),
+        permutations=np.asarray(order)[None], l1=l1,
         l1_basis=penalised_basis(basis, n_outputs, n_penalized),
         row_weights=row_weights)
+    _gradient_steps(*call)
     return (ends[0] @ basis).reshape(n_outputs, -1)
 
 
 def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
                         utility, loss_param, total_sum_squares):
-    """Utility of each ``thetas[i]`` (in the subspace) on the validation rows.
-
-    Each is a walk of no steps from ``z = B theta``.
-    """
-    n_outputs, m = T_val.shape[1], basis.shape[0]
+    """Utility of each ``thetas[i]`` (in the subspace) on the validation rows,
+    at ``z = B theta``."""
+    n_outputs = T_val.shape[1]
     starts = np.reshape(thetas, (len(thetas), -1)) @ basis.T
-    _, utilities, _ = _run_walk(
-        np.zeros((0, m, n_outputs)), np.zeros((0, n_outputs)), np.zeros(1, np.int64),
-        _validation_layout(project_rows(basis, X_val, n_outputs)), pad_columns(T_val),
-        np.ascontiguousarray(labels_val, np.int64), loss=int(loss),
-        utility=int(utility), loss_param=float(loss_param), l2=0.0,
-        penalty=np.zeros((m, m)), clip_norm=1.0, learning_rate=0.0,
-        total_sum_squares=float(total_sum_squares), starts=starts,
-        permutations=np.zeros((len(starts), 0), np.int64), weights=np.zeros(0))
+    call, utilities = _utilities_call(
+        starts, _validation_layout(project_rows(basis, X_val, n_outputs)),
+        pad_columns(T_val), labels_val, loss=loss, utility=utility,
+        loss_param=loss_param, total_sum_squares=total_sum_squares)
+    _utilities(*call)
     return utilities
 
 
@@ -589,19 +669,17 @@ def party_gradients(basis, theta, X, T, offsets, *, loss, loss_param, l2,
     gradient is ``z`` minus where it ends (exact from ``z = 0``, to the
     rounding of ``z`` elsewhere).
     """
-    n_outputs, m = T.shape[1], basis.shape[0]
+    n_outputs = T.shape[1]
     n_parties = len(offsets) - 1
     z = basis @ np.ravel(theta)
-    _, _, ends = _run_walk(
-        project_rows(basis, X, n_outputs), _f64(T),
-        np.ascontiguousarray(offsets, np.int64), *_no_validation(m, n_outputs),
-        loss=int(loss), utility=0, loss_param=float(loss_param),
-        l2=float(l2), penalty=penalty_matrix(basis, n_outputs, n_penalized),
-        clip_norm=np.inf, learning_rate=1.0, total_sum_squares=1.0,
-        starts=z[None], permutations=np.arange(n_parties)[:, None],
-        weights=np.zeros(1), l1=l1,
-        l1_basis=penalised_basis(basis, n_outputs, n_penalized),
+    call, ends = _gradient_steps_call(
+        project_rows(basis, X, n_outputs), _f64(T), offsets, loss=loss,
+        loss_param=loss_param, l2=l2,
+        penalty=penalty_matrix(basis, n_outputs, n_penalized), clip_norm=np.inf,
+        learning_rate=1.0, starts=z[None], permutations=np.arange(n_parties)[:, None],
+        l1=l1, l1_basis=penalised_basis(basis, n_outputs, n_penalized),
         row_weights=row_weights)
+    _gradient_steps(*call)
     return z - ends
 
 
@@ -610,46 +688,41 @@ def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
     """``f(z) -> (mean weighted loss + penalty, its (sub)gradient in z)`` over all rows of X.
 
     For minimisers (the public direction's fit): the rows are projected
-    once; each call is a walk of no steps (the loss) and a walk of one
-    unclipped step of rate 1 by one party holding every row (the gradient).
+    once; each call is a utility at ``z`` (the loss) and one unclipped step
+    of rate 1 by one party holding every row (the gradient).
     """
     n_outputs, m = T.shape[1], basis.shape[0]
     F = project_rows(basis, X, n_outputs)
-    F_val = _validation_layout(F)
-    T, T_val_t = _f64(T), pad_columns(T)
-    labels = np.zeros(len(X), dtype=np.int64)
+    T = _f64(T)
     unweighted = row_weights is None or np.all(np.asarray(row_weights) == 1.0)
     penalty = penalty_matrix(basis, n_outputs, n_penalized)
     l1_basis = penalised_basis(basis, n_outputs, n_penalized)
     row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
-    settings = dict(loss=int(loss), loss_param=float(loss_param),
-                    penalty=penalty, total_sum_squares=1.0, weights=np.zeros(1),
-                    row_weights=row_weights)
-    # The two walks are set up once; each call writes z into their start
-    # (the set-up cost more than the walks: 20 us a call, 23 calls a fit).
+    # The two kernels' arguments are set up once; each call writes z into
+    # their start (the set-up cost more than the kernels: 20 us a call, 23
+    # calls a fit).
     start = np.zeros((1, m))
-    loss_walk, (_, utility, _) = _walk_call(
-        F, T, np.array([0, len(X)]), F_val, T_val_t, labels, utility=0, l2=0.0,
-        clip_norm=1.0, learning_rate=0.0, starts=start,
-        permutations=np.zeros((1, 0), np.int64), **settings)
-    gradient_walk, (_, _, ends) = _walk_call(
-        F, T, np.array([0, len(X)]), *_no_validation(m, n_outputs), utility=0,
-        l2=float(l2), clip_norm=np.inf, learning_rate=1.0, starts=start,
-        permutations=np.zeros((1, 1), np.int64), l1=float(l1), l1_basis=l1_basis,
-        **settings)
+    loss_call, utility = _utilities_call(
+        start, _validation_layout(F), pad_columns(T), np.zeros(len(X), np.int64),
+        loss=loss, utility=0, loss_param=loss_param, total_sum_squares=1.0)
+    gradient_call, ends = _gradient_steps_call(
+        F, T, np.array([0, len(X)]), loss=loss, loss_param=loss_param, l2=l2,
+        penalty=penalty, clip_norm=np.inf, learning_rate=1.0, starts=start,
+        permutations=np.zeros((1, 1), np.int64), l1=l1, l1_basis=l1_basis,
+        row_weights=row_weights)
 
     def objective(z):
         z = _f64(z)
         start[0] = z
-        # The walk's utility is an unweighted mean: weighted losses are summed
-        # by their own kernel.
+        # The utility is an unweighted mean: weighted losses are summed by
+        # their own kernel.
         if unweighted:
-            _walk(*loss_walk)
+            _utilities(*loss_call)
             mean_loss = -utility[0]
         else:
             margins = _f64(np.einsum("rik,i->rk", F, z))
             mean_loss = weighted_mean_loss(loss, margins, T, row_weights, loss_param)
-        _walk(*gradient_walk)
+        _gradient_steps(*gradient_call)
         return (mean_loss + 0.5 * l2 * z @ penalty @ z
                 + l1 * np.sum(np.abs(z @ l1_basis)), z - ends[0])
 
