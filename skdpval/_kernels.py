@@ -492,17 +492,19 @@ def clip_l2(g, clip_norm):
 
 
 @njit(**_jit)
-def _weighted_mean_loss(loss, margins, T, row_weights, loss_param):
+def losses_and_gradients(loss, margins, T, row_weights, loss_param, dloss_out):
+    """``mean_r w_r loss(margins[r], T[r])``; ``dloss_out[r]`` <- ``w_r / n``
+    times its gradient in the margins (rows first: the parameter-space
+    objective of :func:`skdpval._subspace.mean_loss_and_gradient`)."""
+    n_rows = margins.shape[0]
     total = 0.0
-    for row in range(margins.shape[0]):
+    for row in range(n_rows):
         total += row_weights[row] * sample_loss(loss, margins[row], T[row], loss_param)
-    return total / margins.shape[0]
-
-
-def weighted_mean_loss(loss, margins, T, row_weights, loss_param):
-    """``mean_r row_weights[r] * loss(margins[r], T[r])`` (rows first; off the walk)."""
-    return _weighted_mean_loss(int(loss), _f64(margins), _f64(T), _f64(row_weights),
-                               float(loss_param))
+        sample_dloss(loss, margins[row], T[row], loss_param, dloss_out[row])
+        scale = row_weights[row] / n_rows
+        for k in range(margins.shape[1]):
+            dloss_out[row, k] *= scale
+    return total / n_rows
 
 
 # --- utility on the validation set --------------------------------------------

@@ -48,13 +48,13 @@ from ._kernels import (
     _scalar,
     clip_l2,
     kernel_codes,
+    losses_and_gradients,
     noise_or_empty,
     pad_columns,
     padded_length,
     prefetch,
     sample_dloss,
     unit_weights,
-    weighted_mean_loss,
     utility_of_margins,
     validation_scratch,
 )
@@ -687,43 +687,30 @@ def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
                            l1=0.0, row_weights=None):
     """``f(z) -> (mean weighted loss + penalty, its (sub)gradient in z)`` over all rows of X.
 
-    For minimisers (the public direction's fit): the rows are projected
-    once; each call is a utility at ``z`` (the loss) and one unclipped step
-    of rate 1 by one party holding every row (the gradient).
+    For minimisers (the public direction's fit). ``theta = z @ basis``
+    (``basis`` None: ``z`` is ``theta``), laid out ``(n_outputs,
+    n_columns)``; computed in the parameters, ``O(n_rows n_columns
+    n_outputs)`` a call, and carried to ``z`` by the chain rule (an identity
+    basis of ``n_params`` directions would cost ``n_params`` times more,
+    and ``n_params^2`` memory for its penalty).
     """
-    n_outputs, m = T.shape[1], basis.shape[0]
-    F = project_rows(basis, X, n_outputs)
-    T = _f64(T)
-    unweighted = row_weights is None or np.all(np.asarray(row_weights) == 1.0)
-    penalty = penalty_matrix(basis, n_outputs, n_penalized)
-    l1_basis = penalised_basis(basis, n_outputs, n_penalized)
+    X, T = _f64(X), _f64(T)
+    n_outputs = T.shape[1]
     row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
-    # The two kernels' arguments are set up once; each call writes z into
-    # their start (the set-up cost more than the kernels: 20 us a call, 23
-    # calls a fit).
-    start = np.zeros((1, m))
-    loss_call, utility = _utilities_call(
-        start, _validation_layout(F), pad_columns(T), np.zeros(len(X), np.int64),
-        loss=loss, utility=0, loss_param=loss_param, total_sum_squares=1.0)
-    gradient_call, ends = _gradient_steps_call(
-        F, T, np.array([0, len(X)]), loss=loss, loss_param=loss_param, l2=l2,
-        penalty=penalty, clip_norm=np.inf, learning_rate=1.0, starts=start,
-        permutations=np.zeros((1, 1), np.int64), l1=l1, l1_basis=l1_basis,
-        row_weights=row_weights)
+    penalised = np.zeros((n_outputs, X.shape[1]))
+    penalised[:, :n_penalized] = 1.0
+    margins, dloss = np.empty((len(X), n_outputs)), np.empty((len(X), n_outputs))
 
     def objective(z):
         z = _f64(z)
-        start[0] = z
-        # The utility is an unweighted mean: weighted losses are summed by
-        # their own kernel.
-        if unweighted:
-            _utilities(*loss_call)
-            mean_loss = -utility[0]
-        else:
-            margins = _f64(np.einsum("rik,i->rk", F, z))
-            mean_loss = weighted_mean_loss(loss, margins, T, row_weights, loss_param)
-        _gradient_steps(*gradient_call)
-        return (mean_loss + 0.5 * l2 * z @ penalty @ z
-                + l1 * np.sum(np.abs(z @ l1_basis)), z - ends[0])
+        theta = (z if basis is None else z @ basis).reshape(n_outputs, -1)
+        np.dot(X, theta.T, out=margins)
+        mean_loss = losses_and_gradients(int(loss), margins, T, row_weights,
+                                         float(loss_param), dloss)
+        masked = theta * penalised
+        value = (mean_loss + 0.5 * l2 * np.sum(masked * masked)
+                 + l1 * np.sum(np.abs(masked)))
+        gradient = (dloss.T @ X + l2 * masked + l1 * np.sign(masked)).ravel()
+        return value, gradient if basis is None else basis @ gradient
 
     return objective

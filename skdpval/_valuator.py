@@ -692,7 +692,7 @@ class DPDataValuator(BaseValuator):
         loss = game.loss if game.val_spec.direction_loss is None else (
             game.val_spec.direction_loss)
         objective = _subspace.mean_loss_and_gradient(
-            np.eye(n_params), game.X_val, game.T_val, loss=loss,
+            None, game.X_val, game.T_val, loss=loss,
             loss_param=game.loss_param, l2=game.val_spec.l2_per_sample,
             l1=game.val_spec.l1_per_sample / game.target_std,
             row_weights=game.val_weights, n_penalized=game.n_penalized)

@@ -353,3 +353,24 @@ def test_public_direction_objective_with_l1_and_weights_matches_finite_differenc
         + 0.1 * np.sum(np.abs(theta[:3])) + 0.1 * np.sum(theta[:3] ** 2))
     assert_allclose(value, expected, rtol=1e-12)
     assert check_grad(lambda v: objective(v)[0], lambda v: objective(v)[1], z) < 1e-6
+
+
+def test_public_direction_objective_in_the_parameters_equals_an_identity_basis():
+    """basis=None (the valuator's public direction) computes in the
+    parameters: the same value and gradient as an identity basis, for a
+    multinomial model with weights, L2 and L1, and central differences agree."""
+    from scipy.optimize import check_grad
+    from skdpval import _subspace
+
+    rng = np.random.default_rng(6)
+    X = np.hstack([rng.normal(size=(20, 4)), np.ones((20, 1))])
+    T = np.eye(3)[rng.integers(0, 3, 20)]
+    settings = dict(loss=_kernels.MULTINOMIAL, loss_param=0.0, l2=0.3, n_penalized=4,
+                    l1=0.05, row_weights=rng.uniform(0.5, 2.0, size=20))
+    direct = _subspace.mean_loss_and_gradient(None, X, T, **settings)
+    through = _subspace.mean_loss_and_gradient(np.eye(15), X, T, **settings)
+    z = rng.normal(size=15)
+    (value, gradient), (value_eye, gradient_eye) = direct(z), through(z)
+    assert value == pytest.approx(value_eye, rel=1e-13)
+    assert_allclose(gradient, gradient_eye, rtol=1e-12, atol=1e-15)
+    assert check_grad(lambda v: direct(v)[0], lambda v: direct(v)[1], z) < 1e-6
