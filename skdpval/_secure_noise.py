@@ -326,13 +326,14 @@ def check_noise_std(noise_std, grid, parameters):
     ``parameters`` names what set the std, for the message.
     """
     tiny = np.finfo(np.float64).tiny
-    if not (noise_std >= tiny and grid.gamma >= tiny
-            and np.isfinite(noise_std / grid.gamma)):
+    with np.errstate(over="ignore", under="ignore"):
+        ratio = noise_std / grid.gamma if grid.gamma > 0 else np.inf
+    if not (noise_std >= tiny and grid.gamma >= tiny and tiny <= ratio < np.inf):
         raise ValueError(
             f"The noise std {float(noise_std)!r} (from {parameters}; grid step "
             f"{float(grid.gamma)!r}) is outside the floats the sampler draws on "
-            f"its grid: both must be at least {float(tiny)!r} and their ratio "
-            f"finite. Give a larger noise_multiplier or clip norm.")
+            f"its grid: both, and their ratio, must be finite and at least "
+            f"{float(tiny)!r}. Give a larger noise_multiplier or clip norm.")
     return noise_std
 
 

@@ -362,3 +362,13 @@ def test_layered_draws_at_the_calibrated_scale(monkeypatch):
     # The rounded value's integer sensitivity is 2**8 + 1 grid steps: exactly
     # 0.7-DP at scale 257 / 0.7 (as rationals).
     assert scales == [Fraction(257) / Fraction(0.7)]
+
+
+@pytest.mark.parametrize("std, clip", [(0.0, 1.0), (1e-320, 1.0), (1e-300, 1e100),
+                                       (1.0, 1e-320), (np.inf, 1.0)])
+def test_a_noise_std_the_sampler_cannot_draw_is_refused(std, clip):
+    from skdpval._secure_noise import Grid, check_noise_std
+
+    with pytest.raises(ValueError, match="outside the floats the sampler draws"):
+        check_noise_std(std, Grid(clip, 1), "noise_multiplier * clip_norm")
+    assert check_noise_std(0.5, Grid(1.0, 1), "noise_multiplier * clip_norm") == 0.5
