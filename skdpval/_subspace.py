@@ -597,34 +597,23 @@ def _no_validation(m, n_outputs):
             np.empty(0, dtype=np.int64))
 
 
-def _gradient_steps_call(F, T, offsets, *, loss, loss_param, l2, penalty,
-                         clip_norm, learning_rate, starts, permutations, l1,
-                         l1_basis, row_weights):
-    """The arguments of :func:`_gradient_steps` (buffers allocated) and its
-    output ``ends``: for a caller that repeats it with other ``starts``
-    written in place (a float64 C-contiguous array is passed as it is)."""
-    m, n_outputs = starts.shape[1], T.shape[1]
+def _run_gradient_steps(basis, X, T, offsets, *, loss, loss_param, l2, n_penalized,
+                        clip_norm, learning_rate, starts, permutations, l1,
+                        row_weights):
+    """:func:`_gradient_steps` on the rows of ``X`` projected on ``basis``
+    (buffers allocated); returns where the walks end, ``ends``."""
+    n_outputs, m = T.shape[1], basis.shape[0]
     ends = np.empty((permutations.shape[0], m))
-    call = (F, T, unit_weights(len(F)) if row_weights is None else _f64(row_weights),
-            np.ascontiguousarray(offsets, np.int64),
-            kernel_codes(loss, 0, n_outputs)[0], float(loss_param), float(l2),
-            penalty, float(l1), _f64(l1_basis), float(clip_norm),
-            float(learning_rate), _f64(starts),
-            np.ascontiguousarray(permutations, np.int64), ends, np.empty(m),
-            np.empty(n_outputs), np.empty(n_outputs))
-    return call, ends
-
-
-def _utilities_call(starts, F_val, T_val_t, labels_val, *, loss, utility,
-                    loss_param, total_sum_squares):
-    """The arguments of :func:`_utilities` (buffers allocated) and its output."""
-    n_outputs = F_val.shape[1]
-    out = np.empty(len(starts))
-    call = (_f64(starts), F_val, T_val_t, np.ascontiguousarray(labels_val, np.int64),
-            *kernel_codes(loss, utility, n_outputs), float(loss_param),
-            float(total_sum_squares), np.empty((n_outputs, F_val.shape[2])),
-            validation_scratch(len(labels_val)), out)
-    return call, out
+    _gradient_steps(
+        project_rows(basis, X, n_outputs), _f64(T),
+        unit_weights(len(X)) if row_weights is None else _f64(row_weights),
+        np.ascontiguousarray(offsets, np.int64), kernel_codes(loss, 0, n_outputs)[0],
+        float(loss_param), float(l2), penalty_matrix(basis, n_outputs, n_penalized),
+        float(l1), penalised_basis(basis, n_outputs, n_penalized), float(clip_norm),
+        float(learning_rate), _f64(starts),
+        np.ascontiguousarray(permutations, np.int64), ends, np.empty(m),
+        np.empty(n_outputs), np.empty(n_outputs))
+    return ends
 
 
 def sgd_pass(basis, X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
@@ -634,17 +623,12 @@ def sgd_pass(basis, X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
     A noiseless walk from ``z = 0`` through the parties ``order`` (one row
     each, repeats allowed) with no validation rows.
     """
-    n_outputs, m = T.shape[1], basis.shape[0]
-    call, ends = _gradient_steps_call(
-        project_rows(basis, X, n_outputs), _f64(T), np.arange(X.shape[0] + 1),
-        loss=loss, loss_param=loss_param, l2=l2,
-        penalty=penalty_matrix(basis, n_outputs, n_penalized), clip_norm=clip_norm,
-        learning_rate=learning_rate, starts=np.zeros((1, m)),
-        permutations=np.asarray(order)[None], l1=l1,
-        l1_basis=penalised_basis(basis, n_outputs, n_penalized),
-        row_weights=row_weights)
-    _gradient_steps(*call)
-    return (ends[0] @ basis).reshape(n_outputs, -1)
+    ends = _run_gradient_steps(
+        basis, X, T, np.arange(X.shape[0] + 1), loss=loss, loss_param=loss_param,
+        l2=l2, n_penalized=n_penalized, clip_norm=clip_norm,
+        learning_rate=learning_rate, starts=np.zeros((1, basis.shape[0])),
+        permutations=np.asarray(order)[None], l1=l1, row_weights=row_weights)
+    return (ends[0] @ basis).reshape(T.shape[1], -1)
 
 
 def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
@@ -653,11 +637,13 @@ def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
     at ``z = B theta``."""
     n_outputs = T_val.shape[1]
     starts = np.reshape(thetas, (len(thetas), -1)) @ basis.T
-    call, utilities = _utilities_call(
-        starts, _validation_layout(project_rows(basis, X_val, n_outputs)),
-        pad_columns(T_val), labels_val, loss=loss, utility=utility,
-        loss_param=loss_param, total_sum_squares=total_sum_squares)
-    _utilities(*call)
+    F_val = _validation_layout(project_rows(basis, X_val, n_outputs))
+    utilities = np.empty(len(starts))
+    _utilities(_f64(starts), F_val, pad_columns(T_val),
+               np.ascontiguousarray(labels_val, np.int64),
+               *kernel_codes(loss, utility, n_outputs), float(loss_param),
+               float(total_sum_squares), np.empty((n_outputs, F_val.shape[2])),
+               validation_scratch(len(labels_val)), utilities)
     return utilities
 
 
@@ -669,17 +655,12 @@ def party_gradients(basis, theta, X, T, offsets, *, loss, loss_param, l2,
     gradient is ``z`` minus where it ends (exact from ``z = 0``, to the
     rounding of ``z`` elsewhere).
     """
-    n_outputs = T.shape[1]
-    n_parties = len(offsets) - 1
     z = basis @ np.ravel(theta)
-    call, ends = _gradient_steps_call(
-        project_rows(basis, X, n_outputs), _f64(T), offsets, loss=loss,
-        loss_param=loss_param, l2=l2,
-        penalty=penalty_matrix(basis, n_outputs, n_penalized), clip_norm=np.inf,
-        learning_rate=1.0, starts=z[None], permutations=np.arange(n_parties)[:, None],
-        l1=l1, l1_basis=penalised_basis(basis, n_outputs, n_penalized),
+    ends = _run_gradient_steps(
+        basis, X, T, offsets, loss=loss, loss_param=loss_param, l2=l2,
+        n_penalized=n_penalized, clip_norm=np.inf, learning_rate=1.0, starts=z[None],
+        permutations=np.arange(len(offsets) - 1)[:, None], l1=l1,
         row_weights=row_weights)
-    _gradient_steps(*call)
     return z - ends
 
 
