@@ -10,6 +10,9 @@ set -u
 status=0
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-python}
+# The runs happen in a copy of the package: a relative interpreter path
+# would not resolve there.
+if [[ $python == */* ]]; then python=$(realpath "$python"); fi
 factors=${*:-0.8 0.5}
 # sed scripts with FACTOR for the factor.
 declare -A edits=(
@@ -34,11 +37,19 @@ for factor in $factors; do
       rm -rf "$copy"
       continue
     fi
-    (cd "$copy" && PYTHONPATH="$copy" "$python" -m pytest -p no:cacheprovider -o addopts="" \
-       -q -rf tests/test_secure_noise.py \
+    output=$(cd "$copy" && PYTHONPATH="$copy" "$python" -m pytest -p no:cacheprovider \
+       -o addopts="" -q -rf tests/test_secure_noise.py \
        ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py} \
-       -k "calibrated_scale or passes_at_the_claimed or claimed_laplace" 2>&1 \
-       | grep -E "^FAILED|passed|failed" | sed "s/ - .*//")
+       -k "calibrated_scale or passes_at_the_claimed or claimed_laplace" 2>&1)
+    summary=$(echo "$output" | grep -E "^FAILED|passed|failed" | sed "s/ - .*//")
+    echo "$summary"
+    # A run that printed no summary did not run; one with no failure let
+    # the weaker noise through: both are errors.
+    if ! echo "$summary" | grep -q "^FAILED"; then
+      echo "ERROR: no check failed (or the checks did not run):"
+      echo "$output" | tail -5
+      status=1
+    fi
     rm -rf "$copy"
   done
 done

@@ -152,27 +152,23 @@ def _piecewise(c_val, t_val, loss, loss_param):
         return np.stack([a0 + b * (a1 + a2 * b), a * (a1 + 2.0 * a2 * b),
                          a2 * a * a], axis=-1)
 
-    rising, falling, flat = alpha > 0, alpha < 0, alpha == 0
     # From z = -inf: w = -inf on rising rows (the first piece), +inf on
     # falling ones (the last); a flat row keeps the piece of its w = beta.
-    start = np.zeros((n_val, 3), dtype=np.longdouble)
-    start[rising] = in_z(polys[0], alpha[rising], beta[rising])
-    start[falling] = in_z(polys[-1], alpha[falling], beta[falling])
-    flat_piece = np.searchsorted(kinks_w, beta[flat], side="right")
-    start[flat, 0] = polys[flat_piece, 0] + beta[flat] * (
-        polys[flat_piece, 1] + polys[flat_piece, 2] * beta[flat])
+    first = np.where(alpha > 0, 0, np.where(
+        alpha < 0, len(kinks_w), np.searchsorted(kinks_w, beta, side="right")))
+    start = in_z(polys[first], alpha, beta)
     # Crossing kink k: from piece k to k + 1 (rising) or k + 1 to k (falling).
-    moving = ~flat
+    moving = alpha != 0
     a, b = alpha[moving], beta[moving]
     at = (kinks_w[None, :] - b[:, None]) / a[:, None]
-    after = np.where((a > 0)[:, None], np.arange(1, len(kinks_w) + 1), np.arange(len(kinks_w)))
-    before = np.where((a > 0)[:, None], np.arange(len(kinks_w)), np.arange(1, len(kinks_w) + 1))
-    change = (in_z(polys[after], a[:, None], b[:, None])
-              - in_z(polys[before], a[:, None], b[:, None]))
+    rising = (a > 0)[:, None]
+    kink = np.arange(len(kinks_w))
+    change = (in_z(polys[kink + rising], a[:, None], b[:, None])
+              - in_z(polys[kink + ~rising], a[:, None], b[:, None]))
     order = np.argsort(at, axis=None, kind="stable")
     kinks = at.ravel()[order]
     # Each segment's sum in extended precision (sums of n_val terms).
-    steps = np.concatenate([start.sum(axis=0)[None, :],
+    steps = np.concatenate([start.astype(np.longdouble).sum(axis=0)[None, :],
                             change.reshape(-1, 3)[order].astype(np.longdouble)])
     table = -np.cumsum(steps, axis=0) / n_val
     return LineUtility(PIECEWISE, 0.0, 0.0, _f64(table.astype(np.float64)),
