@@ -11,8 +11,10 @@ status=0
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-python}
 # The runs happen in a copy of the package: a relative interpreter path
-# would not resolve there.
-if [[ $python == */* ]]; then python=$(realpath "$python"); fi
+# would not resolve there (made absolute, links kept: a venv's python is one).
+if [[ $python == */* ]]; then
+  python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")"
+fi
 factors=${*:-0.8 0.5}
 # sed scripts with FACTOR for the factor.
 declare -A edits=(

@@ -509,17 +509,6 @@ def losses_and_gradients(loss, margins, T, row_weights, loss_param, dloss_out):
 
 # --- utility on the validation set --------------------------------------------
 
-def noise_or_empty(noise, use_rolling, ndim):
-    """A walk's ``noise``, or without noise an empty array of ``ndim``
-    dimensions; a rolling mean needs noise (the kernels write each release
-    into it, and would write past an empty one)."""
-    if noise is not None:
-        return noise
-    if use_rolling:
-        raise ValueError("a rolling mean needs noise to roll")
-    return np.empty((0,) + (1,) * (ndim - 1))
-
-
 def padded_length(n_val):
     """``n_val`` rounded up to whole SIMD vectors of ``LANES`` rows."""
     return -(-n_val // LANES) * LANES
@@ -816,6 +805,17 @@ def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utilit
 
 
 # --- Python wrappers ------------------------------------------------------------
+
+def noise_or_empty(noise, use_rolling, ndim):
+    """A walk's ``noise``, or without noise an empty array of ``ndim``
+    dimensions; a rolling mean needs noise (the kernels write each release
+    into it, and would write past an empty one)."""
+    if noise is not None:
+        return noise
+    if use_rolling:
+        raise ValueError("a rolling mean needs noise to roll")
+    return np.empty((0,) + (1,) * (ndim - 1))
+
 
 def _f64(a):
     return np.ascontiguousarray(a, dtype=np.float64)

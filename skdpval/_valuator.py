@@ -737,10 +737,9 @@ class DPDataValuator(BaseValuator):
             noise_std = noise_std_for_budget(
                 chosen_epsilon(self.epsilon), self.delta, self.n_permutations,
                 self.clip_norm_ * grid.padding)
-        return check_noise_std(noise_std, grid, (
-            f"noise_multiplier * clip_norm, clip_norm_={self.clip_norm_!r}"
-            if self.noise_multiplier is not None else
-            f"epsilon and clip_norm, clip_norm_={self.clip_norm_!r}"))
+        source = "epsilon" if self.noise_multiplier is None else "noise_multiplier"
+        return check_noise_std(noise_std, grid,
+                               f"{source} and clip_norm_={self.clip_norm_!r}")
 
     def _report_privacy(self, noise_std, parties, groups, game, grid):
         self.privacy_unit_ = ("record" if game.record_level else
