@@ -16,7 +16,9 @@ Every valuator (:class:`~skdpval.DPDataValuator`,
 4. ``_value``: the valuator's own mechanism, returning one value per
    training party;
 5. ``_set_values``: ``values_``, ``rank_`` and ``sample_values_``, with
-   NaN and rank 0 for parties held out as the validation set.
+   NaN and rank 0 for parties held out as the validation set (under
+   ``threat_model="joint"`` these are the curator's view: ``rank_``
+   refuses, and :meth:`~OwnerValues.owner_value` delivers one owner's value).
 
 A subclass documents its ``fit`` (decorated with ``_fit_context``) and
 calls :meth:`BaseValuator._fit`.
@@ -31,6 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from ._data import check_classes_parameter, prepare_parties
+from ._threat_model import OwnerValues
 from .exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
@@ -78,8 +81,9 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
             f"it. {remedy}", ConvergenceWarning, stacklevel=stacklevel + 1)
 
 
-class BaseValuator(BaseEstimator):
-    """Base class of the valuators: the template :meth:`_fit` and its steps."""
+class BaseValuator(OwnerValues, BaseEstimator):
+    """Base class of the valuators: the template :meth:`_fit` and its steps;
+    each owner's value on its own (:meth:`owner_value`)."""
 
     # Seeds drawn from random_state before any work: the validation split,
     # then the valuator's own public randomness.
@@ -100,6 +104,9 @@ class BaseValuator(BaseEstimator):
             MAX_INT, size=self._n_seeds)
         parties = self._parties(X, y, X_val, y_val, groups, options, split_seed)
         parties = self._finish_parties(parties, X_val is not None, groups)
+        # Who may see the values (skdpval._threat_model); a valuator without
+        # the parameter values centrally.
+        self.threat_model_ = getattr(self, "threat_model", "central")
         values = self._value(parties, groups, model, seeds, **fit_params)
         self._set_values(values, parties, groups)
         return self
@@ -137,7 +144,8 @@ class BaseValuator(BaseEstimator):
         train = parties.train_parties
         self.values_ = np.full(parties.n_all_parties, np.nan)
         self.values_[train] = values
-        self.rank_ = np.zeros(parties.n_all_parties, dtype=np.int64)
-        self.rank_[train] = rankdata(-values, method="ordinal")
+        rank = np.zeros(parties.n_all_parties, dtype=np.int64)
+        rank[train] = rankdata(-values, method="ordinal")
+        self.rank_ = rank
         if groups is not None:
             self.sample_values_ = self.values_[parties.party_of_sample]

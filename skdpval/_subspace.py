@@ -146,7 +146,7 @@ def _one_row_a_party(offsets):
 def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
               penalty, l1, penalised_basis, clip_norm, record_level, noise, b0,
               parties, has_noise, use_rolling, x_tt, rolling_mean, margin_buf,
-              dloss_buf, record, update, grid, grid_bound):
+              dloss_buf, record, update, grid, grid_bound, joint, exact):
     """``update[g]`` <- the combination of party ``parties[g]``'s releases that
     moves walk ``b0 + g`` from ``z[g]``, for each of the walks ``g``.
 
@@ -157,6 +157,11 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
     ``use_rolling``: ``x_tt[b] * release + (1 - x_tt[b]) *`` the party's mean
     of its earlier releases, and the raw release is handed back in
     ``noise[b, j]`` for the next mean. Both walks of this module step here.
+
+    With ``joint`` (True, or None: compiled out, see :func:`joint_flag`),
+    ``exact[g]`` <- the party's step before its noise: its clipped statistic
+    (at record level over its size), what the joint threat model reads its
+    own marginal from.
 
     Stage by stage over the walks (gradients, clipping, releases): a
     release is a chain of dependent operations (an exp, a square root, two
@@ -199,6 +204,13 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
                                 margin_buf, dloss_buf, update[g])
         for g in range(n_walks):
             clip_l2(update[g:g + 1], clip_norm)
+    if joint is not None:
+        for g in range(n_walks):
+            j = parties[g]
+            inverse = (1.0 / (offsets[j + 1] - offsets[j]) if record_level is not None
+                       else 1.0)
+            for i in range(m):
+                exact[g, i] = update[g, i] * inverse
     for g in range(n_walks):
         b, j = b0 + g, parties[g]
         release_tail(update[g], noise, b, j, has_noise, grid, grid_bound,
@@ -323,7 +335,7 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
                       l2, penalty, l1, penalised_basis, clip_norm, record_level,
                       noise, b, permutations[b, position:position + 1], has_noise,
                       use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf, record,
-                      update, grid, grid_bound)
+                      update, grid, grid_bound, None, update)
             for i in range(m):
                 step = learning_rate * update[0, i]
                 z[i] -= step
@@ -346,7 +358,7 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                quad, s_val, permutations,
                noise, x_tt, use_rolling, rolling_mean, weights, record_level,
                marginals, end_utility, ends, update, record, margin_buf,
-               dloss_buf, grid, grid_bound):
+               dloss_buf, grid, grid_bound, joint, exact):
     """:func:`_walk` for one direction and one output from ``z = 0``, with the
     utility read along the line (:mod:`skdpval._line`): the same releases and
     steps, O(1) a step in the validation set's size.
@@ -356,6 +368,12 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     divisions), while the steps of different walks overlap in the processor.
     Each walk's arithmetic is that of a walk on its own. ``end_utility[b]``
     holds walk ``b``'s current utility.
+
+    With ``joint`` (True; None compiles it out, :func:`joint_flag`) the walks
+    move with the releases as without it, but a party's marginal is read
+    from its own step before the noise: ``U(z + step) - U(z)``, ``z`` the
+    walk's state before the step (a function of the other releases) and
+    ``step`` ``-learning_rate`` times its clipped statistic (``exact``).
     """
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
@@ -388,14 +406,23 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                   l1, penalised_basis, clip_norm, record_level, noise, 0,
                   permutations[:, position], has_noise, use_rolling, x_tt,
                   rolling_mean, margin_buf, dloss_buf, record, update, grid,
-                  grid_bound)
+                  grid_bound, joint, exact)
         weight = weights[position]
         for b in range(n_walks):
             z_old = ends[b, 0]
             ends[b, 0] -= learning_rate * update[b, 0]
-            change, end_utility[b] = _line.line_change(
-                kind, lo, inv_h, table, quad, s_val, z_old, ends[b, 0],
-                end_utility[b])
+            if joint is not None:
+                # The party's own step from the state, not its release's.
+                z_own = z_old - learning_rate * exact[b, 0]
+                change, _ = _line.line_change(
+                    kind, lo, inv_h, table, quad, s_val, z_old, z_own,
+                    end_utility[b])
+                end_utility[b] = _line.line_value(kind, lo, inv_h, table, quad,
+                                                  s_val, ends[b, 0])
+            else:
+                change, end_utility[b] = _line.line_change(
+                    kind, lo, inv_h, table, quad, s_val, z_old, ends[b, 0],
+                    end_utility[b])
             marginals[b, permutations[b, position]] = weight * change
 
 
@@ -436,6 +463,13 @@ def level_flag(record_level):
     a default first fit's compilation).
     """
     return True if record_level else None
+
+
+def joint_flag(joint):
+    """The line walk's ``joint`` argument: True, or None under the central
+    threat model, which numba then compiles without the joint path (as
+    :func:`level_flag`): the central walk's speed and values are untouched."""
+    return True if joint else None
 
 
 def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
@@ -496,7 +530,8 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                p.weights, level_flag(p.record_level), marginals, end_utility,
                np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
                np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
-               float(grid[1]))
+               float(grid[1]), joint_flag(p.joint),
+               np.empty((n_walks, 1) if p.joint else (1, 1)))
     return marginals, end_utility
 
 
@@ -513,13 +548,15 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         "F", "T", "offsets", "F_val", "T_val_t", "labels_val", "loss", "utility",
         "loss_param", "l2", "penalty", "clip_norm", "learning_rate",
         "total_sum_squares", "weights", "l1", "l1_basis", "row_weights",
-        "record_level", "line"])):
+        "record_level", "line", "joint"], defaults=(False,))):
     """The walk's inputs in a subspace, contiguous (see the module docstring).
 
     ``line`` is the validation utility along the line
     (:mod:`skdpval._line`) when the subspace is one direction and the model
     has one output with a loss and utility it tabulates, else None: the walk
     then reads the utility there, O(1) a step, instead of from the rows.
+    ``joint``: each party's marginal from its own step before the noise
+    (the joint threat model, :func:`_line_walk`); only along a line.
     """
 
     __slots__ = ()
@@ -559,7 +596,7 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
                           clip_norm, learning_rate, total_sum_squares, weights,
                           l1=0.0, row_weights=None, record_level=False,
                           line_range=None, line_intervals=_line.LINE_MAX_INTERVALS,
-                          exact_utility=False):
+                          exact_utility=False, joint=False):
     """Project the parties' rows and the validation set on ``basis``; pack them.
 
     For one direction, the utility along the line is tabulated over
@@ -567,6 +604,8 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
     at most ``line_intervals`` steps (:mod:`skdpval._line`).
     ``exact_utility=True`` keeps the exact walk (the utility from the
     validation rows at every step) where the line's table would apply.
+    ``joint=True`` reads each party's marginal from its own noiseless step
+    (:func:`_line_walk`): it needs the line's table, and raises without it.
     """
     n_outputs = T.shape[1]
     F_val = project_rows(basis, X_val, n_outputs)
@@ -578,6 +617,13 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
         line = _line.line_utility(F_val[:, 0, :], np.asarray(T_val), loss, utility,
                                   total_sum_squares, line_range, line_intervals,
                                   loss_param)
+    if joint and line is None:
+        raise ValueError(
+            "threat_model='joint' reads each party's marginal along a tabulated "
+            "public line: it needs subspace='public' with one output and a "
+            "utility the line tabulates (utility='neg_loss' with the model's "
+            "own loss, or 'neg_mse' / 'r2' for a regressor), not this model and "
+            "utility. Use threat_model='central'.")
     return SubspaceProblem(
         project_rows(basis, X, n_outputs), _f64(T),
         np.ascontiguousarray(offsets, dtype=np.int64),
@@ -588,7 +634,7 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
         float(learning_rate), float(total_sum_squares), _f64(weights), float(l1),
         penalised_basis(basis, n_outputs, n_penalized),
         unit_weights(len(X)) if row_weights is None else _f64(row_weights),
-        bool(record_level), line)
+        bool(record_level), line, bool(joint))
 
 
 def _no_validation(m, n_outputs):

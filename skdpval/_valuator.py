@@ -42,6 +42,8 @@ from ._secure_noise import Grid, check_noise_std, noise_key
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
 from ._walk import SeededDraws, one_blas_thread, run_walks
+from ._threat_model import (THREAT_MODEL_CONSTRAINT, joint_report,
+                            with_threat_model_doc)
 from .exceptions import SkdpvalWarning
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
@@ -97,6 +99,7 @@ Game = namedtuple("Game", [
 WrappedModel = namedtuple("WrappedModel", ["preprocessor", "estimator", "spec"])
 
 
+@with_threat_model_doc
 class DPDataValuator(BaseValuator):
     """Differentially private data values from noisy per-party gradients.
 
@@ -206,6 +209,16 @@ class DPDataValuator(BaseValuator):
         a single sample's. The default is ``"record"`` because the law
         protects people, not data sets; choose ``"group"`` when a group's
         membership or its data as a whole is the secret.
+
+    threat_model : {"central", "joint"}, default="central"
+        %(threat_model)s
+        Here the billboard is every noisy release (they move the walks'
+        states); along each permutation an owner's marginal is read from
+        its own clipped step before the noise, ``U(z + step) - U(z)`` with
+        ``z`` the walk's state before its step, while the state moves with
+        its noisy release as under ``"central"``. Needs the walk along the
+        public line (``subspace="public"``, a linear model, a utility the
+        line tabulates): other walks refuse it.
 
     clip_norm : float > 0 or "auto", default="auto"
         L2 norm bound ``C`` of each released (projected) gradient: its
@@ -460,6 +473,7 @@ class DPDataValuator(BaseValuator):
         "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
         "privacy_unit": [StrOptions({"record", "group"})],
+        "threat_model": THREAT_MODEL_CONSTRAINT,
         "clip_norm": [Interval(Real, 0.0, None, closed="neither"),
                       StrOptions({"auto"})],
         "subspace": [StrOptions({"public"}), "array-like", None],
@@ -489,6 +503,7 @@ class DPDataValuator(BaseValuator):
         delta=5e-5,
         noise_multiplier=None,
         privacy_unit="record",
+        threat_model="central",
         clip_norm="auto",
         subspace="public",
         standardize=True,
@@ -511,6 +526,7 @@ class DPDataValuator(BaseValuator):
         self.delta = delta
         self.noise_multiplier = noise_multiplier
         self.privacy_unit = privacy_unit
+        self.threat_model = threat_model
         self.clip_norm = clip_norm
         self.subspace = subspace
         self.standardize = standardize
@@ -577,7 +593,28 @@ class DPDataValuator(BaseValuator):
         preprocessor, estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
+        if self.threat_model == "joint":
+            self._check_joint(estimator, spec)
         return WrappedModel(preprocessor, estimator, spec)
+
+    def _check_joint(self, estimator, spec):
+        """Refuse, before any work, what the joint walk does not cover: it
+        reads an owner's marginal along the tabulated public line only."""
+        if not (isinstance(self.subspace, str) and self.subspace == "public"):
+            raise ValueError(
+                "threat_model='joint' needs subspace='public' (the walk along the "
+                f"public line); got subspace={'None' if self.subspace is None else 'an array'}"
+                ". Use threat_model='central' for other subspaces.")
+        if spec.network is not None:
+            raise ValueError(
+                f"threat_model='joint' is not supported for the networks' walk "
+                f"(estimator={type(estimator).__name__}): use a linear model, or "
+                "threat_model='central'.")
+        if self.utility == "accuracy":
+            raise ValueError(
+                "threat_model='joint' needs a utility the public line tabulates; "
+                "utility='accuracy' is not one: use utility='neg_loss' (or "
+                "threat_model='central').")
 
     def _party_options(self, model):
         spec = model.spec
@@ -755,6 +792,16 @@ class DPDataValuator(BaseValuator):
         if game.record_level:
             add_record_level(self.privacy_report_, np.diff(game.offsets), "group")
         self.privacy_report_["release_dimension"] = game.space.release_dimension
+        self.privacy_report_["threat_model"] = self.threat_model
+        if self.threat_model == "joint":
+            joint_report(
+                self.privacy_report_,
+                billboard="every noisy release of every owner (they move the "
+                          "walks' states), and the public line, the learning "
+                          "rate and the permutations (public)",
+                owner_value="the mean of its weighted marginals, each U(z + its "
+                            "own clipped step) - U(z) at the walk's state z "
+                            "before its step (a function of the billboard)")
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = self.privacy_report_["delta"]
         self.noise_multiplier_ = noise_std / self.clip_norm_
@@ -834,6 +881,8 @@ class DPDataValuator(BaseValuator):
                         total_sum_squares=game.total_sum_squares,
                         weights=game.weights, l1=game.l1,
                         row_weights=game.row_weights, record_level=game.record_level)
+        if self.threat_model == "joint":
+            settings["joint"] = True
         n_parties = len(game.offsets) - 1
         return game.space.problem(
             game.X, game.T, game.offsets, game.X_val, game.T_val, game.labels_val,
