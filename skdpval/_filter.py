@@ -28,6 +28,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, validate_dat
 
 from ._data import check_validation_features, validate_private_data
 from ._valuator import DPDataValuator
+from ._threat_model import refuse_in_joint_mode
 from ._workflow import step_privacy_report
 from .exceptions import SkdpvalWarning
 
@@ -39,6 +40,7 @@ def _check_valuator(valuator):
             "valuator must be an estimator whose fit(X, y) sets values_ and "
             "privacy_report_ (DPDataValuator, DPLabelQuality...), got "
             f"{type(valuator).__name__}.")
+    refuse_in_joint_mode(valuator, "A filter's kept data set (the samples it drops)")
 
 
 def _fit_values(valuator, X, y, fit_params):

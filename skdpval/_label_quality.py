@@ -15,6 +15,8 @@ from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source
 from ._secure_noise import (LABEL_SCORE, Grid, check_noise_std, noise_key,
                              releases_on_grid)
+from ._threat_model import (THREAT_MODEL_CONSTRAINT, joint_report,
+                            with_threat_model_doc)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -37,6 +39,7 @@ def _residual_scale(model, parties):
     return scale
 
 
+@with_threat_model_doc
 class DPLabelQuality(BaseValuator):
     """Private label-quality score: how well each label fits a public model.
 
@@ -106,6 +109,13 @@ class DPLabelQuality(BaseValuator):
         divided by its size, which is public), or a whole group (its mean
         clipped score noised at sensitivity ``clip``). See
         :class:`~skdpval.DPDataValuator`.
+
+    threat_model : {"central", "joint"}, default="central"
+        %(threat_model)s
+        Here the public model is fitted on the validation set (public), so
+        the billboard is empty: an owner's value is its own clipped score,
+        released to it without noise, and the other owners' values do not
+        depend on its data at all (``epsilon_`` and ``delta_`` are 0).
 
     standardize : bool, default=True
         Scale the features with the validation set's mean and std (public)
@@ -205,6 +215,7 @@ class DPLabelQuality(BaseValuator):
         "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "clip": [Interval(Real, 0.0, None, closed="neither")],
         "privacy_unit": [StrOptions({"record", "group"})],
+        "threat_model": THREAT_MODEL_CONSTRAINT,
         "standardize": ["boolean"],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "classes": ["array-like", None],
@@ -213,13 +224,15 @@ class DPLabelQuality(BaseValuator):
     }
 
     def __init__(self, estimator=None, *, epsilon="default", delta=5e-5, clip=1.0,
-                 privacy_unit="record", standardize=True, validation_fraction=0.2,
-                 classes=None, random_state=None, noise_seed=None):
+                 privacy_unit="record", threat_model="central", standardize=True,
+                 validation_fraction=0.2, classes=None, random_state=None,
+                 noise_seed=None):
         self.estimator = estimator
         self.epsilon = epsilon
         self.delta = delta
         self.clip = clip
         self.privacy_unit = privacy_unit
+        self.threat_model = threat_model
         self.standardize = standardize
         self.validation_fraction = validation_fraction
         self.classes = classes
@@ -277,7 +290,13 @@ class DPLabelQuality(BaseValuator):
         # The released statistic: a party's (centred) score, or at record
         # level its sum of them, whose neighbour is one record away (no clamp).
         grid = Grid(self.clip - abs(centre), 1, zero_neighbour=not record_level)
-        noise_std = self._report_privacy(parties, groups, grid, record_level)
+        if self.threat_model == "joint":
+            # No billboard: each owner's score reads its own rows and the
+            # public model only, and goes to that owner alone.
+            self._report_joint_privacy(parties, groups, grid, record_level)
+            noise_std = 0.0
+        else:
+            noise_std = self._report_privacy(parties, groups, grid, record_level)
         if noise_std > 0:
             # One release per party on the grid: gamma (rint(score / gamma) + m).
             m = gaussian_noise(noise_key(self.noise_seed), LABEL_SCORE, 0, 1,
@@ -377,8 +396,46 @@ class DPLabelQuality(BaseValuator):
                 "one score per group: the sum of its records' clipped (and, for "
                 "a regressor, centred) scores plus Gaussian noise of std "
                 "noise_std, divided by its size n_g (public)")
+        self.privacy_report_["threat_model"] = "central"
         self.epsilon_ = self.privacy_report_["epsilon"]
         self.delta_ = self.privacy_report_["delta"]
         self.noise_multiplier_ = noise_std / sensitivity
         self.n_releases_ = 1
         return noise_std
+
+    def _report_joint_privacy(self, parties, groups, grid, record_level):
+        """The privacy attributes under the joint threat model with the
+        validation-fitted model: an empty billboard, so the values delivered
+        to the other owners do not depend on an owner's data (0-DP)."""
+        self.privacy_unit_ = ("record" if record_level else
+                              "sample" if groups is None else "group")
+        report = {
+            "unit": self.privacy_unit_,
+            "adjacency": (f"zero-out or replace one {self.privacy_unit_}'s data: "
+                          "the other owners' values do not change at all"),
+            "n_releases": 0,
+            "clip_norm": float(self.clip),
+            "sensitivity": float(grid.gamma * grid.sensitivity),
+            "noise_std": 0.0,
+            "noise_multiplier": 0.0,
+            "mu": 0.0, "epsilon": 0.0, "epsilon_replace_one": 0.0, "delta": 0.0,
+            "method": ("joint DP with an empty billboard: the public model is "
+                       "fitted on the validation set, and an owner's value reads "
+                       "its own rows only"),
+            "noise_source": "none: no noise is needed",
+            "release": ("to each owner alone, its own clipped score (its "
+                        "label's margin under the model fitted on the validation "
+                        "set), without noise"),
+        }
+        report.update(validation_set=privacy_report(
+            noise_std=0.0, delta=self.delta, n_releases=1, clip_norm=self.clip,
+            unit=self.privacy_unit_, n_unprotected=parties.n_unprotected,
+            noise_source="", sensitivity=1.0)["validation_set"])
+        self.privacy_report_ = joint_report(
+            report, billboard="empty: the public model is fitted on the "
+                              "validation set (public)",
+            owner_value="its own clipped score under the public model, exact")
+        self.epsilon_ = 0.0
+        self.delta_ = 0.0
+        self.noise_multiplier_ = 0.0
+        self.n_releases_ = 0

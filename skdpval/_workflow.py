@@ -43,6 +43,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._accounting import chosen_epsilon, composed_epsilon, gdp_mu, pure_dp_mu
 from ._layered import LayeredShapleyValuator
 from ._secure_noise import sampler_delta
+from ._threat_model import refuse_in_joint_mode
 
 # Splitters whose test folds partition the samples: a party is in every
 # training set but one.
@@ -163,6 +164,19 @@ class _Spend:
             "adjacency": ADJACENCY,
             "method": METHOD,
         }
+
+
+def _refuse_joint(item):
+    """``privacy_spent`` composes central releases: refuse a fit under the
+    joint threat model (its values are delivered each to its own owner)."""
+    refuse_in_joint_mode(item, "privacy_spent")
+    for name, value in item.get_params(deep=True).items():
+        if name.endswith("threat_model") and value == "joint":
+            raise ValueError(
+                f"privacy_spent composes central releases, and {name}='joint': "
+                "a fit under the joint threat model delivers each owner its own "
+                "value only, and its privacy_report_ states that guarantee. Use "
+                "threat_model='central' to compose its values with other releases.")
 
 
 def privacy_spent(obj, *, delta=None):
@@ -294,6 +308,7 @@ def privacy_spent(obj, *, delta=None):
         check_is_fitted(item, msg=(
             "privacy_spent needs a fitted %(name)s: call fit first (an unfitted "
             "estimator has spent nothing)."))
+        _refuse_joint(item)
         if isinstance(item, BaseSearchCV):
             item_spend, fits = _search_spend(item)
         else:

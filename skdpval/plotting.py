@@ -5,6 +5,8 @@ from numbers import Real
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
+from ._threat_model import refuse_in_joint_mode
+
 
 def _axes(ax, layout=None):
     """``ax``, or the axes of a new figure (``layout``: its layout engine)."""
@@ -133,6 +135,7 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
     'parties, by increasing value'
     >>> ax.figure.savefig("values.png")  # doctest: +SKIP
     """
+    refuse_in_joint_mode(valuator, "plot_values")
     if not hasattr(valuator, "values_"):
         raise NotFittedError(f"plot_values needs a fitted valuator (with values_), "
                              f"got an unfitted {type(valuator).__name__}: call fit "
