@@ -667,11 +667,14 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
               data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
               noise,
               x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
-              end_utility, ends, update, record, u0, u1, u2, d1):
+              end_utility, ends, update, record, u0, u1, u2, d1, joint):
     """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
     :func:`walk` with one direction, a party's gradient in ``z`` by forward
     mode (O(width) in the first layer) and the utility from the table; walk
-    ``b`` ends at ``z = ends[b]``."""
+    ``b`` ends at ``z = ends[b]``. With ``joint`` (True; None compiles it
+    out) a party's marginal is read from its own clipped step before the
+    noise, from the walk's state before its step (the joint threat model,
+    as :func:`skdpval._subspace._line_walk`)."""
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
     update_2d = update.reshape((1, 1))
@@ -700,14 +703,26 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
                     z, A, C, T, row_weights, start, stop, theta0, direction, layout,
                     act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
                 clip_l2(update_2d, clip_norm)
+            own = 0.0
+            if joint is not None:
+                own = update[0] / (stop - start) if record_level else update[0]
             release_tail(update, noise, b, j, has_noise, grid, grid_bound,
                          record_level, stop - start, use_rolling, fresh,
                          rolling_mean)
+            z_old = z
             z -= learning_rate * update[0]
             current = line_utility(z, nodes, data, first, inv_cell, A_val, C_val,
                                    T_val, theta0, direction, layout, act, loss,
                                    scale, offset, u0, u1, u2, d1)
-            marginals[b, j] = weights[position] * (current - previous)
+            if joint is not None:
+                # The party's own step from the state, not its release's.
+                own_utility = line_utility(
+                    z_old - learning_rate * own, nodes, data, first, inv_cell,
+                    A_val, C_val, T_val, theta0, direction, layout, act, loss,
+                    scale, offset, u0, u1, u2, d1)
+                marginals[b, j] = weights[position] * (own_utility - previous)
+            else:
+                marginals[b, j] = weights[position] * (current - previous)
             previous = current
         end_utility[b] = previous
         ends[b] = z

@@ -272,8 +272,9 @@ class NetworkProblem(PartiesByOffsets, namedtuple("NetworkProblem", [
 class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
         "network", "direction", "A", "C", "T", "offsets", "row_weights", "l2",
         "penalty", "clip_norm", "learning_rate", "record_level", "table", "A_val",
-        "C_val", "T_val", "scale", "offset", "weights"])):
-    """A network's walk along ``theta0 + z b``, the utility from a table."""
+        "C_val", "T_val", "scale", "offset", "weights", "joint"], defaults=(False,))):
+    """A network's walk along ``theta0 + z b``, the utility from a table;
+    ``joint``: each party's marginal from its own step before the noise."""
 
     __slots__ = ()
 
@@ -301,7 +302,8 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             rolling_mean is not None,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
             self.weights, float(grid[0]), float(grid[1]), marginals, end_utility,
-            np.empty(n_walks), np.empty(1), np.empty(1), *_buffers(net.layout))
+            np.empty(n_walks), np.empty(1), np.empty(1), *_buffers(net.layout),
+            True if self.joint else None)
         return marginals, end_utility
 
 
@@ -386,7 +388,7 @@ class NetworkSpace:
                 _i64(order)[None], np.empty((0, 1, 1)), np.ones(1), False,
                 np.empty((1, 1)), np.zeros(len(order)), *NO_GRID,
                 np.zeros((1, n_rows)), np.empty(1), ends, np.empty(1), np.empty(1),
-                *_buffers(net.layout))
+                *_buffers(net.layout), None)
             return self._theta(ends)
         _, _, ends = run_walk(
             self.network, self.basis, X, T, np.arange(len(X) + 1),
@@ -423,12 +425,18 @@ class NetworkSpace:
     def problem(self, X, T, offsets, X_val, T_val, labels_val, *, utility, l2,
                 clip_norm, learning_rate, total_sum_squares, weights,
                 row_weights=None, record_level=False, line_range,
-                line_intervals=2**16, exact_utility=False, **ignored):
+                line_intervals=2**16, exact_utility=False, joint=False, **ignored):
         """The walk's problem: along one direction with a tabulable utility, the
-        line walk; else the walk that reads the validation rows every step."""
+        line walk; else the walk that reads the validation rows every step
+        (``joint`` needs the line walk)."""
         row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
         affine = _utility_affine(utility, len(X_val), total_sum_squares)
         if self.basis is None or len(self.basis) > 1 or affine is None or exact_utility:
+            if joint:
+                raise ValueError(
+                    "threat_model='joint' reads each party's marginal along the "
+                    "network's public line: it needs subspace='public' and a "
+                    "utility the line tabulates. Use threat_model='central'.")
             return NetworkProblem(
                 self.network, self.basis, _f64(X), _f64(T), _i64(offsets),
                 _f64(X_val), _f64(T_val), _i64(labels_val), int(utility),
@@ -445,7 +453,7 @@ class NetworkSpace:
         return NetworkLineProblem(
             net, direction, A, C, _f64(T), _i64(offsets), row_weights, float(l2),
             penalty, float(clip_norm), float(learning_rate), bool(record_level),
-            table, A_val, C_val, T_val, *affine, _f64(weights))
+            table, A_val, C_val, T_val, *affine, _f64(weights), bool(joint))
 
 
 def network_space(network_spec, game, subspace, seed):

@@ -217,8 +217,8 @@ class DPDataValuator(BaseValuator):
         its own clipped step before the noise, ``U(z + step) - U(z)`` with
         ``z`` the walk's state before its step, while the state moves with
         its noisy release as under ``"central"``. Needs the walk along the
-        public line (``subspace="public"``, a linear model, a utility the
-        line tabulates): other walks refuse it.
+        public line (``subspace="public"`` and a utility the line
+        tabulates): other walks refuse it.
 
     clip_norm : float > 0 or "auto", default="auto"
         L2 norm bound ``C`` of each released (projected) gradient: its
@@ -605,11 +605,6 @@ class DPDataValuator(BaseValuator):
                 "threat_model='joint' needs subspace='public' (the walk along the "
                 f"public line); got subspace={'None' if self.subspace is None else 'an array'}"
                 ". Use threat_model='central' for other subspaces.")
-        if spec.network is not None:
-            raise ValueError(
-                f"threat_model='joint' is not supported for the networks' walk "
-                f"(estimator={type(estimator).__name__}): use a linear model, or "
-                "threat_model='central'.")
         if self.utility == "accuracy":
             raise ValueError(
                 "threat_model='joint' needs a utility the public line tabulates; "
