@@ -20,6 +20,8 @@ from ._noise import gaussian_noise, noise_source, secret_seed_sequence
 from ._secure_noise import (FEDERATED, Grid, check_noise_std, noise_key,
                              releases_on_grid)
 from ._base import STEP_TO_USER, BaseValuator, check_converged
+from ._threat_model import (THREAT_MODEL_CONSTRAINT, joint_report,
+                            with_threat_model_doc)
 from .exceptions import SkdpvalWarning
 
 # The federated objective: the clients' rows (intercept column included),
@@ -51,6 +53,7 @@ def federated_schedule(noise, n_rounds):
     return x
 
 
+@with_threat_model_doc
 class DPFederatedValuator(BaseValuator):
     """Private per-round Shapley values of the clients of federated SGD.
 
@@ -101,6 +104,14 @@ class DPFederatedValuator(BaseValuator):
         record does (the kept coordinates, every sign), so their accounted
         sensitivity would not hold. Without ``groups`` every sample is a
         client and the unit is the sample either way.
+    threat_model : {"central", "joint"}, default="central"
+        %(threat_model)s
+        Here the owners are the clients, and the billboard is every
+        client's noisy release of every round (they move the global model);
+        a client's marginal in a round is read from its own release before
+        the noise (clipped and compressed, averaged as its releases are):
+        ``V(theta - lr agg(S + own)) - V(theta - lr agg(S))``, ``S`` the
+        noisy releases of the clients before it in the permutation.
     clipping : {"l2", "coordinate"}, default="l2"
         How gradients are clipped before compression and noise.
     compression : None, ("randk", m), ("topk", m), ("quantize", levels) or \
@@ -221,6 +232,7 @@ class DPFederatedValuator(BaseValuator):
         "learning_rate": [Interval(Real, 0.0, None, closed="neither")],
         "clip_norm": [Interval(Real, 0.0, None, closed="neither")],
         "privacy_unit": [StrOptions({"record", "group"})],
+        "threat_model": THREAT_MODEL_CONSTRAINT,
         "clipping": [StrOptions({"l2", "coordinate"})],
         "compression": [None, tuple, StrOptions({"sign"})],
         "sign_threshold": [Interval(Real, 0.0, None, closed="left")],
@@ -241,7 +253,7 @@ class DPFederatedValuator(BaseValuator):
 
     def __init__(self, estimator=None, *, n_rounds=50, n_permutations_per_round=100,
                  learning_rate=0.1, clip_norm=1.0, privacy_unit="record",
-                 clipping="l2", compression=None,
+                 threat_model="central", clipping="l2", compression=None,
                  sign_threshold=0.0, epsilon="default", delta=5e-5, noise_multiplier=None,
                  noise="correlated", q=0.2, utility="neg_loss",
                  validation_fraction=0.2, standardize=True, classes=None,
@@ -252,6 +264,7 @@ class DPFederatedValuator(BaseValuator):
         self.learning_rate = learning_rate
         self.clip_norm = clip_norm
         self.privacy_unit = privacy_unit
+        self.threat_model = threat_model
         self.clipping = clipping
         self.compression = compression
         self.sign_threshold = sign_threshold
@@ -414,6 +427,15 @@ class DPFederatedValuator(BaseValuator):
             add_record_level(report, np.diff(game.offsets), "client")
         report.update(clipping=self.clipping, compression=self.compression,
                       private_support=True)
+        report["threat_model"] = self.threat_model
+        if self.threat_model == "joint":
+            joint_report(
+                report,
+                billboard="every client's noisy release of every round (they "
+                          "move the global model), and the permutations (public)",
+                owner_value="the mean over the counted rounds of its Shapley "
+                            "marginals, each read from its own release before the "
+                            "noise added to the other clients' noisy releases")
         self.privacy_report_ = report
         self.epsilon_, self.delta_ = report["epsilon"], report["delta"]
         self.noise_multiplier_ = report["noise_multiplier"]
@@ -436,6 +458,8 @@ class DPFederatedValuator(BaseValuator):
         secret_seeds = secret_seed_sequence(self.noise_seed).spawn(self.n_rounds)
         theta = np.zeros(shape)
         released = np.zeros((n_clients, n_params))
+        joint = self.threat_model == "joint"
+        own = np.zeros((n_clients, n_params)) if joint else None
         round_values = np.empty((self.n_rounds, n_clients))
         history = np.empty(self.n_rounds)
         # A diverging run is reported once, below, with a remedy.
@@ -450,9 +474,12 @@ class DPFederatedValuator(BaseValuator):
                     m = gaussian_noise(key, FEDERATED, t, t + 1, noise_std / grid.gamma,
                                        np.empty((1, n_clients * n_params)))
                     m = m.reshape(n_clients, n_params)
+                exact = np.empty((n_clients, n_params)) if joint else None
                 for i, update in enumerate(updates):
                     release, noised = compress(update, self.compression,
                                                self.clip_norm, public, secret)
+                    if joint:  # the client's own release before the noise
+                        exact[i] = release
                     if noise_std > 0:
                         # On the grid: gamma (rint(release / gamma) + m).
                         release[noised] = releases_on_grid(
@@ -461,12 +488,19 @@ class DPFederatedValuator(BaseValuator):
                     fresh[i] = release
                 if record_level:  # the mean of the noisy sum: post-processing
                     fresh /= sizes[:, None]
+                    if joint:
+                        exact /= sizes[:, None]
                 if isinstance(self.noise, str) and self.noise in ("iid", "none"):
+                    if joint:
+                        own = exact
                     released = fresh
                 else:  # the moving average of App. D.2 (released starts at 0)
+                    if joint:  # of its earlier releases (billboard) and its own
+                        own = (1 - x_t[t]) * released + x_t[t] * exact
                     released = (1 - x_t[t]) * released + x_t[t] * fresh
                 round_values[t] = self._round_shapley(
-                    theta, released, X_val, T_val, labels_val, utility_args, public)
+                    theta, released, X_val, T_val, labels_val, utility_args, public,
+                    own)
                 step = self._aggregate(released).reshape(shape)
                 theta = theta - self.learning_rate * step
                 history[t] = _kernels.utility_of_theta(
@@ -497,8 +531,14 @@ class DPFederatedValuator(BaseValuator):
         return releases.mean(axis=0)
 
     def _round_shapley(self, theta, released, X_val, T_val, labels_val,
-                       utility_args, rng):
-        """Shapley value of each client for one round, over permutations."""
+                       utility_args, rng, own=None):
+        """Shapley value of each client for one round, over permutations.
+
+        With ``own`` (the joint threat model) a client's marginal adds its
+        own release before the noise, ``own[i]``, to the noisy releases of
+        the clients before it: ``V(theta - lr agg(S + own_i)) - V(theta - lr
+        agg(S))``.
+        """
         n_clients = len(released)
         if self.n_permutations_per_round == "all":
             permutations = np.array(list(itertools.permutations(range(n_clients))))
@@ -507,18 +547,29 @@ class DPFederatedValuator(BaseValuator):
                                      for _ in range(self.n_permutations_per_round)])
         prefix = np.cumsum(released[permutations], axis=1)  # (P, n, p)
         size = np.arange(1, n_clients + 1)[None, :, None]
-        if self.compression == "sign":
-            step = np.where(np.abs(prefix) >= self.sign_threshold * size,
-                            np.sign(prefix), 0.0)
-        else:
-            step = prefix / size
-        thetas = theta.ravel()[None, None, :] - self.learning_rate * step
-        utilities = _kernels.utilities_of_thetas(
-            thetas.reshape(-1, *theta.shape), X_val, T_val, labels_val,
-            **utility_args).reshape(len(permutations), n_clients)
+
+        def utilities_of(prefix):
+            if self.compression == "sign":
+                step = np.where(np.abs(prefix) >= self.sign_threshold * size,
+                                np.sign(prefix), 0.0)
+            else:
+                step = prefix / size
+            thetas = theta.ravel()[None, None, :] - self.learning_rate * step
+            return _kernels.utilities_of_thetas(
+                thetas.reshape(-1, *theta.shape), X_val, T_val, labels_val,
+                **utility_args).reshape(len(permutations), n_clients)
+
+        utilities = utilities_of(prefix)
         before = _kernels.utility_of_theta(theta, X_val, T_val, labels_val,
                                            **utility_args)
-        marginals = np.diff(utilities, axis=1, prepend=before)
+        if own is None:
+            marginals = np.diff(utilities, axis=1, prepend=before)
+        else:
+            with_own = utilities_of(prefix - released[permutations]
+                                    + own[permutations])
+            previous = np.concatenate(
+                [np.full((len(permutations), 1), before), utilities[:, :-1]], axis=1)
+            marginals = with_own - previous
         values = np.zeros(n_clients)
         np.add.at(values, permutations, marginals)
         return values / len(permutations)

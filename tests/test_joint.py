@@ -282,7 +282,72 @@ def test_joint_refuses_a_walk_without_a_line(planes):
 
 
 def test_threat_model_documented_once():
-    for Valuator in (DPDataValuator, DPLabelQuality):
+    from skdpval import DPFederatedValuator
+    for Valuator in (DPDataValuator, DPLabelQuality, DPFederatedValuator):
         assert "%(threat_model)s" not in Valuator.__doc__
         flat = " ".join(Valuator.__doc__.split())
         assert " ".join(THREAT_MODEL_DOC.split()) in flat
+
+
+# --- federated clients ------------------------------------------------------
+
+def _clients(planes):
+    X, y, flipped, X_val, y_val = planes
+    return X, y, X_val, y_val, np.arange(len(y)) // 30
+
+
+@pytest.mark.parametrize("params", [dict(), dict(privacy_unit="group")])
+def test_federated_joint_without_noise_is_central(planes, params):
+    from skdpval import DPFederatedValuator
+    X, y, X_val, y_val, groups = _clients(planes)
+    values = [DPFederatedValuator(n_rounds=5, n_permutations_per_round=6,
+                                  random_state=0, threat_model=threat,
+                                  noise="none", **params).fit(
+        X, y, X_val=X_val, y_val=y_val, groups=groups).values_
+        for threat in ("central", "joint")]
+    np.testing.assert_array_equal(values[0], values[1])
+
+
+def test_federated_joint_round_equals_its_definition():
+    """A round's joint Shapley value over all permutations of 3 clients,
+    against the sum over permutations written out."""
+    import itertools
+    from skdpval import DPFederatedValuator
+    rng = np.random.default_rng(1)
+    X_val = np.c_[rng.normal(size=(10, 2)), np.ones(10)]
+    T_val = np.sign(X_val[:, :1])
+    labels_val = (T_val[:, 0] > 0).astype(np.int64)
+    args = dict(loss=K.LOGISTIC, utility=K.NEG_LOSS, loss_param=0.0,
+                total_sum_squares=1.0)
+    theta = rng.normal(size=(1, 3))
+    released, own = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    valuator = DPFederatedValuator(n_permutations_per_round="all", learning_rate=0.3)
+    values = valuator._round_shapley(theta, released, X_val, T_val, labels_val, args,
+                                     None, own)
+
+    def utility(step):
+        return K.utility_of_theta(theta - 0.3 * step.reshape(1, 3), X_val, T_val,
+                                  labels_val, **args)
+
+    reference = np.zeros(3)
+    for order in itertools.permutations(range(3)):
+        for position, client in enumerate(order):
+            before = released[list(order[:position])]
+            base = utility(before.mean(axis=0)) if position else utility(np.zeros(3))
+            reference[client] += utility(
+                (before.sum(axis=0) + own[client]) / (position + 1)) - base
+    np.testing.assert_allclose(values, reference / 6, rtol=0, atol=1e-12)
+
+
+def test_federated_joint_report(planes):
+    from skdpval import DPFederatedValuator
+    X, y, X_val, y_val, groups = _clients(planes)
+    valuator = DPFederatedValuator(n_rounds=3, n_permutations_per_round=4,
+                                   epsilon=1.0, random_state=0,
+                                   threat_model="joint").fit(
+        X, y, X_val=X_val, y_val=y_val, groups=groups)
+    report = valuator.privacy_report_
+    assert report["threat_model"] == "joint"
+    assert report["billboard_guarantee"]["mu"] == report["mu"]
+    assert valuator.owner_value(2) == valuator.values_[2]
+    assert not hasattr(valuator, "rank_")
