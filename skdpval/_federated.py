@@ -202,6 +202,9 @@ class DPFederatedValuator(BaseValuator):
         Releases per client (``n_rounds``).
     privacy_unit_ : {"sample", "client", "record"}
         Whom ``epsilon_`` protects.
+    threat_model_ : {"central", "joint"}
+        The threat model of the fit; under ``"joint"`` ``values_`` and
+        ``round_values_`` are the curator's view (:meth:`owner_value`).
     privacy_report_ : dict
         Unit (client), adjacency, releases, clipping, compression,
         sensitivity, noise and its source, mu, epsilon (zero-out and

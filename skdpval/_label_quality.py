@@ -171,6 +171,11 @@ class DPLabelQuality(BaseValuator):
     privacy_unit_ : {"sample", "group", "record"}
         Whom ``epsilon_`` protects.
 
+    threat_model_ : {"central", "joint"}
+        The threat model of the fit. Under ``"joint"``, ``values_`` (and every
+        per-party attribute) is the curator's view: deliver each owner its
+        own value with :meth:`owner_value`; ``rank_`` refuses.
+
     n_releases_ : int
         Releases per party: 1.
 

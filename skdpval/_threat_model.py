@@ -135,11 +135,13 @@ class OwnerValues:
         # An AttributeError, so that hasattr and getattr with a default say
         # "no ranks" rather than fail.
         refuse_in_joint_mode(self, "rank_", AttributeError)
+        # Kept in the instance's dict under its own name (a property wins
+        # over it): vars(), pickles and check_is_fitted see it as before.
         try:
-            return self.__dict__["_rank"]
+            return self.__dict__["rank_"]
         except KeyError:
             raise AttributeError("rank_") from None
 
     @rank_.setter
     def rank_(self, rank):
-        self.__dict__["_rank"] = rank
+        self.__dict__["rank_"] = rank

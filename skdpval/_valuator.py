@@ -389,6 +389,11 @@ class DPDataValuator(BaseValuator):
         Whom ``epsilon_`` protects: a sample (no groups), a group, or a
         record in any group.
 
+    threat_model_ : {"central", "joint"}
+        The threat model of the fit. Under ``"joint"``, ``values_`` (and every
+        per-party attribute) is the curator's view: deliver each owner its
+        own value with :meth:`owner_value`; ``rank_`` refuses.
+
     n_releases_ : int
         Number of noisy gradients released per sample (``n_permutations``).
 

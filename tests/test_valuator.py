@@ -107,7 +107,8 @@ def test_fitted_attributes_are_the_documented_ones(classification):
                       "privacy_report_", "n_features_in_", "marginal_mean_",
                       "marginal_var_", "n_marginals_", "initial_utility_",
                       "final_utilities_", "values_stderr_", "subspace_",
-                      "clip_norm_", "q_", "privacy_unit_", "chosen_params_"}
+                      "clip_norm_", "q_", "privacy_unit_", "chosen_params_",
+                      "threat_model_"}
     # One number per party or permutation; the public basis is one row.
     assert all(np.ndim(value) <= 1 for name, value in vars(valuator).items()
                if isinstance(value, np.ndarray) and name != "subspace_")
