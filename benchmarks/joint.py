@@ -13,9 +13,9 @@ privacy. This script runs that row for both of our threat models:
   delta=1e-4, threat_model=...)`` (the defaults otherwise) and without noise
   (``noise="none"``);
 - ``label score``: ``DPLabelQuality`` likewise, and without noise
-  (``epsilon=None``);
+  (``epsilon=np.inf``);
 - ``own margin``: each training row's clipped margin under a model fitted
-  on the validation rows (``DPLabelQuality(estimator, epsilon=None)``) for
+  on the validation rows (``DPLabelQuality(estimator, epsilon=np.inf)``) for
   LogisticRegression, MLPClassifier((64,)) and 15-NN: the joint label
   score with the validation model is exactly this (no billboard);
 - the walk of an MLPClassifier((64,)) along its public line, both threat
@@ -72,10 +72,10 @@ def cases(seed):
     out.append(("walk", "no noise", "LogisticRegression", DPDataValuator(
         LogisticRegression(), noise="none", random_state=seed)))
     out.append(("label score", "no noise", "LogisticRegression", DPLabelQuality(
-        LogisticRegression(), epsilon=None, random_state=seed)))
+        LogisticRegression(), epsilon=np.inf, random_state=seed)))
     for name, model in models.items():
         out.append(("own margin", "no noise", name, DPLabelQuality(
-            model, epsilon=None, random_state=seed)))
+            model, epsilon=np.inf, random_state=seed)))
     for threat in ("central", "joint"):
         out.append(("walk", threat, "MLPClassifier(64)", DPDataValuator(
             models["MLPClassifier(64)"], threat_model=threat, random_state=seed,

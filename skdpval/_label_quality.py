@@ -1,21 +1,18 @@
 """DPLabelQuality: a private label-quality score, one Gaussian release per party."""
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from sklearn.base import _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
-                          privacy_report)
 from ._base import BaseValuator
-from ._data import call_on_private_data, check_epsilon
+from ._data import call_on_private_data
+from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._models import fit_on_validation
-from ._noise import gaussian_noise, noise_source
-from ._secure_noise import (LABEL_SCORE, Grid, check_noise_std, noise_key,
-                             releases_on_grid)
-from ._threat_model import (THREAT_MODEL_CONSTRAINT, joint_report,
+from ._secure_noise import LABEL_SCORE
+from ._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
                             with_threat_model_doc)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -40,6 +37,7 @@ def _residual_scale(model, parties):
 
 
 @with_threat_model_doc
+@share_privacy_docs
 class DPLabelQuality(BaseValuator):
     """Private label-quality score: how well each label fits a public model.
 
@@ -87,18 +85,9 @@ class DPLabelQuality(BaseValuator):
         with ``decision_function`` or ``predict_proba`` (its log), or any
         regressor. ``None`` means ``LogisticRegression()``.
 
-    epsilon : float > 0, "default" or None, default="default"
-        Privacy budget of each party's release. ``None`` adds no noise (no
-        privacy; a reference).
-        ``"default"`` means 1.0 and warns once per process
-        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
-        1.0 included, is taken as chosen and does not warn.
-
-    delta : float in (0, 1), default=5e-5
-        Privacy parameter delta: a point on the mechanism's mu-GDP curve.
-        Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
-        that at 2,000 parties; see the user guide's privacy model.
-
+    %(epsilon)s
+    %(delta)s
+    %(noise_multiplier)s
     clip : float > 0, default=1.0
         Scores are clipped to ``[-clip, clip]`` (the sensitivity).
 
@@ -133,11 +122,7 @@ class DPLabelQuality(BaseValuator):
         Public randomness: the split and an unset ``random_state`` of the
         estimator. It never seeds the noise.
 
-    noise_seed : int >= 0 or None, default=None
-        ``None`` draws the noise from fresh OS entropy. An int makes it
-        reproducible; the guarantee then holds only while it is secret and
-        serves one fit (two fits with one seed draw the same noise, which
-        cancels between them).
+    %(noise_seed)s
 
     Attributes
     ----------
@@ -214,10 +199,8 @@ class DPLabelQuality(BaseValuator):
     """
 
     _parameter_constraints: dict = {
+        **PRIVACY_CONSTRAINTS,
         "estimator": [HasMethods(["fit", "predict"]), None],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
-                    StrOptions({"default"})],
-        "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "clip": [Interval(Real, 0.0, None, closed="neither")],
         "privacy_unit": [StrOptions({"record", "group"})],
         "threat_model": THREAT_MODEL_CONSTRAINT,
@@ -225,16 +208,16 @@ class DPLabelQuality(BaseValuator):
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "classes": ["array-like", None],
         "random_state": ["random_state"],
-        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
     }
 
-    def __init__(self, estimator=None, *, epsilon="default", delta=5e-5, clip=1.0,
-                 privacy_unit="record", threat_model="central", standardize=True,
-                 validation_fraction=0.2, classes=None, random_state=None,
-                 noise_seed=None):
+    def __init__(self, estimator=None, *, epsilon="default", delta="auto",
+                 noise_multiplier=None, clip=1.0, privacy_unit="record",
+                 threat_model="central", standardize=True, validation_fraction=0.2,
+                 classes=None, random_state=None, noise_seed=None):
         self.estimator = estimator
         self.epsilon = epsilon
         self.delta = delta
+        self.noise_multiplier = noise_multiplier
         self.clip = clip
         self.privacy_unit = privacy_unit
         self.threat_model = threat_model
@@ -273,14 +256,13 @@ class DPLabelQuality(BaseValuator):
             raise TypeError(
                 f"DPLabelQuality scores labels with a classifier or a regressor; "
                 f"estimator={type(estimator).__name__} is neither.")
-        check_epsilon(chosen_epsilon(self.epsilon), self.delta)
         return estimator
 
     def _party_options(self, estimator):
         return dict(is_classifier=is_classifier(estimator),
                     standardize=self.standardize)
 
-    def _value(self, parties, groups, estimator, seeds):
+    def _value(self, parties, groups, estimator, seeds, mechanism):
         """The public model, each party's clipped score and its one release."""
         model_seed, = seeds
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
@@ -290,24 +272,29 @@ class DPLabelQuality(BaseValuator):
         # A regressor's scores lie in [-clip, 0]: released centred, in
         # [-clip/2, clip/2], their zero-out sensitivity is clip/2.
         centre = 0.0 if is_classifier(self.estimator_) else -self.clip / 2
-        record_level = groups is not None and self.privacy_unit == "record"
+        record_level = self._record_level(groups)
         scores = self._party_scores(parties, record_level, centre)
         # The released statistic: a party's (centred) score, or at record
         # level its sum of them, whose neighbour is one record away (no clamp).
-        grid = Grid(self.clip - abs(centre), 1, zero_neighbour=not record_level)
         if self.threat_model == "joint":
             # No billboard: each owner's score reads its own rows and the
-            # public model only, and goes to that owner alone.
-            self._report_joint_privacy(parties, groups, grid, record_level)
-            noise_std = 0.0
+            # public model only, and goes to that owner alone, without noise.
+            declare_joint(mechanism,
+                          billboard="empty: the public model is fitted on the "
+                                    "validation set (public)",
+                          owner_value="its own clipped score under the public "
+                                      "model, exact")
+            mechanism.details["release"] = (
+                "to each owner alone, its own clipped score (its label's margin "
+                "under the model fitted on the validation set), without noise")
         else:
-            noise_std = self._report_privacy(parties, groups, grid, record_level)
-        if noise_std > 0:
+            score = mechanism.gaussian("label score", LABEL_SCORE, n_releases=1,
+                                       clip=self.clip - abs(centre), dimension=1,
+                                       zero_neighbour=not record_level)
+            mechanism.calibrate()
+            mechanism.details["release"] = self._release_statement(record_level)
             # One release per party on the grid: gamma (rint(score / gamma) + m).
-            m = gaussian_noise(noise_key(self.noise_seed), LABEL_SCORE, 0, 1,
-                               noise_std / grid.gamma, np.empty((1, len(scores))))
-            scores = releases_on_grid(scores, m[0], grid.gamma, grid.bound,
-                                      np.empty(len(scores)))
+            scores = mechanism.release(score, scores)
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
         return scores + centre
@@ -366,81 +353,16 @@ class DPLabelQuality(BaseValuator):
             margin = own - per_class.max(axis=1)
         return np.where(np.isnan(margin), -np.inf, margin)
 
-    def _report_privacy(self, parties, groups, grid, record_level):
-        """Sets the privacy attributes; returns the noise std (of a sum of
-        clipped scores at record level).
-
-        The released score's sensitivity under zero-out adjacency is its
-        largest magnitude (``clip``, or ``clip / 2`` for a regressor's centred
-        score), padded by the rounding to ``grid``; replace-one doubles it.
-        """
-        sensitivity = grid.gamma * grid.sensitivity
-        noise_std = (0.0 if self.epsilon is None else check_noise_std(
-            noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1,
-                                 sensitivity), grid, "epsilon and clip"))
-        self.privacy_unit_ = ("record" if record_level else
-                              "sample" if groups is None else "group")
-        self.privacy_report_ = privacy_report(
-            noise_std=noise_std, delta=self.delta, n_releases=1,
-            clip_norm=self.clip, unit=self.privacy_unit_,
-            n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0),
-            sensitivity=sensitivity, grid=grid if noise_std > 0 else None,
-            n_draws=1)
-        self.privacy_report_["release"] = (
-            "one clipped score per party: the margin of its label under a model "
-            "fitted on the validation set, in [-clip, clip]"
-            if is_classifier(self.estimator_) else
-            "one clipped score per party: minus the absolute residual of its "
-            "target under a model fitted on the validation set, in [-clip, 0], "
-            "released centred (plus clip/2: sensitivity clip/2 under zero-out, "
-            "clip under replace-one)")
+    def _release_statement(self, record_level):
+        """What one release is, in words, for the report."""
         if record_level:
-            add_record_level(self.privacy_report_, np.diff(parties.offsets), "group")
-            self.privacy_report_["release"] = (
-                "one score per group: the sum of its records' clipped (and, for "
-                "a regressor, centred) scores plus Gaussian noise of std "
-                "noise_std, divided by its size n_g (public)")
-        self.privacy_report_["threat_model"] = "central"
-        self.epsilon_ = self.privacy_report_["epsilon"]
-        self.delta_ = self.privacy_report_["delta"]
-        self.noise_multiplier_ = noise_std / sensitivity
-        self.n_releases_ = 1
-        return noise_std
-
-    def _report_joint_privacy(self, parties, groups, grid, record_level):
-        """The privacy attributes under the joint threat model with the
-        validation-fitted model: an empty billboard, so the values delivered
-        to the other owners do not depend on an owner's data (0-DP)."""
-        self.privacy_unit_ = ("record" if record_level else
-                              "sample" if groups is None else "group")
-        report = {
-            "unit": self.privacy_unit_,
-            "adjacency": (f"zero-out or replace one {self.privacy_unit_}'s data: "
-                          "the other owners' values do not change at all"),
-            "n_releases": 0,
-            "clip_norm": float(self.clip),
-            "sensitivity": float(grid.gamma * grid.sensitivity),
-            "noise_std": 0.0,
-            "noise_multiplier": 0.0,
-            "mu": 0.0, "epsilon": 0.0, "epsilon_replace_one": 0.0, "delta": 0.0,
-            "method": ("joint DP with an empty billboard: the public model is "
-                       "fitted on the validation set, and an owner's value reads "
-                       "its own rows only"),
-            "noise_source": "none: no noise is needed",
-            "release": ("to each owner alone, its own clipped score (its "
-                        "label's margin under the model fitted on the validation "
-                        "set), without noise"),
-        }
-        report.update(validation_set=privacy_report(
-            noise_std=0.0, delta=self.delta, n_releases=1, clip_norm=self.clip,
-            unit=self.privacy_unit_, n_unprotected=parties.n_unprotected,
-            noise_source="", sensitivity=1.0)["validation_set"])
-        self.privacy_report_ = joint_report(
-            report, billboard="empty: the public model is fitted on the "
-                              "validation set (public)",
-            owner_value="its own clipped score under the public model, exact")
-        self.epsilon_ = 0.0
-        self.delta_ = 0.0
-        self.noise_multiplier_ = 0.0
-        self.n_releases_ = 0
+            return ("one score per group: the sum of its records' clipped (and, "
+                    "for a regressor, centred) scores plus Gaussian noise of std "
+                    "noise_std, divided by its size n_g (public)")
+        if is_classifier(self.estimator_):
+            return ("one clipped score per party: the margin of its label under a "
+                    "model fitted on the validation set, in [-clip, clip]")
+        return ("one clipped score per party: minus the absolute residual of its "
+                "target under a model fitted on the validation set, in [-clip, 0], "
+                "released centred (plus clip/2: sensitivity clip/2 under zero-out, "
+                "clip under replace-one)")

@@ -72,26 +72,36 @@ def refuse_in_joint_mode(estimator, what, error=ValueError):
             "publish values, ranks or a filtered data set.")
 
 
-def joint_report(report, billboard, owner_value):
-    """Adds the joint threat model to a privacy ``report`` in place.
+JOINT = ("joint: a trusted curator sees every owner's rows and value "
+         "(values_) and delivers each owner its own value only (owner_value); "
+         "the values delivered to all owners but one are together as private "
+         "with respect to that one's data as the billboard (mu, epsilon, delta "
+         "of this report)")
 
-    ``billboard``: what the billboard holds (its guarantee is the report's
-    mu, epsilon and delta, or none when it is empty); ``owner_value``: what
-    an owner's value is computed from.
+
+def declare_joint(mechanism, billboard, owner_value):
+    """Put the joint threat model into the report ``mechanism`` will write:
+    ``"threat_model"`` and ``details["joint"]``.
+
+    ``billboard``: what the billboard holds (the report's parts are its
+    releases; its guarantee is the report's ``mu``, ``epsilon`` and
+    ``delta``: 0 when it is empty); ``owner_value``: what an owner's value
+    is computed from.
     """
-    report["threat_model"] = "joint"
-    report["curator"] = "trusted: sees every owner's rows and value (values_)"
-    report["billboard"] = billboard
-    report["billboard_guarantee"] = {
-        key: report[key] for key in ("mu", "epsilon", "delta") if key in report}
-    report["owner_value"] = owner_value
-    report["owner_value_private_against"] = (
-        "the other owners, jointly: the values delivered to all owners but one "
-        "are (epsilon, delta)-DP with respect to that one's data (billboard "
-        "lemma); an owner's own value reads its own rows exactly")
-    report["max_noisy_label_auc_applies_to"] = (
-        "the billboard only: an owner's own value is not bounded by it")
-    return report
+    mechanism.threat_model = JOINT
+    mechanism.details["joint"] = {
+        "curator": "trusted: sees every owner's rows and value (values_)",
+        "billboard": billboard,
+        "billboard_guarantee": ("the report's mu, epsilon and delta (its parts "
+                                "are the billboard's releases)"),
+        "owner_value": owner_value,
+        "owner_value_private_against": (
+            "the other owners, jointly: the values delivered to all owners but "
+            "one are (epsilon, delta)-DP with respect to that one's data "
+            "(billboard lemma); an owner's own value reads its own rows exactly"),
+        "max_noisy_label_auc_applies_to": (
+            "the billboard only: an owner's own value is not bounded by it"),
+    }
 
 
 class OwnerValues:

@@ -12,11 +12,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels, _subspace
 from ._base import STEP_TO_USER, BaseValuator, check_converged
-from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
-                          privacy_report)
 from ._data import (
     UTILITY_CODES,
-    check_budget,
     check_utility,
     kernel_targets,
     with_intercept,
@@ -31,18 +28,18 @@ from ._models import (
     row_weights,
     split_pipeline,
 )
+from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._noise import (
     counted_permutations,
     noise_schedule,
-    noise_source,
     released_noise_std,
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
-from ._secure_noise import Grid, check_noise_std, noise_key
+from ._secure_noise import WALK
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
 from ._walk import SeededDraws, one_blas_thread, run_walks
-from ._threat_model import (THREAT_MODEL_CONSTRAINT, joint_report,
+from ._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
                             with_threat_model_doc)
 from .exceptions import SkdpvalWarning
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
@@ -100,6 +97,7 @@ WrappedModel = namedtuple("WrappedModel", ["preprocessor", "estimator", "spec"])
 
 
 @with_threat_model_doc
+@share_privacy_docs
 class DPDataValuator(BaseValuator):
     """Differentially private data values from noisy per-party gradients.
 
@@ -168,7 +166,8 @@ class DPDataValuator(BaseValuator):
             default="correlated"
         How each step combines a sample's releases. ``"iid"`` uses the fresh
         release; ``"correlated"`` the mean of all its releases so far;
-        ``"none"`` adds no noise (no privacy). An array of length
+        ``"none"`` adds no noise (no privacy; ``epsilon=np.inf`` is the
+        same). An array of length
         ``n_permutations`` or a callable ``f(t, k)`` of the integer array
         ``t = 1 .. k`` gives the weight ``x_tt`` in (0, 1] of the fresh
         release at permutation ``t``, the rest going to the running mean.
@@ -181,22 +180,9 @@ class DPDataValuator(BaseValuator):
         otherwise: i.i.d. releases gain nothing from a burn-in and would
         discard 90% of them.
 
-    epsilon : float > 0, "default" or None, default="default"
-        Privacy budget for all releases of one sample. Set it to ``None``
-        when giving ``noise_multiplier``.
-        ``"default"`` means 1.0 and warns once per process
-        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
-        1.0 included, is taken as chosen and does not warn.
-
-    delta : float in (0, 1), default=5e-5
-        Privacy parameter delta: a point on the mechanism's mu-GDP curve.
-        Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
-        that at 2,000 parties; see the user guide's privacy model.
-
-    noise_multiplier : float > 0 or None, default=None
-        Per-release noise std divided by ``clip_norm``, instead of
-        ``epsilon``; ``epsilon_`` then reports the resulting budget.
-
+    %(epsilon)s
+    %(delta)s
+    %(noise_multiplier)s
     privacy_unit : {"record", "group"}, default="record"
         Whom the guarantee protects when ``fit`` gets ``groups`` (without
         groups the unit is the sample either way). ``"record"``: one
@@ -302,13 +288,7 @@ class DPDataValuator(BaseValuator):
         Seeds the public randomness: the split, the learning-rate search and
         the permutations. It never seeds the noise.
 
-    noise_seed : int >= 0 or None, default=None
-        ``None`` draws the noise from ChaCha20 keyed with 32 bytes of fresh
-        OS entropy, so that it stays secret. An int makes the noise reproducible (for tests and
-        papers); the guarantee then holds only while that seed is secret
-        and serves one fit: two fits with the same seed draw the same noise,
-        which cancels between them (``privacy_spent`` lists it as a leak).
-
+    %(noise_seed)s
     verbose : int, default=0
         Print progress (permutations per second, time left) to stderr when
         positive.
@@ -468,15 +448,12 @@ class DPDataValuator(BaseValuator):
     """
 
     _parameter_constraints: dict = {
+        **PRIVACY_CONSTRAINTS,
         "estimator": [HasMethods(["fit", "get_params"]), None],
         "semivalue": [StrOptions({"shapley", "banzhaf", "loo"}), tuple],
         "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
                   callable],
         "q": [Interval(Real, 0.0, 1.0, closed="left"), StrOptions({"auto"})],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
-                    StrOptions({"default"})],
-        "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
-        "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
         "privacy_unit": [StrOptions({"record", "group"})],
         "threat_model": THREAT_MODEL_CONSTRAINT,
         "clip_norm": [Interval(Real, 0.0, None, closed="neither"),
@@ -493,7 +470,6 @@ class DPDataValuator(BaseValuator):
                    Interval(Integral, 1, None, closed="left"), None],
         "classes": ["array-like", None],
         "random_state": ["random_state"],
-        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
         "verbose": ["verbose"],
     }
 
@@ -505,7 +481,7 @@ class DPDataValuator(BaseValuator):
         noise="correlated",
         q="auto",
         epsilon="default",
-        delta=5e-5,
+        delta="auto",
         noise_multiplier=None,
         privacy_unit="record",
         threat_model="central",
@@ -593,8 +569,6 @@ class DPDataValuator(BaseValuator):
 
     def _check_parameters(self):
         check_semivalue(self.semivalue)
-        check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise,
-                     self.delta)
         preprocessor, estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
@@ -616,6 +590,12 @@ class DPDataValuator(BaseValuator):
                 "utility='accuracy' is not one: use utility='neg_loss' (or "
                 "threat_model='central').")
 
+    _planned_release = {**BaseValuator._planned_release, "name": "walk",
+                        "n_releases_param": "n_permutations"}
+
+    def _adds_noise(self):
+        return not (isinstance(self.noise, str) and self.noise == "none")
+
     def _party_options(self, model):
         spec = model.spec
         return dict(is_classifier=spec.is_classifier, standardize=self.standardize,
@@ -624,7 +604,7 @@ class DPDataValuator(BaseValuator):
                                    and spec.loss in TARGET_SCALE_DEGREE),
                     preprocessor=model.preprocessor)
 
-    def _value(self, parties, groups, model, seeds, sample_weight=None):
+    def _value(self, parties, groups, model, seeds, mechanism, sample_weight=None):
         """The walks: the game, its space, clip norm, noise, learning rate; the
         values in the utility's units (and the walk's statistics)."""
         search_seed, walk_seed = seeds
@@ -637,13 +617,15 @@ class DPDataValuator(BaseValuator):
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
-            record_level=groups is not None and self.privacy_unit == "record")
+            record_level=self._record_level(groups))
         self.subspace_, line_center, space = self._space(model.estimator, spec, game,
                                                          search_seed)
         game = game._replace(space=space)
         self.clip_norm_ = self._clip_norm(game)
-        x_tt, use_rolling, add_noise = noise_schedule(
-            self.noise, self.n_permutations, self.batch_permutations)
+        # epsilon=np.inf is noise="none": no releases to average.
+        x_tt, use_rolling, _ = noise_schedule(
+            self.noise if mechanism.adds_noise else "none", self.n_permutations,
+            self.batch_permutations)
         self.q_ = (float(self.q) if self.q != "auto"
                    else AUTO_BURN_IN if use_rolling else 0.0)
         counted = counted_permutations(self.q_, self.n_permutations)
@@ -653,18 +635,30 @@ class DPDataValuator(BaseValuator):
         # Releases on a grid: the sample (or group) slot of a zero-out
         # neighbour releases 0, so its rounded statistic is clamped; a
         # record-level sum's neighbour is one record away (no clamp).
-        grid = Grid(self.clip_norm_, game.space.coordinates(game.X.shape[1]
-                                                            * game.T.shape[1]),
-                    zero_neighbour=not game.record_level)
-        noise_std = self._noise_std(add_noise, grid)
-        self._report_privacy(noise_std, parties, groups, game, grid)
+        walk = mechanism.gaussian(
+            "walk", WALK, n_releases=self.n_permutations, clip=self.clip_norm_,
+            dimension=game.space.coordinates(game.X.shape[1] * game.T.shape[1]),
+            zero_neighbour=not game.record_level, n_releases_param="n_permutations")
+        mechanism.calibrate()
+        noise_std = walk.noise_std
+        mechanism.details["release_dimension"] = game.space.release_dimension
+        if self.threat_model == "joint":
+            declare_joint(
+                mechanism,
+                billboard="every noisy release of every owner (they move the "
+                          "walks' states), and the public line, the learning "
+                          "rate and the permutations (public)",
+                owner_value="the mean of its weighted marginals, each U(z + its "
+                            "own clipped step) - U(z) at the walk's state z "
+                            "before its step (a function of the billboard)")
         self.learning_rate_ = self._learning_rate(
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
         result = run_walks(
             self._problem(game, noise_std, line_center), SeededDraws(
-                np.random.SeedSequence(walk_seed), noise_key(self.noise_seed),
-                self.n_permutations, len(parties.train_parties), noise_std, grid),
+                np.random.SeedSequence(walk_seed), mechanism.key,
+                self.n_permutations, len(parties.train_parties), noise_std,
+                walk.grid),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
@@ -762,50 +756,6 @@ class DPDataValuator(BaseValuator):
                 "at the initial model; give clip_norm as a number.")
         clip_norm = float(np.percentile(norms, AUTO_CLIP_PERCENTILE))
         return clip_norm
-
-    def _noise_std(self, add_noise, grid):
-        """Per-release noise std (0 without noise), for the sensitivity of a
-        release on ``grid`` (``clip_norm_`` padded by the rounding)."""
-        if not add_noise:
-            return 0.0
-        if self.noise_multiplier is not None:
-            noise_std = self.noise_multiplier * self.clip_norm_
-        else:
-            noise_std = noise_std_for_budget(
-                chosen_epsilon(self.epsilon), self.delta, self.n_permutations,
-                self.clip_norm_ * grid.padding)
-        source = "epsilon" if self.noise_multiplier is None else "noise_multiplier"
-        return check_noise_std(noise_std, grid,
-                               f"{source} and clip_norm_={self.clip_norm_!r}")
-
-    def _report_privacy(self, noise_std, parties, groups, game, grid):
-        self.privacy_unit_ = ("record" if game.record_level else
-                              "sample" if groups is None else "group")
-        self.privacy_report_ = privacy_report(
-            noise_std=noise_std, delta=self.delta, n_releases=self.n_permutations,
-            clip_norm=self.clip_norm_, unit=self.privacy_unit_,
-            n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0),
-            sensitivity=self.clip_norm_ * grid.padding,
-            grid=grid if noise_std > 0 else None,
-            n_draws=self.n_permutations * grid.dimension)
-        if game.record_level:
-            add_record_level(self.privacy_report_, np.diff(game.offsets), "group")
-        self.privacy_report_["release_dimension"] = game.space.release_dimension
-        self.privacy_report_["threat_model"] = self.threat_model
-        if self.threat_model == "joint":
-            joint_report(
-                self.privacy_report_,
-                billboard="every noisy release of every owner (they move the "
-                          "walks' states), and the public line, the learning "
-                          "rate and the permutations (public)",
-                owner_value="the mean of its weighted marginals, each U(z + its "
-                            "own clipped step) - U(z) at the walk's state z "
-                            "before its step (a function of the billboard)")
-        self.epsilon_ = self.privacy_report_["epsilon"]
-        self.delta_ = self.privacy_report_["delta"]
-        self.noise_multiplier_ = noise_std / self.clip_norm_
-        self.n_releases_ = self.n_permutations
 
     def _sgd_pass(self, game, X, T, learning_rate, order):
         """Parameters after one clipped, noiseless SGD pass (in the subspace)."""

@@ -132,18 +132,21 @@ def test_joint_report(planes):
     valuator = fit(DPDataValuator(epsilon=1.0, n_permutations=10, random_state=0,
                                   threat_model="joint"), planes)
     report = valuator.privacy_report_
-    assert report["threat_model"] == "joint"
-    assert report["billboard_guarantee"] == {
-        "mu": report["mu"], "epsilon": report["epsilon"], "delta": report["delta"]}
-    assert "trusted" in report["curator"]
-    assert "other owners" in report["owner_value_private_against"]
+    assert report["threat_model"].startswith("joint: a trusted curator")
+    joint = report["details"]["joint"]
+    assert "walks' states" in joint["billboard"]
+    assert "trusted" in joint["curator"]
+    assert "other owners" in joint["owner_value_private_against"]
     assert valuator.threat_model_ == "joint"
     central = fit(DPDataValuator(epsilon=1.0, n_permutations=10, random_state=0),
                   planes)
-    assert central.privacy_report_["threat_model"] == "central"
-    assert "billboard" not in central.privacy_report_
-    # the same billboard: the joint fit spends what the central one does
+    assert central.privacy_report_["threat_model"].startswith("central")
+    assert "joint" not in central.privacy_report_["details"]
+    # the same report schema, and the same billboard: the joint fit spends
+    # what the central one does
+    assert report.keys() == central.privacy_report_.keys()
     assert report["mu"] == central.privacy_report_["mu"]
+    assert report["parts"] == central.privacy_report_["parts"]
 
 
 # --- the label score ----------------------------------------------------------
@@ -161,13 +164,16 @@ def test_joint_label_score_is_the_own_margin_without_noise(planes):
     X, y, _, X_val, y_val = planes
     joint = fit(DPLabelQuality(epsilon=0.1, delta=1e-4, threat_model="joint",
                                random_state=0), planes)
-    no_noise = fit(DPLabelQuality(epsilon=None, random_state=0), planes)
+    no_noise = fit(DPLabelQuality(epsilon=np.inf, random_state=0), planes)
     np.testing.assert_array_equal(joint.values_, no_noise.values_)
     np.testing.assert_allclose(joint.values_, _own_margins(X, y, X_val, y_val),
                                rtol=0, atol=1e-9)
-    assert (joint.epsilon_, joint.delta_, joint.n_releases_) == (0.0, 0.0, 0)
     report = joint.privacy_report_
-    assert report["threat_model"] == "joint" and report["billboard"].startswith("empty")
+    # an empty billboard: nothing released, the other owners' values are 0-DP
+    assert (joint.epsilon_, report["mu"], joint.n_releases_) == (0.0, 0.0, 0)
+    assert report["parts"] == [] and report["private"]
+    assert report["threat_model"].startswith("joint")
+    assert report["details"]["joint"]["billboard"].startswith("empty")
 
 
 def test_joint_label_score_groups(planes):
@@ -347,7 +353,7 @@ def test_federated_joint_report(planes):
                                    threat_model="joint").fit(
         X, y, X_val=X_val, y_val=y_val, groups=groups)
     report = valuator.privacy_report_
-    assert report["threat_model"] == "joint"
-    assert report["billboard_guarantee"]["mu"] == report["mu"]
+    assert report["threat_model"].startswith("joint")
+    assert "global model" in report["details"]["joint"]["billboard"]
     assert valuator.owner_value(2) == valuator.values_[2]
     assert not hasattr(valuator, "rank_")
