@@ -26,6 +26,12 @@ low value for a flipped label over the seeds (mean, std, each seed's),
 seconds per fit and the load average:
 
     python benchmarks/joint.py --seeds 5 > benchmarks/results/quality_joint.jsonl
+
+``--speed``: the line walk's kernel (2,000 one-row parties, 16 walks, a
+logistic line), ns a step, best of 30 runs, central and joint, run in turn
+three times:
+
+    python benchmarks/joint.py --speed > benchmarks/results/speed_joint.jsonl
 """
 
 import argparse
@@ -93,10 +99,47 @@ def data(seed):
     return X[train], y_noisy, flipped, X[val], y[val]
 
 
+def line_walk_speed(joint, n=2000, d=10, n_walks=16, repeats=30):
+    """Best ns a step of the line walk's kernel (a logistic line, noise on a grid)."""
+    from skdpval import _kernels, _subspace
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(size=(n, d)), np.ones(n)]
+    T = rng.choice([-1.0, 1.0], size=(n, 1))
+    X_val = np.c_[rng.normal(size=(200, d)), np.ones(200)]
+    T_val = np.sign(X_val[:, :1])
+    basis = rng.normal(size=(1, d + 1))
+    basis /= np.linalg.norm(basis)
+    problem = _subspace.make_subspace_problem(
+        basis, X, T, np.arange(n + 1), X_val, T_val, (T_val[:, 0] > 0).astype(np.int64),
+        loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS, loss_param=0.0, l2=1e-3,
+        n_penalized=d, clip_norm=0.5, learning_rate=0.01, total_sum_squares=1.0,
+        weights=np.ones(n) / n, line_range=(-5, 5), joint=joint)
+    permutations = np.array([rng.permutation(n) for _ in range(n_walks)])
+    noise = np.rint(rng.normal(scale=30, size=(n_walks, n, 1)))
+    grid = (0.5 / 64, 64.0)
+    problem.walk(permutations, noise.copy(), None, None, grid)  # compile
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        problem.walk(permutations, noise.copy(), None, None, grid)
+        best = min(best, time.perf_counter() - start)
+    return best / (n_walks * n) * 1e9
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--speed", action="store_true")
     args = parser.parse_args()
+    if args.speed:
+        for turn in range(3):
+            for joint in (False, True):
+                print(json.dumps({
+                    "case": "line_walk_speed", "threat_model": "joint" if joint
+                    else "central", "turn": turn, "n": 2000, "walks": 16,
+                    "ns_per_step": round(line_walk_speed(joint), 2),
+                    "load_average": round(os.getloadavg()[0], 2)}), flush=True)
+        return
     results = {}
     for seed in range(args.seeds):
         X, y, flipped, X_val, y_val = data(seed)
