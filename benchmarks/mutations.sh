@@ -43,7 +43,7 @@ for factor in $factors; do
     fi
     output=$(cd "$copy" && PYTHONPATH="$copy" "$python" -m pytest -p no:cacheprovider \
        -o addopts="" -q -rf tests/test_secure_noise.py \
-       ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py} \
+       ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py tests/test_audit_joint.py} \
        -k "calibrated_scale or passes_at_the_claimed or claimed_laplace" 2>&1)
     summary=$(echo "$output" | grep -E "^FAILED|passed|failed" | sed "s/ - .*//")
     echo "$summary"
