@@ -14,10 +14,12 @@ privacy. This script runs that row for both of our threat models:
   (``noise="none"``);
 - ``label score``: ``DPLabelQuality`` likewise, and without noise
   (``epsilon=np.inf``);
-- ``own margin``: each training row's clipped margin under a model fitted
-  on the validation rows (``DPLabelQuality(estimator, epsilon=np.inf)``) for
-  LogisticRegression, MLPClassifier((64,)) and 15-NN: the joint label
-  score with the validation model is exactly this (no billboard);
+- ``own margin``: each training row's margin under a model fitted on the
+  validation rows, not clipped (``DPLabelQuality(estimator,
+  threat_model="joint")``: no billboard, so no noise and no clip), for
+  LogisticRegression, MLPClassifier((64,)) and 15-NN; ``own clipped
+  margin``: the same clipped to [-1, 1], the central score without noise
+  (``DPLabelQuality(estimator, epsilon=np.inf)``);
 - the walk of an MLPClassifier((64,)) along its public line, both threat
   models and without noise.
 
@@ -81,6 +83,8 @@ def cases(seed):
         LogisticRegression(), epsilon=np.inf, random_state=seed)))
     for name, model in models.items():
         out.append(("own margin", "no noise", name, DPLabelQuality(
+            model, threat_model="joint", random_state=seed, **budget)))
+        out.append(("own clipped margin", "no noise", name, DPLabelQuality(
             model, epsilon=np.inf, random_state=seed)))
     for threat in ("central", "joint"):
         out.append(("walk", threat, "MLPClassifier(64)", DPDataValuator(

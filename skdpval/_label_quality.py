@@ -16,6 +16,9 @@ from ._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
                             with_threat_model_doc)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+# Under the joint threat model a score is not clipped, only kept finite (a
+# class the model never saw scores -inf), with room for a group's sum.
+_JOINT_SCORE_BOUND = 1e300
 
 
 # A regressor's score is its absolute residual, capped at this many residual
@@ -101,10 +104,13 @@ class DPLabelQuality(BaseValuator):
 
     threat_model : {"central", "joint"}, default="central"
         %(threat_model)s
-        Here the public model is fitted on the validation set (public), so
-        the billboard is empty: an owner's value is its own clipped score,
-        released to it without noise, and the other owners' values do not
-        depend on its data at all (``epsilon_`` and ``delta_`` are 0).
+        Here an owner's value is its own score (its label's margin, or a
+        regressor's scaled residual) under the public model, delivered to
+        it without noise and not clipped (the clip bounds a release's
+        sensitivity, and nothing is released: a clip would only tie the
+        scores it reaches). With the model fitted on the validation set
+        the billboard is empty: the other owners' values do not depend on
+        its data at all (``epsilon_`` is 0).
 
     standardize : bool, default=True
         Scale the features with the validation set's mean and std (public)
@@ -282,11 +288,11 @@ class DPLabelQuality(BaseValuator):
             declare_joint(mechanism,
                           billboard="empty: the public model is fitted on the "
                                     "validation set (public)",
-                          owner_value="its own clipped score under the public "
-                                      "model, exact")
+                          owner_value="its own score under the public model, "
+                                      "exact and not clipped")
             mechanism.details["release"] = (
-                "to each owner alone, its own clipped score (its label's margin "
-                "under the model fitted on the validation set), without noise")
+                "to each owner alone, its own score (its label's margin under the "
+                "model fitted on the validation set), without noise or clip")
         else:
             score = mechanism.gaussian("label score", LABEL_SCORE, n_releases=1,
                                        clip=self.clip - abs(centre), dimension=1,
@@ -302,7 +308,8 @@ class DPLabelQuality(BaseValuator):
     def _party_scores(self, parties, record_level=False, centre=0.0):
         """Each training party's mean clipped score minus ``centre`` (before
         noise), or with ``record_level`` the sum of its rows' clipped scores
-        minus ``centre`` each.
+        minus ``centre`` each; under the joint threat model not clipped but
+        kept within ``+-_JOINT_SCORE_BOUND`` (finite).
 
         A score that is not a number (an overflow in a private row) counts
         as 0, the middle of the range, and overflows raise no warning: either
@@ -315,8 +322,12 @@ class DPLabelQuality(BaseValuator):
             row_scores = call_on_private_data(
                 lambda: self._row_scores(X, parties.y), self._scoring_failed,
                 catch=Exception)
-        row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip,
-                             self.clip) - centre
+        # The clip bounds a release's sensitivity; under the joint threat
+        # model no score is released to anyone but its owner, and a clip
+        # would only tie the scores it reaches: they are kept finite only.
+        bound = _JOINT_SCORE_BOUND if self.threat_model == "joint" else self.clip
+        row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -bound,
+                             bound) - centre
         sums = np.add.reduceat(row_scores, parties.offsets[:-1])
         return sums if record_level else sums / np.diff(parties.offsets)
 

@@ -151,23 +151,27 @@ def test_joint_report(planes):
 
 # --- the label score ----------------------------------------------------------
 
-def _own_margins(X, y, X_val, y_val, clip=1.0):
-    """Clipped margins under a LogisticRegression fitted on the validation
-    rows standardised by their own mean and std."""
+def _own_margins(X, y, X_val, y_val):
+    """Margins under a LogisticRegression fitted on the validation rows
+    standardised by their own mean and std."""
     mean, std = X_val.mean(axis=0), X_val.std(axis=0)
     model = LogisticRegression().fit((X_val - mean) / std, y_val)
-    margin = np.where(y == 1, 1.0, -1.0) * model.decision_function((X - mean) / std)
-    return np.clip(margin, -clip, clip)
+    return np.where(y == 1, 1.0, -1.0) * model.decision_function((X - mean) / std)
 
 
 def test_joint_label_score_is_the_own_margin_without_noise(planes):
+    """Not clipped: exactly the central score without noise where that is
+    within the clip, and the margin itself everywhere."""
     X, y, _, X_val, y_val = planes
     joint = fit(DPLabelQuality(epsilon=0.1, delta=1e-4, threat_model="joint",
                                random_state=0), planes)
     no_noise = fit(DPLabelQuality(epsilon=np.inf, random_state=0), planes)
-    np.testing.assert_array_equal(joint.values_, no_noise.values_)
-    np.testing.assert_allclose(joint.values_, _own_margins(X, y, X_val, y_val),
-                               rtol=0, atol=1e-9)
+    margins = _own_margins(X, y, X_val, y_val)
+    np.testing.assert_allclose(joint.values_, margins, rtol=1e-9, atol=1e-12)
+    inside = np.abs(joint.values_) < 1.0
+    assert 0 < inside.sum() < len(inside)  # some margins pass the clip
+    np.testing.assert_array_equal(joint.values_[inside], no_noise.values_[inside])
+    np.testing.assert_array_equal(np.clip(joint.values_, -1, 1), no_noise.values_)
     report = joint.privacy_report_
     # an empty billboard: nothing released, the other owners' values are 0-DP
     assert (joint.epsilon_, report["mu"], joint.n_releases_) == (0.0, 0.0, 0)
@@ -183,7 +187,18 @@ def test_joint_label_score_groups(planes):
                 groups=groups)
     own = _own_margins(X, y, X_val, y_val)
     np.testing.assert_allclose(joint.values_, np.add.reduceat(own, np.arange(0, 300, 4))
-                               / 4, rtol=0, atol=1e-9)
+                               / 4, rtol=1e-9, atol=1e-12)
+
+
+def test_joint_label_score_keeps_an_unseen_class_finite(planes):
+    """A class the public model never saw scores -inf: kept finite."""
+    X, y, flipped, X_val, y_val = planes
+    y3 = y.copy()
+    y3[:5] = 2
+    joint = fit(DPLabelQuality(epsilon=1.0, threat_model="joint", classes=[0, 1, 2]),
+                (X, y3, flipped, X_val, y_val))
+    assert np.all(np.isfinite(joint.values_))
+    assert np.all(joint.values_[:5] < joint.values_[5:].min())
 
 
 def test_joint_label_score_of_others_ignores_an_owner_row(planes):
