@@ -81,19 +81,21 @@ JOINT = ("joint: a trusted curator sees every owner's rows and value "
 
 def declare_joint(mechanism, billboard, owner_value):
     """Put the joint threat model into the report ``mechanism`` will write:
-    ``"threat_model"`` and ``details["joint"]``.
+    ``"threat_model"`` and ``details["joint"]``. Call it once the parts are
+    calibrated.
 
     ``billboard``: what the billboard holds (the report's parts are its
     releases; its guarantee is the report's ``mu``, ``epsilon`` and
     ``delta``: 0 when it is empty); ``owner_value``: what an owner's value
     is computed from.
     """
+    mu, epsilon, _, _ = mechanism.guarantee()
     mechanism.threat_model = JOINT
     mechanism.details["joint"] = {
         "curator": "trusted: sees every owner's rows and value (values_)",
         "billboard": billboard,
-        "billboard_guarantee": ("the report's mu, epsilon and delta (its parts "
-                                "are the billboard's releases)"),
+        "billboard_guarantee": {"mu": float(mu), "epsilon": float(epsilon),
+                                "delta": float(mechanism.delta)},
         "owner_value": owner_value,
         "owner_value_private_against": (
             "the other owners, jointly: the values delivered to all owners but "

@@ -135,6 +135,8 @@ def test_joint_report(planes):
     assert report["threat_model"].startswith("joint: a trusted curator")
     joint = report["details"]["joint"]
     assert "walks' states" in joint["billboard"]
+    assert joint["billboard_guarantee"] == {
+        "mu": report["mu"], "epsilon": report["epsilon"], "delta": report["delta"]}
     assert "trusted" in joint["curator"]
     assert "other owners" in joint["owner_value_private_against"]
     assert valuator.threat_model_ == "joint"
@@ -178,6 +180,7 @@ def test_joint_label_score_is_the_own_margin_without_noise(planes):
     assert report["parts"] == [] and report["private"]
     assert report["threat_model"].startswith("joint")
     assert report["details"]["joint"]["billboard"].startswith("empty")
+    assert report["details"]["joint"]["billboard_guarantee"]["mu"] == 0.0
 
 
 def test_joint_label_score_groups(planes):
