@@ -17,6 +17,12 @@ utility is strictly concave along the line). A monotone function of a
 ``mu``-GDP release is exactly ``mu``-GDP, so at the claimed noise the bound
 stays below the claim, and with the noise halved at the draw site
 (``skdpval._walk.gaussian_noise``) it crosses it.
+
+The same for the federated clients: client 1's value across neighbours
+that differ in client 0's label (two rounds, all orders of the two
+clients), the noise halved at the mechanism's draw site
+(``skdpval._mechanism.gaussian_noise``). Measured: the walk 0.67 at the
+claim 1.10 and 1.91 halved; the federated rounds 0.54 and 1.42.
 """
 
 import functools
@@ -94,3 +100,35 @@ def test_the_owner_own_value_is_not_what_is_protected(canary):
     delivered to the canary alone)."""
     own = [fit_joint(canary, seed, canary_first()).owner_value(0) for seed in range(5)]
     assert np.all(np.sign(own) == (1 if canary else -1))
+
+
+def other_client_value(canary, noise_seed):
+    """Client 1's value from a joint DPFederatedValuator (two rounds, i.i.d.)
+    across neighbours that differ in client 0's label."""
+    from skdpval import DPFederatedValuator
+    X, y = canary_rows(canary)
+    valuator = DPFederatedValuator(
+        LogisticRegression(fit_intercept=False), n_rounds=2,
+        n_permutations_per_round="all", noise="iid", q=0.0, epsilon=EPSILON,
+        learning_rate=0.5, utility="neg_loss", standardize=False, classes=[0, 1],
+        threat_model="joint", random_state=0, noise_seed=noise_seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        valuator.fit(X, y, groups=np.array([0, 1]), X_val=X_VAL, y_val=Y_VAL)
+    return valuator.owner_value(1)
+
+
+def test_federated_billboard_audit_passes_at_the_claimed_noise():
+    """The other client's value reads the canary's releases (its marginal
+    sits on top of them, and the global model moves with them): no more
+    distinguishable than the claim."""
+    assert len({other_client_value(True, seed) for seed in range(10)}) > 5
+    bounds = audit(other_client_value)
+    assert bounds.mu <= claimed_mu(), (bounds, claimed_mu())
+
+
+def test_federated_billboard_audit_fails_when_the_noise_is_halved(monkeypatch):
+    import skdpval._mechanism as mechanism_module
+    halve(monkeypatch, (mechanism_module, "gaussian_noise"))
+    bounds = audit(other_client_value)
+    assert bounds.mu > claimed_mu(), (bounds, claimed_mu())
