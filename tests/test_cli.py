@@ -1,5 +1,6 @@
 """The command line (python -m skdpval): help, and bad arguments refused cleanly."""
 
+import json
 import os
 import re
 import subprocess
@@ -70,3 +71,35 @@ def test_a_run_is_compared_with_the_limit_and_the_band():
     assert "ABOVE THE BAND" in _versus_band(0.91, limit, high, True)
     assert "no limit" in _versus_band(0.99, limit, high, False)
 
+
+
+def test_delta_reaches_every_fit(monkeypatch, capsys):
+    """``--delta`` is the delta of every private fit, not only the header's."""
+    import skdpval.__main__ as cli
+
+    fitted = []
+
+    def recording(make):
+        def make_and_record(*args):
+            estimator = make(*args)
+            fitted.append(estimator)
+            return estimator
+        return make_and_record
+
+    monkeypatch.setattr(cli, "RUNS", tuple(
+        (label, meaning, recording(make)) for label, meaning, make in cli.RUNS))
+    cli.main(["--delta", "1e-6", "--n-permutations", "20", "--dataset", "iris",
+              "--flip-fraction", "0.2"])
+    out = capsys.readouterr().out
+    assert "delta=1e-06" in out
+    assert len(fitted) == len(cli.RUNS)
+    private = [estimator for estimator in fitted if estimator.epsilon_ != float("inf")]
+    assert len(private) == len(cli.RUNS) - 1  # all but the no-noise reference
+    # delta_ may add the grid sampler's tiny term to the delta asked for
+    # (the default 5e-5 would be 50 times off)
+    for estimator in private:
+        assert estimator.delta_ == pytest.approx(1e-6, rel=0.01), type(estimator)
+        assert estimator.privacy_report_["delta"] == pytest.approx(1e-6, rel=0.01)
+    # the report printed last is that of a fit at 1e-6 too
+    report = json.loads(out.split("privacy report of the defaults:\n", 1)[1])
+    assert report["delta"] == pytest.approx(1e-6, rel=0.01)
