@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
                           privacy_report)
-from ._base import BaseValuator
+from ._base import STEP_TO_USER, BaseValuator
 from ._data import call_on_private_data, check_epsilon
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source
@@ -266,7 +266,8 @@ class DPLabelQuality(BaseValuator):
         """The public model, each party's clipped score and its one release."""
         model_seed, = seeds
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
-                                            model_seed, "DPLabelQuality")
+                                            model_seed, "DPLabelQuality",
+                                            stacklevel=STEP_TO_USER)
         if not is_classifier(self.estimator_):
             self.residual_scale_ = _residual_scale(self.estimator_, parties)
         # A regressor's scores lie in [-clip, 0]: released centred, in
