@@ -213,6 +213,8 @@ class DPFederatedValuator(BaseValuator):
     (10, 5)
     """
 
+    _group_name = "client"
+
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "get_params"]), None],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
