@@ -1,6 +1,8 @@
 """The main job: find flipped labels in breast_cancer privately, against the limit.
 
 Run ``python -m skdpval`` (or ``skdpval``; ``--help`` lists the options).
+To value your own data file instead: ``skdpval value TRAIN --target COLUMN``
+(``skdpval value --help``).
 Values a data set with each training label flipped independently with
 probability ``--flip-fraction``, with the seed paper's mechanism (the full
 gradient clipped and noised, with i.i.d. or correlated noise), with the
@@ -133,6 +135,10 @@ def _versus_band(auc, limit, high, private):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["value"]:  # the subcommand: value a data file
+        from ._cli import main as value_main
+        return value_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:  # refused before any work: the range the calibration supports
@@ -201,4 +207,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
