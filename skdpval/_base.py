@@ -175,11 +175,12 @@ class BaseValuator(BaseEstimator):
         >>> from skdpval import DPLabelQuality
         >>> X, y = load_breast_cancer(return_X_y=True)
         >>> scorer = DPLabelQuality(epsilon=3.0, random_state=0)
-        >>> frame = scorer.fit(X[:400], y[:400], X_val=X[400:], y_val=y[400:]).to_frame()
+        >>> scorer = scorer.fit(X[:400], y[:400], X_val=X[400:], y_val=y[400:])
+        >>> frame = scorer.to_frame()
         >>> frame.columns.tolist(), len(frame)
         (['value', 'stderr', 'rank', 'held_out'], 400)
-        >>> frame.nsmallest(3, "value").index.size     # the most suspicious labels
-        3
+        >>> bool(frame["held_out"].any())     # X_val given: every row is valued
+        False
         """
         check_is_fitted(self, "values_")
         pd = _import_optional("pandas", "to_frame", "pandas")

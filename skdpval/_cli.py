@@ -128,7 +128,9 @@ def build_parser():
                         default="auto",
                         help="auto: regression when the validation rows' target "
                              "(public) is continuous (scikit-learn's "
-                             "type_of_target), classification otherwise")
+                             "type_of_target), classification otherwise (an "
+                             "integer target counts as classes: pass --task "
+                             "regression for counts)")
     parser.add_argument("--method", choices=("shapley", "label-quality"),
                         default="shapley",
                         help="shapley: DPDataValuator's private Shapley value "
@@ -442,7 +444,7 @@ def _jsonable(value):
 
 
 def main(argv=None):
-    """Run ``skdpval value``; returns the exit code (0), or exits with 2 on bad input."""
+    """Run ``skdpval value``: returns 0, or exits with 2 on bad input."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -497,7 +499,8 @@ def _run(args):
         try:  # the valuator's support of the model and its parameters
             model_spec(model, n_samples=len(fitted_rows))
         except (ValueError, TypeError) as error:
-            raise _InputError(f"--model {name}: {' '.join(str(error).split())}") from None
+            raise _InputError(
+                f"--model {name}: {' '.join(str(error).split())}") from None
     valuator = _valuator(args, model)
 
     held_note = ""

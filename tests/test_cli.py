@@ -180,7 +180,8 @@ def test_value_writes_one_row_per_training_row(tmp_path):
     # rank 1 is the highest value; the flagged rows are the lowest tenth
     assert out.loc[out["rank"] == 1, "value"].item() == out["value"].max()
     assert out["flagged"].sum() == int(np.ceil(0.1 * n))
-    assert out.loc[out["flagged"], "value"].max() < out.loc[~out["flagged"], "value"].min()
+    flagged = out["flagged"]
+    assert out.loc[flagged, "value"].max() < out.loc[~flagged, "value"].min()
     report = _report(result.stderr)
     assert report["epsilon"] == pytest.approx(3.0)
     assert report["n_releases"] == 40
@@ -235,7 +236,8 @@ def test_value_with_groups_and_held_out_fraction(files, capsys):
     assert sorted(per_group["rank"].first()) == [1, 2, 3]
     flagged = per_group["flagged"].first()
     assert flagged.sum() == 1
-    assert per_group["value"].first()[flagged].item() == per_group["value"].first().min()
+    group_values = per_group["value"].first()
+    assert group_values[flagged].item() == group_values.min()
     report = _report(err)
     assert "held out" in report["validation_set"]
 
@@ -313,8 +315,9 @@ def test_model_params_are_literals_never_code():
 
 BAD_VALUE = {
     "missing target": (["--target", "nope"], "'nope' (--target) is not in"),
-    "target not in validation": (["--target", "label", "--validation", "{val_no_label}"],
-                                 "(--target) is not in the validation file"),
+    "target not in validation": (
+        ["--target", "label", "--validation", "{val_no_label}"],
+        "(--target) is not in the validation file"),
     "column absent from validation": (
         ["--target", "label", "--validation", "{val_no_b}"],
         "column 'b' of {train!r} is not in the validation file"),
