@@ -190,28 +190,26 @@ def test_value_writes_one_row_per_training_row(tmp_path):
 
 def test_value_rows_follow_the_input_order(files, capsys):
     """Row i of the output is row i of TRAIN: a shuffled file gives the
-    shuffled values (the label score is the same function of each row)."""
+    shuffled values. The label score is a function of each row plus fresh
+    noise, small at epsilon 50, so the two runs' values agree row by row."""
     folder, train, _ = files
-    code, out, err = _value(capsys, folder / "train.csv", "--target", "label",
-                            "--validation", folder / "val.csv", "--method",
-                            "label-quality", "--epsilon", "3", "--quiet")
-    assert code == 0, err
-    first = pd.read_csv(io.StringIO(out))
+
+    def scores(path):
+        code, out, err = _value(capsys, path, "--target", "label", "--validation",
+                                folder / "val.csv", "--method", "label-quality",
+                                "--epsilon", "50", "--quiet")
+        assert code == 0, err
+        return pd.read_csv(io.StringIO(out))
+
+    first = scores(folder / "train.csv")
     assert len(first) == len(train)
     assert first["stderr"].isna().all()  # the label score has no standard error
     order = np.random.default_rng(1).permutation(len(train))
     train.iloc[order].to_csv(folder / "shuffled.csv", index=False)
-    code, out, err = _value(capsys, folder / "shuffled.csv", "--target", "label",
-                            "--validation", folder / "val.csv", "--method",
-                            "label-quality", "--epsilon", "3", "--quiet")
-    shuffled = pd.read_csv(io.StringIO(out))
-    # the noise is fresh, so compare the noiseless part: each row's value is
-    # its score plus noise of a known std; both runs agree far better than
-    # two unrelated rows do
-    report = _report(err)
-    noise = report["noise_std"]
-    difference = shuffled["value"].to_numpy() - first["value"].to_numpy()[order]
-    assert np.std(difference) < 2 * np.sqrt(2) * noise
+    shuffled = scores(folder / "shuffled.csv")["value"].to_numpy()
+    values = first["value"].to_numpy()
+    assert np.corrcoef(shuffled, values[order])[0, 1] > 0.8  # measured 0.95
+    assert abs(np.corrcoef(shuffled, values)[0, 1]) < 0.5  # unaligned: 0.05
 
 
 def test_value_with_groups_and_held_out_fraction(files, capsys):
