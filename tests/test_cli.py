@@ -167,7 +167,8 @@ def test_value_writes_one_row_per_training_row(tmp_path):
     val.to_csv(tmp_path / "val.csv", index=False)
     result = _run("value", tmp_path / "train.csv", "--target", "label",
                   "--validation", tmp_path / "val.csv", "--epsilon", "3",
-                  "--n-permutations", "40", "--output", tmp_path / "out.csv")
+                  "--n-permutations", "40", "--delta", "1e-6",
+                  "--output", tmp_path / "out.csv")
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     out = pd.read_csv(tmp_path / "out.csv")
@@ -185,6 +186,7 @@ def test_value_writes_one_row_per_training_row(tmp_path):
     report = _report(result.stderr)
     assert report["epsilon"] == pytest.approx(3.0)
     assert report["n_releases"] == 40
+    assert report["delta"] == pytest.approx(1e-6, rel=0.01)
     assert "DPDataValuator" in result.stderr  # the progress says what runs
 
 
@@ -309,6 +311,16 @@ def test_model_params_are_literals_never_code():
         parse(["C"])
     with pytest.raises(_cli._InputError, match="not a JSON object"):
         parse(['{"C": }'])
+
+
+def test_model_by_name_with_its_parameters():
+    model = _cli._make_model("MLPClassifier", _cli.parse_model_params(
+        ["hidden_layer_sizes=(4,)", "alpha=0.01"]), "classification")
+    assert type(model).__name__ == "MLPClassifier"
+    assert model.hidden_layer_sizes == (4,) and model.alpha == 0.01
+    assert type(_cli._make_model("Ridge", {}, "regression")).__name__ == "Ridge"
+    assert _cli.DEFAULT_MODELS == {"classification": "LogisticRegression",
+                                   "regression": "Ridge"}
 
 
 BAD_VALUE = {
