@@ -365,9 +365,15 @@ def _encode(train_X, val_X, pd):
 
 
 def _task(args, y_val):
+    """``--task``, or with ``auto`` the kind of the validation rows' target
+    (public)."""
     if args.task != "auto":
         return args.task
-    kind = type_of_target(y_val)
+    try:
+        kind = type_of_target(y_val)
+    except ValueError as error:  # the validation rows are public: quoted
+        raise _InputError(f"column {args.target!r} (--target) of the validation "
+                          f"rows: {' '.join(str(error).split())}") from None
     return "regression" if kind.startswith("continuous") else "classification"
 
 
