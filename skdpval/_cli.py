@@ -140,8 +140,8 @@ def build_parser():
                              "fits a model fitted on the validation rows (one "
                              "release per row: faster and closer to the privacy "
                              "limit when the goal is only to find bad labels). "
-                             "The default values the rows, as the command's name "
-                             "says")
+                             "shapley is the default because it is what the "
+                             "command promises: each row's value")
     parser.add_argument("--model", default=None, metavar="NAME",
                         help="the scikit-learn estimator, by class name: one of "
                              + ", ".join(sorted(MODELS)) + " (None: "
