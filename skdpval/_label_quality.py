@@ -7,7 +7,7 @@ from sklearn.base import _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ._base import BaseValuator
+from ._base import STEP_TO_USER, BaseValuator
 from ._data import call_on_private_data
 from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._models import fit_on_validation
@@ -249,7 +249,8 @@ class DPLabelQuality(BaseValuator):
         """The public model, each party's clipped score and its one release."""
         model_seed, = seeds
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
-                                            model_seed, "DPLabelQuality")
+                                            model_seed, "DPLabelQuality",
+                                            stacklevel=STEP_TO_USER)
         if not is_classifier(self.estimator_):
             self.residual_scale_ = _residual_scale(self.estimator_, parties)
         # A regressor's scores lie in [-clip, 0]: released centred, in
