@@ -102,7 +102,8 @@ def false_rejection(alphas, n, repetitions):
         emit(case="false_rejection", mechanism="randomized response (tight)",
              epsilon=float(np.log(3)), delta=0.0, n_samples=n, alpha=alpha,
              repetitions=repetitions, rejections=rejections,
-             rate=rejections / repetitions, seconds=round(time.perf_counter() - start, 1))
+             rate=rejections / repetitions,
+             seconds=round(time.perf_counter() - start, 1))
 
 
 def laplace(factors, n, repetitions):

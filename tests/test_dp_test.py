@@ -60,7 +60,7 @@ def gdp_profile(mu):
     return PROFILE_EPSILONS, gdp_delta(PROFILE_EPSILONS, mu)
 
 
-# --- the tester ------------------------------------------------------------------------
+# --- the tester -------------------------------------------------------------------
 
 
 def randomized_response(n, keep, seed):
@@ -102,7 +102,8 @@ def test_result_shapes_follow_the_claim():
     x, y = randomized_response(3000, 0.75, seed=1)
     scalar = dp_test(x, y, 1.2, 0.0, random_state=0)
     assert isinstance(scalar, DPTestResult)
-    assert isinstance(scalar.epsilon_lower, float) and isinstance(scalar.delta_lower, float)
+    assert isinstance(scalar.epsilon_lower, float)
+    assert isinstance(scalar.delta_lower, float)
     profile = dp_test(x, y, [0.5, 1.2], [0.3, 0.0], random_state=0)
     assert profile.epsilon_lower.shape == profile.delta_lower.shape == (2,)
     broadcast = dp_test(x, y, [0.5, 1.2], 0.0, random_state=0)
@@ -125,7 +126,8 @@ GOOD = np.arange(100.0)
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(samples=GOOD.reshape(10, 10)), "samples must be a 1-D array"),
-    (dict(samples_neighbour=np.r_[GOOD[:-1], np.nan]), "samples_neighbour must be finite"),
+    (dict(samples_neighbour=np.r_[GOOD[:-1], np.nan]),
+     "samples_neighbour must be finite"),
     (dict(samples=np.r_[GOOD[:-1], np.inf]), "samples must be finite"),
     (dict(samples=["a"] * 100), "samples must be a 1-D array of numbers"),
     (dict(samples=GOOD[:50]), "samples must hold at least 80 values with n_votes=3"),
@@ -219,7 +221,8 @@ def test_rounded_gaussian_at_several_scales(std, factor, passes):
 
 
 @pytest.mark.parametrize("sensitivity", [1, 16])
-@pytest.mark.parametrize("factor, passes", [(Fraction(1), True), (Fraction(4, 5), False)])
+@pytest.mark.parametrize("factor, passes",
+                         [(Fraction(1), True), (Fraction(4, 5), False)])
 def test_discrete_laplace(sensitivity, factor, passes):
     """The exact discrete Laplace of scale ``sensitivity / epsilon`` on
     statistics ``sensitivity`` steps apart: pure 1-DP; at 0.8 of the scale
