@@ -408,6 +408,9 @@ def dp_test(samples, samples_neighbour, epsilon, delta, *, alpha=1e-3, n_votes=3
     events = _events(edges, (calibration_x, calibration_y), eps)
     majority = (n_votes + 1) // 2
     beta = (alpha / math.comb(n_votes, majority)) ** (1.0 / majority)
+    # One bin (the calibration parts hold a single value): no event but the
+    # certain one, which no claim can fail; its bounds are 1 for both.
+    events = events if len(events) else np.ones((1, len(edges) + 1), dtype=bool)
     level = beta / (4 * len(events))
 
     votes = [_vote((vx, vy), edges, events, eps, dlt, level)

@@ -111,6 +111,15 @@ def test_result_shapes_follow_the_claim():
         scalar.passed = False  # frozen
 
 
+def test_constant_outputs_pass():
+    """One value on both sides (a mechanism that ignores its input): one
+    bin, no event to test but the certain one."""
+    result = dp_test(np.zeros(1000), np.zeros(1000), 0.0, 0.0, random_state=0)
+    assert result.passed and result.delta_lower == 0 and result.epsilon_lower == 0
+    # two different constants: total variation 1, refuted at (1, 0.5)
+    assert not dp_test(np.zeros(1000), np.ones(1000), 1.0, 0.5, random_state=0).passed
+
+
 def test_gdp_delta_is_the_gaussian_profile():
     # epsilon 0: the total variation of N(mu, 1) and N(0, 1), 2 Phi(mu / 2) - 1
     from scipy.stats import norm
