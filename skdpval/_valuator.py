@@ -33,6 +33,7 @@ from ._models import (
 )
 from ._noise import (
     counted_permutations,
+    unseen_noise_factor,
     noise_schedule,
     noise_source,
     released_noise_std,
@@ -68,6 +69,18 @@ def _line_range(center, noise_reach, reach=np.inf):
     cap = reach + noise_reach
     return (max(min(0.0, center) - margin, -cap),
             min(max(0.0, center) + margin, cap))
+
+
+def _noise_slope_norm2(values, rolling_mean):
+    """Squared norm of the slope of the values on the parties' mean releases.
+
+    PROTOTYPE: least squares with an intercept across parties.
+    """
+    n = len(values)
+    releases = rolling_mean.reshape(n, -1)
+    design = np.column_stack([np.ones(n), releases - releases.mean(axis=0)])
+    coef = np.linalg.lstsq(design, values, rcond=None)[0]
+    return float(coef[1:] @ coef[1:])
 
 
 def _lowest_utility_bound(values, weights, utility):
@@ -631,7 +644,8 @@ class DPDataValuator(BaseValuator):
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
-        return self._walk_statistics(result, game, parties)
+        return self._walk_statistics(result, game, parties, noise_std, unseen_noise_factor(
+            x_tt, counted, self.batch_permutations))
 
     def _game(self, estimator, spec, parties, sample_weight):
         """The kernels' view of the valuation."""
@@ -844,12 +858,15 @@ class DPDataValuator(BaseValuator):
             line_intervals=min(LINE_MAX_INTERVALS,
                                max(512, n_parties * self.n_permutations // 4)))
 
-    def _standard_errors(self):
-        """``sqrt(marginal_var_ / n_marginals_)``; NaN, with a warning, below
+    def _standard_errors(self, unseen):
+        """``sqrt(marginal_var_ / n_marginals_ + unseen)``; NaN, with a warning, below
         two counted permutations (one marginal has no spread: 0 would claim
         an exact value)."""
         if self.n_marginals_ >= 2:
-            return np.sqrt(self.marginal_var_ / self.n_marginals_)
+            stderr = np.full_like(self.marginal_var_, np.nan)
+            train = ~np.isnan(self.marginal_var_)
+            stderr[train] = np.sqrt(self.marginal_var_[train] / self.n_marginals_ + unseen)
+            return stderr
         remedy = "raise n_permutations" + (" or lower q" if self.q_ > 0 else "")
         warnings.warn(
             f"values_stderr_ is NaN: {self.n_marginals_} permutation was counted past "
@@ -870,7 +887,8 @@ class DPDataValuator(BaseValuator):
         degree = 2 if self.utility == "neg_mse" else TARGET_SCALE_DEGREE[game.loss]
         return parties.target_scale[1] ** degree
 
-    def _walk_statistics(self, result, game, parties):
+    def _walk_statistics(self, result, game, parties, noise_std=0.0,
+                         unseen_factor=0.0):
         """The marginal statistics and utilities in the utility's units;
         checks the walk stayed finite. Returns the values."""
         values = result.marginal_mean
@@ -892,5 +910,10 @@ class DPDataValuator(BaseValuator):
         self.marginal_mean_[train] = values
         self.marginal_var_ = np.full(n_all, np.nan)
         self.marginal_var_[train] = result.marginal_m2 / result.n_counted * unit**2
-        self.values_stderr_ = self._standard_errors()
+        unseen = np.zeros(len(train))
+        if result.rolling_mean is not None and noise_std > 0:
+            party_std = noise_std / (np.diff(game.offsets) if game.record_level else 1.0)
+            unseen = (_noise_slope_norm2(result.marginal_mean, result.rolling_mean)
+                      * party_std**2 * unseen_factor * unit**2)
+        self.values_stderr_ = self._standard_errors(unseen)
         return values
