@@ -138,6 +138,14 @@ class DPLabelQuality(BaseValuator):
     rank_ : ndarray of shape (n_samples,) or (n_groups,)
         1 for the highest score; 0 for held-out parties.
 
+    values_stderr_ : ndarray of shape (n_samples,) or (n_groups,)
+        Standard error of each score: the std of its noise (the noise std
+        of the release, public; for a record-level group that over the
+        group's size ``n_g``), 0 without noise; NaN for held-out parties.
+        The score before the noise is exact for the model fitted on the
+        validation set: refits with other noise differ by about ``sqrt(2)``
+        standard errors, refits with another public model by more.
+
     estimator_ : estimator object
         The clone of ``estimator`` fitted on the validation set.
 
@@ -286,6 +294,11 @@ class DPLabelQuality(BaseValuator):
                                       np.empty(len(scores)))
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
+        # A score's only randomness is its noise (public std; a record-level
+        # group's mean carries that of its sum over its size).
+        self.values_stderr_ = np.full(parties.n_all_parties, np.nan)
+        self.values_stderr_[parties.train_parties] = noise_std / (
+            np.diff(parties.offsets) if record_level else 1.0)
         return scores + centre
 
     def _party_scores(self, parties, record_level=False, centre=0.0):

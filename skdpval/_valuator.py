@@ -71,16 +71,32 @@ def _line_range(center, noise_reach, reach=np.inf):
             min(max(0.0, center) + margin, cap))
 
 
-def _noise_slope_norm2(values, rolling_mean):
+def _noise_slope_norm2(values, rolling_mean, value_variance):
     """Squared norm of the slope of the values on the parties' mean releases.
 
-    PROTOTYPE: least squares with an intercept across parties.
+    Across parties, ``value_j = c + a . r_j + e_j`` to first order, ``r_j``
+    the party's mean release (its noise dominates it, isotropic) and ``e_j``
+    the Monte Carlo error of variance ``value_variance[j]``. The least
+    squares slope over-reads ``|a|^2`` by the error it fits,
+    ``sum_j value_variance[j] |R^+ e_j|^2``, which is subtracted; with fewer
+    parties than release coordinates the slope is the least-norm one, which
+    sees ``rank / dim`` of ``|a|^2`` (the span of isotropic rows is a random
+    subspace), scaled back up. Only post-processing of the releases.
     """
     n = len(values)
     releases = rolling_mean.reshape(n, -1)
-    design = np.column_stack([np.ones(n), releases - releases.mean(axis=0)])
-    coef = np.linalg.lstsq(design, values, rcond=None)[0]
-    return float(coef[1:] @ coef[1:])
+    releases = releases - releases.mean(axis=0)
+    u, singular, vt = np.linalg.svd(releases, full_matrices=False)
+    keep = singular > singular[0] * max(releases.shape) * np.finfo(float).eps
+    if not np.any(keep):
+        return 0.0
+    u, singular, vt = u[:, keep], singular[keep], vt[keep]
+    # The slope in the basis vt: (u' (v - mean)) / singular; the fitted
+    # error's share in it: sum_j value_variance[j] (u[j] / singular)^2.
+    slope = (u.T @ (values - values.mean())) / singular
+    fitted_error = np.sum(value_variance @ (u / singular) ** 2)
+    norm2 = max(0.0, float(slope @ slope - fitted_error))
+    return norm2 * releases.shape[1] / len(singular)
 
 
 def _lowest_utility_bound(values, weights, utility):
@@ -913,7 +929,8 @@ class DPDataValuator(BaseValuator):
         unseen = np.zeros(len(train))
         if result.rolling_mean is not None and noise_std > 0:
             party_std = noise_std / (np.diff(game.offsets) if game.record_level else 1.0)
-            unseen = (_noise_slope_norm2(result.marginal_mean, result.rolling_mean)
+            unseen = (_noise_slope_norm2(result.marginal_mean, result.rolling_mean,
+                                         result.marginal_m2 / result.n_counted**2)
                       * party_std**2 * unseen_factor * unit**2)
         self.values_stderr_ = self._standard_errors(unseen)
         return values
