@@ -33,15 +33,16 @@ from ._models import (
 )
 from ._noise import (
     counted_permutations,
-    unseen_noise_factor,
     noise_schedule,
     noise_source,
     released_noise_std,
+    unseen_noise_factor,
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
 from ._secure_noise import Grid, check_noise_std, noise_key
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
+from ._uncertainty import shared_noise_variance
 from ._walk import SeededDraws, one_blas_thread, run_walks
 from .exceptions import SkdpvalWarning
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
@@ -69,34 +70,6 @@ def _line_range(center, noise_reach, reach=np.inf):
     cap = reach + noise_reach
     return (max(min(0.0, center) - margin, -cap),
             min(max(0.0, center) + margin, cap))
-
-
-def _noise_slope_norm2(values, rolling_mean, value_variance):
-    """Squared norm of the slope of the values on the parties' mean releases.
-
-    Across parties, ``value_j = c + a . r_j + e_j`` to first order, ``r_j``
-    the party's mean release (its noise dominates it, isotropic) and ``e_j``
-    the Monte Carlo error of variance ``value_variance[j]``. The least
-    squares slope over-reads ``|a|^2`` by the error it fits,
-    ``sum_j value_variance[j] |R^+ e_j|^2``, which is subtracted; with fewer
-    parties than release coordinates the slope is the least-norm one, which
-    sees ``rank / dim`` of ``|a|^2`` (the span of isotropic rows is a random
-    subspace), scaled back up. Only post-processing of the releases.
-    """
-    n = len(values)
-    releases = rolling_mean.reshape(n, -1)
-    releases = releases - releases.mean(axis=0)
-    u, singular, vt = np.linalg.svd(releases, full_matrices=False)
-    keep = singular > singular[0] * max(releases.shape) * np.finfo(float).eps
-    if not np.any(keep):
-        return 0.0
-    u, singular, vt = u[:, keep], singular[keep], vt[keep]
-    # The slope in the basis vt: (u' (v - mean)) / singular; the fitted
-    # error's share in it: sum_j value_variance[j] (u[j] / singular)^2.
-    slope = (u.T @ (values - values.mean())) / singular
-    fitted_error = np.sum(value_variance @ (u / singular) ** 2)
-    norm2 = max(0.0, float(slope @ slope - fitted_error))
-    return norm2 * releases.shape[1] / len(singular)
 
 
 def _lowest_utility_bound(values, weights, utility):
@@ -660,8 +633,9 @@ class DPDataValuator(BaseValuator):
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
-        return self._walk_statistics(result, game, parties, noise_std, unseen_noise_factor(
-            x_tt, counted, self.batch_permutations))
+        return self._walk_statistics(
+            result, game, parties, noise_std,
+            unseen_noise_factor(x_tt, counted, self.batch_permutations))
 
     def _game(self, estimator, spec, parties, sample_weight):
         """The kernels' view of the valuation."""
@@ -874,15 +848,14 @@ class DPDataValuator(BaseValuator):
             line_intervals=min(LINE_MAX_INTERVALS,
                                max(512, n_parties * self.n_permutations // 4)))
 
-    def _standard_errors(self, unseen):
-        """``sqrt(marginal_var_ / n_marginals_ + unseen)``; NaN, with a warning, below
-        two counted permutations (one marginal has no spread: 0 would claim
-        an exact value)."""
+    def _standard_errors(self, shared_noise):
+        """``sqrt(marginal_var_ / n_marginals_ + shared_noise)``: the Monte
+        Carlo variance and that of the noise the counted permutations share
+        (:mod:`skdpval._uncertainty`); NaN, with a warning, below two counted
+        permutations (one marginal has no spread: 0 would claim an exact
+        value)."""
         if self.n_marginals_ >= 2:
-            stderr = np.full_like(self.marginal_var_, np.nan)
-            train = ~np.isnan(self.marginal_var_)
-            stderr[train] = np.sqrt(self.marginal_var_[train] / self.n_marginals_ + unseen)
-            return stderr
+            return np.sqrt(self.marginal_var_ / self.n_marginals_ + shared_noise)
         remedy = "raise n_permutations" + (" or lower q" if self.q_ > 0 else "")
         warnings.warn(
             f"values_stderr_ is NaN: {self.n_marginals_} permutation was counted past "
@@ -903,8 +876,7 @@ class DPDataValuator(BaseValuator):
         degree = 2 if self.utility == "neg_mse" else TARGET_SCALE_DEGREE[game.loss]
         return parties.target_scale[1] ** degree
 
-    def _walk_statistics(self, result, game, parties, noise_std=0.0,
-                         unseen_factor=0.0):
+    def _walk_statistics(self, result, game, parties, noise_std, unseen_factor):
         """The marginal statistics and utilities in the utility's units;
         checks the walk stayed finite. Returns the values."""
         values = result.marginal_mean
@@ -926,11 +898,14 @@ class DPDataValuator(BaseValuator):
         self.marginal_mean_[train] = values
         self.marginal_var_ = np.full(n_all, np.nan)
         self.marginal_var_[train] = result.marginal_m2 / result.n_counted * unit**2
-        unseen = np.zeros(len(train))
-        if result.rolling_mean is not None and noise_std > 0:
-            party_std = noise_std / (np.diff(game.offsets) if game.record_level else 1.0)
-            unseen = (_noise_slope_norm2(result.marginal_mean, result.rolling_mean,
-                                         result.marginal_m2 / result.n_counted**2)
-                      * party_std**2 * unseen_factor * unit**2)
-        self.values_stderr_ = self._standard_errors(unseen)
+        # With running means, the noise the counted permutations share
+        # (from the values and the mean releases: post-processing only).
+        shared_noise = np.zeros(n_all)
+        if result.rolling_mean is not None and noise_std > 0 and result.n_counted >= 2:
+            party_noise_std = noise_std / (np.diff(game.offsets) if game.record_level
+                                           else 1.0)
+            shared_noise[train] = shared_noise_variance(
+                result.marginal_mean, result.marginal_m2 / result.n_counted**2,
+                result.rolling_mean, party_noise_std, unseen_factor) * unit**2
+        self.values_stderr_ = self._standard_errors(shared_noise)
         return values
