@@ -13,7 +13,11 @@ times (fits 1 and 2, 3 and 4, ... are the pairs; ``random_state`` 1, 2,
 - ``mean_z2``: the mean of ``d^2 / (se_a^2 + se_b^2)``, and its range over
   the pairs (``mean_z2_pairs``);
 - ``median_abs_z``;
-- the same three for the Monte Carlo term alone, ``sqrt(marginal_var_ /
+- ``variance_ratio``: ``sum(d^2) / sum(se_a^2 + se_b^2)`` over the parties,
+  about 1 when the standard errors are right on average (with
+  ``utility="accuracy"`` most values move in rare jumps or not at all: the
+  ratio of each party is far from normal while the average is right);
+- the same for the Monte Carlo term alone, ``sqrt(marginal_var_ /
   n_marginals_)`` (``monte_carlo_only``): what ``values_stderr_`` was
   before it covered the noise that the counted permutations share (issue
   35), for :class:`~skdpval.DPDataValuator`.
@@ -30,8 +34,10 @@ label score (:class:`~skdpval.DPLabelQuality`, points and record-level
 groups), and ``MLPClassifier((10,))`` (breast_cancer only; k = 300).
 Each line records the machine's load average::
 
-    python benchmarks/stderr_coverage.py --refits 10 \\
+    python benchmarks/stderr_coverage.py --refits 10 --datasets breast_cancer \\
         > benchmarks/results/stderr_coverage.jsonl
+    python benchmarks/stderr_coverage.py --refits 6 --datasets \\
+        classification_5000 >> benchmarks/results/stderr_coverage.jsonl
 """
 
 import argparse
@@ -90,13 +96,15 @@ def z_statistics(d, variance):
     accuracy game's parties that never flip a validation row) are left out
     (``equal_and_exact``); a difference with a zero standard error is out of
     2 s.e. and counted apart (``zero_se``), outside the mean."""
+    variance_ratio = float(np.sum(d**2) / np.sum(variance))
     exact = (d == 0) & (variance == 0)
     d, variance = d[~exact], variance[~exact]
     zero = variance == 0
     z2 = d[~zero]**2 / variance[~zero]
     stats = dict(out_of_2se=round(float((np.sum(z2 > 4) + zero.sum()) / len(d)), 4),
                  mean_z2=round(float(np.mean(z2)), 3),
-                 median_abs_z=round(float(np.median(np.sqrt(z2))), 3))
+                 median_abs_z=round(float(np.median(np.sqrt(z2))), 3),
+                 variance_ratio=round(variance_ratio, 3))
     if exact.any():
         stats["equal_and_exact"] = int(exact.sum())
     if zero.any():

@@ -139,12 +139,11 @@ class DPLabelQuality(BaseValuator):
         1 for the highest score; 0 for held-out parties.
 
     values_stderr_ : ndarray of shape (n_samples,) or (n_groups,)
-        Standard error of each score: the std of its noise (the noise std
-        of the release, public; for a record-level group that over the
-        group's size ``n_g``), 0 without noise; NaN for held-out parties.
-        The score before the noise is exact for the model fitted on the
-        validation set: refits with other noise differ by about ``sqrt(2)``
-        standard errors, refits with another public model by more.
+        Standard error of each score: the noise std of its release (public;
+        for a record-level group, that of its sum over its size ``n_g``), 0
+        without noise; NaN for held-out parties. It covers the noise only:
+        the score before the noise is exact for ``estimator_``, the model
+        fitted on the validation set.
 
     estimator_ : estimator object
         The clone of ``estimator`` fitted on the validation set.

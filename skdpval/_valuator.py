@@ -331,11 +331,26 @@ class DPDataValuator(BaseValuator):
         sums (no k x n array); NaN for held-out parties.
 
     values_stderr_ : ndarray of shape (n_samples,) or (n_groups,)
-        Standard error of each value, ``sqrt(marginal_var_ / n_marginals_)``:
-        the spread of the Monte Carlo estimate and of the noise over the
-        counted permutations, not the bias (the step size, the burn-in and,
-        with correlated noise, the dependence between permutations). NaN,
-        with a warning, when fewer than two permutations are counted.
+        Standard error of each value: how far two fits with fresh noise and
+        other permutations (another ``random_state``) would place it,
+        ``sqrt(marginal_var_ / n_marginals_ + shared)``. The first term is
+        the Monte Carlo variance: the spread of the marginals over the
+        counted permutations, which holds all of the noise of i.i.d.
+        releases. ``shared`` is the noise the counted permutations share
+        when steps use running means (``noise="correlated"`` or a schedule
+        with ``x_tt < 1``), which that spread does not see: to first order,
+        ``|a|^2 s_j^2`` times what the schedule's covariance leaves out,
+        ``s_j`` the party's noise std (a record-level group's over its
+        size) and ``a`` the slope of the values on the parties' mean
+        releases, read from the values and the releases across parties
+        (post-processing only). ``noise="none"`` and ``"iid"``: the Monte
+        Carlo term alone. Not covered: the bias (the step size, the burn-in,
+        the model restricted to its subspace) and what the public choices
+        (``learning_rate="auto"``, the public direction) would change. With
+        ``utility="accuracy"`` (a step function) most values move in rare
+        jumps or not at all: the standard errors are right on average over
+        the parties, not party by party. NaN, with a warning, when fewer
+        than two permutations are counted.
 
     n_marginals_ : int
         Number of counted permutations (past the burn-in).
