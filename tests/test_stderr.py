@@ -145,3 +145,53 @@ def test_unseen_noise_factor_is_what_the_spread_misses(noise, k, batch, q):
                     variance_of_mean - seen_by_the_spread, rtol=1e-10)
     if noise == "iid":  # independent updates: only the ddof is missed
         assert_allclose(unseen_noise_factor(x_tt, counted, batch), 1 / n**2)
+
+
+def test_the_walk_returns_the_mean_of_each_partys_releases():
+    """What the stderr reads: the mean of the raw releases (clipped gradient
+    plus noise), not a gradient. One party whose hinge gradient ``-y x`` is
+    clipped from norm 2 to 1 and stays constant (a tiny learning rate)."""
+    from skdpval import _kernels
+    from skdpval._walk import make_problem, run_walks
+    from helpers import FixedDraws
+
+    rng = np.random.default_rng(0)
+    d, k = 5, 12
+    x = rng.normal(size=d)
+    x *= 2.0 / np.linalg.norm(x)
+    problem = make_problem(
+        x[None, :], np.array([[-1.0]]), np.arange(2), np.eye(d), np.zeros((d, 1)),
+        np.zeros(d), loss=_kernels.HINGE, utility=_kernels.NEG_MSE, loss_param=0.0,
+        l2=0.0, n_penalized=d, clip_norm=1.0, learning_rate=1e-6,
+        total_sum_squares=1.0, weights=np.ones(1))
+    noise = rng.normal(size=(k, 1, 1, d))
+    x_tt, use_rolling, _ = noise_schedule("correlated", k, 4)
+    result = run_walks(problem, FixedDraws(np.zeros((k, 1), np.int64), noise.copy()),
+                       x_tt=x_tt, use_rolling=use_rolling, counted=np.ones(k, bool),
+                       batch_permutations=4)
+    assert_allclose(result.rolling_mean[0, 0], x / 2 + noise.mean(axis=0)[0, 0])
+    iid = run_walks(problem, FixedDraws(np.zeros((k, 1), np.int64), noise.copy()),
+                    x_tt=np.ones(k), use_rolling=False, counted=np.ones(k, bool),
+                    batch_permutations=4)
+    assert iid.rolling_mean is None
+
+
+@pytest.mark.parametrize("n_parties, dimension", [(400, 1), (400, 30), (40, 30), (20, 30)])
+def test_the_slope_on_the_mean_releases_is_read_without_the_error_it_fits(
+        n_parties, dimension):
+    """Synthetic values ``c + a . r_j + e_j``: the squared slope comes back
+    within sampling error, with the Monte Carlo error ``e`` removed (it
+    would add about ``dimension * var(e) / (n var(r))``), and scaled back up
+    when there are fewer parties than coordinates."""
+    from skdpval._uncertainty import noise_slope_squared_norm
+
+    rng = np.random.default_rng(n_parties + dimension)
+    a = rng.normal(size=dimension)
+    a *= 2.0 / np.linalg.norm(a)
+    estimates = []
+    for _ in range(200):
+        releases = rng.normal(size=(n_parties, dimension))
+        error_variance = rng.uniform(0.5, 1.5, size=n_parties)
+        values = 3.0 + releases @ a + rng.normal(size=n_parties) * np.sqrt(error_variance)
+        estimates.append(noise_slope_squared_norm(values, error_variance, releases))
+    assert_allclose(np.mean(estimates), 4.0, rtol=0.1)
