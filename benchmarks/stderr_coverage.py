@@ -32,12 +32,18 @@ the larger set: 150 of 30) at ``privacy_unit="record"`` and ``"group"``,
 groups in the full space (breast_cancer only), ``utility="accuracy"``, the
 label score (:class:`~skdpval.DPLabelQuality`, points and record-level
 groups), and ``MLPClassifier((10,))`` (breast_cancer only; k = 300).
+``--spread``: how large the standard errors are next to the spread of the
+values (the median standard error over the values' std), on the data of
+the user guide's ``plot_values`` example, 5 seeds.
+
 Each line records the machine's load average::
 
     python benchmarks/stderr_coverage.py --refits 10 --datasets breast_cancer \\
         > benchmarks/results/stderr_coverage.jsonl
     python benchmarks/stderr_coverage.py --refits 6 --datasets \\
         classification_5000 >> benchmarks/results/stderr_coverage.jsonl
+    python benchmarks/stderr_coverage.py --spread \\
+        >> benchmarks/results/stderr_coverage.jsonl
 """
 
 import argparse
@@ -152,6 +158,32 @@ def run_case(name, data_name, data, refits):
     return case
 
 
+def run_spread(seeds):
+    """The median standard error over the std of the values, on the user
+    guide's plot_values data (breast_cancer rows 150 on, 30% of the labels
+    flipped; validation rows :150), without noise and at each epsilon, for
+    k = 50 (the guide's example) and the default 1000."""
+    from skdpval.datasets import flip_labels
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for epsilon in (None, 1.0, 3.0, 10.0):
+        for k in (50, 1000):
+            ratios = []
+            for seed in range(seeds):
+                y_noisy, _ = flip_labels(y[150:], 0.3, random_state=seed)
+                params = (dict(noise="none") if epsilon is None
+                          else dict(epsilon=epsilon, delta=DELTA))
+                valuator = DPDataValuator(n_permutations=k, random_state=seed,
+                                          **params).fit(X[150:], y_noisy,
+                                                        X_val=X[:150], y_val=y[:150])
+                ratios.append(np.median(valuator.values_stderr_)
+                              / np.std(valuator.values_))
+            yield dict(case="stderr_spread", dataset="breast_cancer 30% flipped",
+                       epsilon=epsilon, n_permutations=k, seeds=seeds,
+                       median_stderr_over_value_std=round(float(np.mean(ratios)), 3),
+                       load_average=round(os.getloadavg()[0], 2))
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -159,7 +191,13 @@ def main():
                         help="fits per case (pairs: half of it)")
     parser.add_argument("--datasets", nargs="+", default=list(datasets()))
     parser.add_argument("--cases", nargs="+", default=list(CASES))
+    parser.add_argument("--spread", action="store_true",
+                        help="instead: the median standard error over the values' std")
     args = parser.parse_args()
+    if args.spread:
+        for case in run_spread(seeds=5):
+            print(json.dumps(case), flush=True)
+        return
     sets = datasets()
     for data_name in args.datasets:
         for name in args.cases:
