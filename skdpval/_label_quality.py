@@ -123,6 +123,13 @@ class DPLabelQuality(BaseValuator):
     rank_ : ndarray of shape (n_samples,) or (n_groups,)
         1 for the highest score; 0 for held-out parties.
 
+    values_stderr_ : ndarray of shape (n_samples,) or (n_groups,)
+        Standard error of each score: the noise std of its release (public;
+        for a record-level group, that of its sum over its size ``n_g``), 0
+        without noise; NaN for held-out parties. It covers the noise only:
+        the score before the noise is exact for ``estimator_``, the model
+        fitted on the validation set.
+
     estimator_ : estimator object
         The clone of ``estimator`` fitted on the validation set.
 
@@ -269,6 +276,11 @@ class DPLabelQuality(BaseValuator):
         scores = mechanism.release(score, scores)
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
+        # A score's only randomness is its noise (public std; a record-level
+        # group's mean carries that of its sum over its size).
+        self.values_stderr_ = np.full(parties.n_all_parties, np.nan)
+        self.values_stderr_[parties.train_parties] = noise_std / (
+            np.diff(parties.offsets) if record_level else 1.0)
         return scores + centre
 
     def _party_scores(self, parties, record_level=False, centre=0.0):
