@@ -279,7 +279,7 @@ class DPLabelQuality(BaseValuator):
         # A score's only randomness is its noise (public std; a record-level
         # group's mean carries that of its sum over its size).
         self.values_stderr_ = np.full(parties.n_all_parties, np.nan)
-        self.values_stderr_[parties.train_parties] = noise_std / (
+        self.values_stderr_[parties.train_parties] = score.noise_std / (
             np.diff(parties.offsets) if record_level else 1.0)
         return scores + centre
 
