@@ -10,7 +10,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from . import _kernels, _subspace
+from . import _kernels, _mlp, _subspace
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ._data import (
     UTILITY_CODES,
@@ -41,7 +41,7 @@ from ._mlp_space import network_space
 from ._space import check_basis, space_of
 from ._uncertainty import shared_noise_variance
 from ._walk import SeededDraws, one_blas_thread, run_walks
-from .exceptions import SkdpvalWarning
+from .exceptions import SkdpvalWarning, warn_if_first_compile
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # learning_rate="auto" keeps the noise of a walk's validation margins (after n
@@ -596,6 +596,7 @@ class DPDataValuator(BaseValuator):
                           public=self.chosen_params_)
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
+        self._say_if_first_compile(spec)
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=self._record_level(groups))
         self.subspace_, line_center, space = self._space(model.estimator, spec, game,
@@ -636,6 +637,24 @@ class DPDataValuator(BaseValuator):
         return self._walk_statistics(
             result, game, parties, noise_std,
             unseen_noise_factor(x_tt, counted, self.batch_permutations))
+
+    def _say_if_first_compile(self, spec):
+        """One line when this fit's walk compiles for the first time
+        (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
+        those of ``benchmarks/speed.py``'s cold start (load about 1)."""
+        if spec.network is not None:
+            kernel, what, seconds = (
+                (_mlp.line_walk, "a network's walk along its public line", "20-40 s")
+                if self.subspace is not None else
+                (_mlp.walk, "a network's full-space walk", "20-40 s"))
+        elif isinstance(self.subspace, str):
+            kernel, what, seconds = (_subspace._line_walk,
+                                     "the default walk along a public line", "6 s")
+        elif self.subspace is None:
+            kernel, what, seconds = _kernels._walk, "the full-space walk", "6 s"
+        else:
+            kernel, what, seconds = _subspace._walk, "the walk in a subspace", "6 s"
+        warn_if_first_compile(kernel, what, seconds, stacklevel=STEP_TO_USER + 1)
 
     def _game(self, estimator, spec, parties, sample_weight):
         """The kernels' view of the valuation."""
