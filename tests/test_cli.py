@@ -193,24 +193,25 @@ def test_value_writes_one_row_per_training_row(tmp_path):
 def test_value_rows_follow_the_input_order(files, capsys):
     """Row i of the output is row i of TRAIN: a shuffled file gives the
     shuffled values. The label score is a function of each row plus fresh
-    noise, small at epsilon 50, so the two runs' values agree row by row."""
+    noise, small at epsilon 18, so the two runs' values agree row by row."""
     folder, train, _ = files
 
     def scores(path):
         code, out, err = _value(capsys, path, "--target", "label", "--validation",
                                 folder / "val.csv", "--method", "label-quality",
-                                "--epsilon", "50", "--quiet")
+                                "--epsilon", "18", "--quiet")
         assert code == 0, err
         return pd.read_csv(io.StringIO(out))
 
     first = scores(folder / "train.csv")
     assert len(first) == len(train)
-    assert first["stderr"].isna().all()  # the label score has no standard error
+    # The label score's standard error is its noise std, the same for every row.
+    assert first["stderr"].nunique() == 1 and first["stderr"].iloc[0] > 0
     order = np.random.default_rng(1).permutation(len(train))
     train.iloc[order].to_csv(folder / "shuffled.csv", index=False)
     shuffled = scores(folder / "shuffled.csv")["value"].to_numpy()
     values = first["value"].to_numpy()
-    assert np.corrcoef(shuffled, values[order])[0, 1] > 0.8  # measured 0.95
+    assert np.corrcoef(shuffled, values[order])[0, 1] > 0.6  # measured 0.77
     assert abs(np.corrcoef(shuffled, values)[0, 1]) < 0.5  # unaligned: 0.05
 
 

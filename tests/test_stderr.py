@@ -105,7 +105,7 @@ def test_the_label_scores_stderr_is_its_noise_std(data):
     record = DPLabelQuality(epsilon=2.0, random_state=0).fit(
         X, y, X_val=X_val, y_val=y_val, groups=groups)
     assert_allclose(record.values_stderr_, record.privacy_report_["noise_std"] / 8)
-    exact = DPLabelQuality(epsilon=None, random_state=0).fit(X, y)
+    exact = DPLabelQuality(epsilon=np.inf, random_state=0).fit(X, y)
     held_out = np.isnan(exact.values_)
     assert held_out.any() and np.all(np.isnan(exact.values_stderr_[held_out]))
     assert np.all(exact.values_stderr_[~held_out] == 0)
