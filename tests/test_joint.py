@@ -178,6 +178,7 @@ def test_joint_label_score_is_the_own_margin_without_noise(planes):
     # an empty billboard: nothing released, the other owners' values are 0-DP
     assert (joint.epsilon_, report["mu"], joint.n_releases_) == (0.0, 0.0, 0)
     assert report["parts"] == [] and report["private"]
+    np.testing.assert_array_equal(joint.values_stderr_, 0.0)  # exact: no noise
     assert report["threat_model"].startswith("joint")
     assert report["details"]["joint"]["billboard"].startswith("empty")
     assert report["details"]["joint"]["billboard_guarantee"]["mu"] == 0.0
@@ -240,6 +241,10 @@ def test_aggregates_refuse_in_joint_mode(planes):
     assert not hasattr(valuator, "rank_")
     with pytest.raises(ValueError, match="privacy_spent"):
         privacy_spent(valuator)
+    with pytest.raises(ValueError, match="to_frame is a central release"):
+        valuator.to_frame()
+    with pytest.raises(ValueError, match="to_pydvl is a central release"):
+        valuator.to_pydvl()
     pytest.importorskip("matplotlib")
     from skdpval.plotting import plot_values
     with pytest.raises(ValueError, match="plot_values is a central release"):
