@@ -7,12 +7,15 @@ from sklearn.base import _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
-                          privacy_report)
+from ._accounting import (add_record_level, chosen_epsilon, gdp_mu,
+                          noise_std_for_budget, privacy_report)
 from ._base import BaseValuator
 from ._data import call_on_private_data, check_epsilon
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source
+from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, check_public_model,
+                           compose_report, document_public_model, fit_labels_model,
+                           resolve_public_model, split_mu)
 from ._secure_noise import (LABEL_SCORE, Grid, check_noise_std, noise_key,
                              releases_on_grid)
 
@@ -23,6 +26,15 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 # standard deviations of the public model on the validation set (measured:
 # benchmarks/quality.py --suite regression).
 REGRESSION_CAP_SDS = 3.0
+
+# A privately fitted classifier's margins are scaled so that the median
+# absolute margin of the validation rows is this many clips: most scores
+# then saturate, which is what a release under heavy noise can carry (the
+# noisy rows' fit has small margins; unscaled, its LF fell below the
+# validation model's although its accuracy was higher. Measured at 1 / 2 / 4
+# clips and a sign release: 2 and 4 tied, within 0.01 of the sign:
+# benchmarks/quality.py --suite regime).
+PRIVATE_MARGIN_CLIPS = 3.0
 
 
 def _residual_scale(model, parties):
@@ -37,12 +49,16 @@ def _residual_scale(model, parties):
     return scale
 
 
+@document_public_model
 class DPLabelQuality(BaseValuator):
     """Private label-quality score: how well each label fits a public model.
 
     A clone of ``estimator`` is fitted on the validation set only (public
-    data). Each training party's score is its clipped margin under that
-    model, averaged over its rows for a group:
+    data); with ``public_model="private"`` (or ``"auto"`` on a large
+    training set) it is then refitted on the training rows with
+    differential privacy, from that start, spending a small share of the
+    budget (``public_model_``). Each training party's score is its clipped
+    margin under the public model, averaged over its rows for a group:
 
     - binary classifier: ``y * f(x)`` with ``y`` in {-1, +1} and ``f`` the
       decision function;
@@ -119,6 +135,7 @@ class DPLabelQuality(BaseValuator):
     classes : array-like or None, default=None
         Class labels of a classifier; ``None`` takes them from ``y_val``.
 
+    %(public_model)s
     random_state : int, RandomState instance or None, default=None
         Public randomness: the split and an unset ``random_state`` of the
         estimator. It never seeds the noise.
@@ -140,6 +157,19 @@ class DPLabelQuality(BaseValuator):
 
     estimator_ : estimator object
         The clone of ``estimator`` fitted on the validation set.
+
+    public_model_ : estimator object
+        The model whose margins are scored: ``estimator_``, or its private
+        refit on the training rows (``public_model_fitted_privately_``). The
+        refit is private output (a function of noisy releases only), covered
+        by ``epsilon_``; its coefficients are in the standardised features'
+        units (as ``estimator_``'s).
+
+    public_model_fitted_privately_ : bool
+        Whether ``public_model_`` was fitted privately on the training rows.
+
+    public_model_reason_ : str
+        Why (the option, or what ``"auto"`` decided and why).
 
     classes_ : ndarray of shape (n_classes,)
         Class labels (classifiers).
@@ -166,6 +196,11 @@ class DPLabelQuality(BaseValuator):
 
     privacy_report_ : dict
         The guarantee in full (as :class:`~skdpval.DPDataValuator`'s).
+
+    margin_scale_ : float
+        Factor on a classifier's margins before clipping: 1, or for a
+        privately fitted public model ``3 clip`` over the median absolute
+        margin of the validation rows (public), so that most scores saturate.
 
     residual_scale_ : float
         Root mean squared residual of ``estimator_`` on the validation set
@@ -210,11 +245,13 @@ class DPLabelQuality(BaseValuator):
         "classes": ["array-like", None],
         "random_state": ["random_state"],
         "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
+        **PUBLIC_MODEL_CONSTRAINTS,
     }
 
     def __init__(self, estimator=None, *, epsilon="default", delta=5e-5, clip=1.0,
                  privacy_unit="record", standardize=True, validation_fraction=0.2,
-                 classes=None, random_state=None, noise_seed=None):
+                 classes=None, public_model="auto", public_model_share=0.05,
+                 random_state=None, noise_seed=None):
         self.estimator = estimator
         self.epsilon = epsilon
         self.delta = delta
@@ -223,6 +260,8 @@ class DPLabelQuality(BaseValuator):
         self.standardize = standardize
         self.validation_fraction = validation_fraction
         self.classes = classes
+        self.public_model = public_model
+        self.public_model_share = public_model_share
         self.random_state = random_state
         self.noise_seed = noise_seed
 
@@ -256,6 +295,10 @@ class DPLabelQuality(BaseValuator):
                 f"DPLabelQuality scores labels with a classifier or a regressor; "
                 f"estimator={type(estimator).__name__} is neither.")
         check_epsilon(chosen_epsilon(self.epsilon), self.delta)
+        check_public_model(self.public_model, self.public_model_share)
+        if self.public_model == "private":  # refuses before any data is read
+            resolve_public_model(self, estimator, n_parties=0, n_val=0, n_params=1,
+                                 mu=0.0)
         return estimator
 
     def _party_options(self, estimator):
@@ -267,26 +310,67 @@ class DPLabelQuality(BaseValuator):
         model_seed, = seeds
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
                                             model_seed, "DPLabelQuality")
+        record_level = groups is not None and self.privacy_unit == "record"
+        key = noise_key(self.noise_seed)
+        fit = self._public_model(estimator, parties, record_level, key, model_seed)
         if not is_classifier(self.estimator_):
-            self.residual_scale_ = _residual_scale(self.estimator_, parties)
+            self.residual_scale_ = _residual_scale(self.public_model_, parties)
+        self.margin_scale_ = self._margin_scale(parties)
         # A regressor's scores lie in [-clip, 0]: released centred, in
         # [-clip/2, clip/2], their zero-out sensitivity is clip/2.
         centre = 0.0 if is_classifier(self.estimator_) else -self.clip / 2
-        record_level = groups is not None and self.privacy_unit == "record"
         scores = self._party_scores(parties, record_level, centre)
         # The released statistic: a party's (centred) score, or at record
         # level its sum of them, whose neighbour is one record away (no clamp).
         grid = Grid(self.clip - abs(centre), 1, zero_neighbour=not record_level)
-        noise_std = self._report_privacy(parties, groups, grid, record_level)
+        noise_std = self._report_privacy(parties, groups, grid, record_level, fit)
         if noise_std > 0:
             # One release per party on the grid: gamma (rint(score / gamma) + m).
-            m = gaussian_noise(noise_key(self.noise_seed), LABEL_SCORE, 0, 1,
+            m = gaussian_noise(key, LABEL_SCORE, 0, 1,
                                noise_std / grid.gamma, np.empty((1, len(scores))))
             scores = releases_on_grid(scores, m[0], grid.gamma, grid.bound,
                                       np.empty(len(scores)))
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
         return scores + centre
+
+    def _mu(self):
+        """The per-party budget as mu-GDP (inf without noise)."""
+        return (np.inf if self.epsilon is None
+                else gdp_mu(chosen_epsilon(self.epsilon), self.delta))
+
+    def _public_model(self, estimator, parties, record_level, key, seed):
+        """Sets ``public_model_`` (and why); returns the private fit's report
+        (None when the validation model is kept)."""
+        n_parties = len(parties.X) if record_level else len(parties.offsets) - 1
+        n_outputs = (1 if not is_classifier(self.estimator_) or len(self.classes_) == 2
+                     else len(self.classes_))
+        fits, self.public_model_reason_ = resolve_public_model(
+            self, estimator, n_parties=n_parties, n_val=len(parties.X_val),
+            n_params=n_outputs * (parties.X.shape[1] + 1), mu=self._mu())
+        self.public_model_fitted_privately_ = fits
+        if not fits:
+            self.public_model_ = self.estimator_
+            return None
+        mu_fit, _ = split_mu(self._mu(), self.public_model_share)
+        self.public_model_, fit = fit_labels_model(
+            self.estimator_, estimator, parties, record_level=record_level,
+            mu_fit=mu_fit, key=key, seed=seed, share=self.public_model_share,
+            classes=getattr(self, "classes_", None) if is_classifier(
+                self.estimator_) else None)
+        return fit
+
+    def _margin_scale(self, parties):
+        """1, or for a privately fitted classifier ``PRIVATE_MARGIN_CLIPS clip``
+        over the median absolute margin of the validation rows (public)."""
+        if not (self.public_model_fitted_privately_ and is_classifier(self.estimator_)):
+            return 1.0
+        self.margin_scale_ = 1.0
+        with np.errstate(all="ignore"):
+            margins = np.abs(self._row_scores(parties.X_val, parties.y_val))
+        median = float(np.median(margins[np.isfinite(margins)])) if np.any(
+            np.isfinite(margins)) else 0.0
+        return PRIVATE_MARGIN_CLIPS * self.clip / median if median > 0 else 1.0
 
     def _party_scores(self, parties, record_level=False, centre=0.0):
         """Each training party's mean clipped score minus ``centre`` (before
@@ -310,14 +394,14 @@ class DPLabelQuality(BaseValuator):
         return sums if record_level else sums / np.diff(parties.offsets)
 
     def _scoring_failed(self, error):
-        return (f"{type(self.estimator_).__name__} failed to score the private "
+        return (f"{type(self.public_model_).__name__} failed to score the private "
                 f"rows ({type(error).__name__}); its message is not shown, since "
                 "it may quote private values. Check that the estimator accepts "
                 "every value the training features can take.")
 
     def _row_scores(self, X, y):
-        """Margin of each row's label under ``estimator_``, before clipping."""
-        model = self.estimator_
+        """Margin of each row's label under ``public_model_``, before clipping."""
+        model = self.public_model_
         if not is_classifier(model):
             # The residual in units of REGRESSION_CAP_SDS residual sds of the
             # public model on the validation set, so that clip caps it there.
@@ -328,6 +412,7 @@ class DPLabelQuality(BaseValuator):
         else:
             with np.errstate(divide="ignore"):
                 scores = np.log(model.predict_proba(X))
+        scores = scores * self.margin_scale_
         seen = np.asarray(model.classes_, dtype=np.int64)
         if scores.ndim == 1:  # binary: the score of the second class
             signed = np.where(y == seen[1], 1.0, -1.0)
@@ -342,18 +427,24 @@ class DPLabelQuality(BaseValuator):
             margin = own - per_class.max(axis=1)
         return np.where(np.isnan(margin), -np.inf, margin)
 
-    def _report_privacy(self, parties, groups, grid, record_level):
+    def _report_privacy(self, parties, groups, grid, record_level, fit=None):
         """Sets the privacy attributes; returns the noise std (of a sum of
         clipped scores at record level).
 
         The released score's sensitivity under zero-out adjacency is its
         largest magnitude (``clip``, or ``clip / 2`` for a regressor's centred
         score), padded by the rounding to ``grid``; replace-one doubles it.
+        After a private fit of the public model (its report ``fit``) the
+        release gets ``1 - public_model_share`` of ``mu^2``.
         """
         sensitivity = grid.gamma * grid.sensitivity
+        # LOCAL CALIBRATION (until the shared privacy mechanism lands): the
+        # release's share of mu^2 scales its noise std by 1 / sqrt(1 - share).
+        release_share = 1.0 if fit is None else 1.0 - self.public_model_share
         noise_std = (0.0 if self.epsilon is None else check_noise_std(
             noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1,
-                                 sensitivity), grid, "epsilon and clip"))
+                                 sensitivity) / np.sqrt(release_share), grid,
+            "epsilon and clip"))
         self.privacy_unit_ = ("record" if record_level else
                               "sample" if groups is None else "group")
         self.privacy_report_ = privacy_report(
@@ -364,13 +455,16 @@ class DPLabelQuality(BaseValuator):
             sensitivity=sensitivity, grid=grid if noise_std > 0 else None,
             n_draws=1)
         self.privacy_report_["release"] = (
-            "one clipped score per party: the margin of its label under a model "
-            "fitted on the validation set, in [-clip, clip]"
+            "one clipped score per party: the margin of its label under the "
+            "public model, in [-clip, clip]"
             if is_classifier(self.estimator_) else
             "one clipped score per party: minus the absolute residual of its "
-            "target under a model fitted on the validation set, in [-clip, 0], "
+            "target under the public model, in [-clip, 0], "
             "released centred (plus clip/2: sensitivity clip/2 under zero-out, "
             "clip under replace-one)")
+        self.privacy_report_["public_model"] = self.public_model_reason_
+        if fit is not None and noise_std > 0:
+            compose_report(self.privacy_report_, fit)
         if record_level:
             add_record_level(self.privacy_report_, np.diff(parties.offsets), "group")
             self.privacy_report_["release"] = (
