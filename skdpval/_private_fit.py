@@ -192,7 +192,7 @@ def fit_grid(n_params, clip=FIT_CLIP):
 
 
 def fit_report(*, mu_fit, noise_std, grid, n_steps, clip, share, learning_rate,
-               n_parties, delta):
+               n_parties):
     """The fit's part of a privacy report (a dict)."""
     report = dict(
         share=float(share), n_steps=int(n_steps), clip=float(clip),
@@ -390,6 +390,16 @@ def fit_labels_model(validation_model, estimator, parties, *, record_level, mu_f
                        spec.intercept_scaling), fit
 
 
+def fit_game_model(theta0, game, *, mu_fit, key, share):
+    """DPDataValuator's private public model from its game (rows with the
+    intercept column, targets as the walk reads them): ``(theta, report)``."""
+    offsets = np.arange(len(game.X) + 1) if game.record_level else game.offsets
+    return _fit(theta0, game.X, game.T, offsets, game.X_val, loss=game.loss,
+                loss_param=game.loss_param, l2=game.l2, l1=game.l1,
+                n_penalized=game.n_penalized, row_weights=game.row_weights,
+                mu_fit=mu_fit, key=key, share=share)
+
+
 def _fit(theta0, X, T, offsets, X_val, *, loss, loss_param, l2, l1, n_penalized,
          row_weights, mu_fit, key, share):
     """Calibrate, run the noisy descent, report: ``(theta, fit report)``."""
@@ -405,6 +415,5 @@ def _fit(theta0, X, T, offsets, X_val, *, loss, loss_param, l2, l1, n_penalized,
         grid=grid, key=key)
     fit = fit_report(mu_fit=mu_fit if noise_std > 0 else np.inf, noise_std=noise_std,
                      grid=grid, n_steps=FIT_STEPS, clip=FIT_CLIP, share=share,
-                     learning_rate=learning_rate, n_parties=len(offsets) - 1,
-                     delta=None)
+                     learning_rate=learning_rate, n_parties=len(offsets) - 1)
     return theta, fit

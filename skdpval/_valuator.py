@@ -12,8 +12,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels, _subspace
 from ._base import STEP_TO_USER, BaseValuator, check_converged
-from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
-                          privacy_report)
+from ._accounting import (add_record_level, chosen_epsilon, gdp_mu,
+                          noise_std_for_budget, privacy_report)
 from ._data import (
     UTILITY_CODES,
     check_budget,
@@ -37,6 +37,9 @@ from ._noise import (
     noise_source,
     released_noise_std,
 )
+from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, check_public_model,
+                           compose_report, document_public_model, fit_game_model,
+                           resolve_public_model, split_mu)
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
 from ._secure_noise import Grid, check_noise_std, noise_key
 from ._mlp_space import network_space
@@ -97,6 +100,7 @@ Game = namedtuple("Game", [
 WrappedModel = namedtuple("WrappedModel", ["preprocessor", "estimator", "spec"])
 
 
+@document_public_model
 class DPDataValuator(BaseValuator):
     """Differentially private data values from noisy per-party gradients.
 
@@ -285,6 +289,13 @@ class DPDataValuator(BaseValuator):
         (public), never from the private ``y``: a training label outside
         them is an error.
 
+    %(public_model)s
+        For this valuator the public model gives the line of
+        ``subspace="public"``: its direction and where the utility's table
+        is centred (the walk still starts from zero). With another
+        ``subspace``, or ``noise_multiplier`` (no budget to share), the
+        validation model is kept (``"private"`` is an error).
+
     random_state : int, RandomState instance or None, default=None
         Seeds the public randomness: the split, the learning-rate search and
         the permutations. It never seeds the noise.
@@ -378,6 +389,20 @@ class DPDataValuator(BaseValuator):
 
     n_releases_ : int
         Number of noisy gradients released per sample (``n_permutations``).
+
+    public_model_ : ndarray of shape (n_outputs, n_columns) or None
+        The public model's parameters (standardised features, intercept
+        last) whose direction the walk follows (``subspace="public"``):
+        fitted on the validation set, or privately on the training rows
+        (``public_model_fitted_privately_``; then private output, a function
+        of noisy releases only, covered by ``epsilon_``). None for another
+        subspace.
+
+    public_model_fitted_privately_ : bool
+        Whether the public model was fitted privately on the training rows.
+
+    public_model_reason_ : str
+        Why (the option, or what ``"auto"`` decided and why).
 
     privacy_report_ : dict
         The guarantee in full: unit, adjacency (zero-out with n public, and
@@ -476,6 +501,7 @@ class DPDataValuator(BaseValuator):
         "random_state": ["random_state"],
         "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
         "verbose": ["verbose"],
+        **PUBLIC_MODEL_CONSTRAINTS,
     }
 
     def __init__(
@@ -499,6 +525,8 @@ class DPDataValuator(BaseValuator):
         batch_permutations=16,
         n_jobs=None,
         classes=None,
+        public_model="auto",
+        public_model_share=0.05,
         random_state=None,
         noise_seed=None,
         verbose=0,
@@ -521,6 +549,8 @@ class DPDataValuator(BaseValuator):
         self.batch_permutations = batch_permutations
         self.n_jobs = n_jobs
         self.classes = classes
+        self.public_model = public_model
+        self.public_model_share = public_model_share
         self.random_state = random_state
         self.noise_seed = noise_seed
         self.verbose = verbose
@@ -577,6 +607,15 @@ class DPDataValuator(BaseValuator):
         preprocessor, estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
+        check_public_model(self.public_model, self.public_model_share)
+        if self.public_model == "private":  # refuses before any data is read
+            if not (isinstance(self.subspace, str) and self.noise_multiplier is None):
+                raise ValueError(
+                    "public_model='private' needs subspace='public' (the public "
+                    "model gives its line) and epsilon, not noise_multiplier (a "
+                    "budget to share with the fit).")
+            resolve_public_model(self, estimator, n_parties=0, n_val=0, n_params=1,
+                                 mu=0.0)
         return WrappedModel(preprocessor, estimator, spec)
 
     def _party_options(self, model):
@@ -601,8 +640,13 @@ class DPDataValuator(BaseValuator):
         check_target_domain(spec, parties.y_val, "y_val")
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=groups is not None and self.privacy_unit == "record")
+        key = noise_key(self.noise_seed)
+        self._decide_public_model(model.estimator, game)
+        self._fit_of_public_model = None
+        self._public_fit_key = key
         self.subspace_, line_center, space = self._space(model.estimator, spec, game,
                                                          search_seed)
+        del self._public_fit_key  # the secret key is not kept on the estimator
         game = game._replace(space=space)
         self.clip_norm_ = self._clip_norm(game)
         x_tt, use_rolling, add_noise = noise_schedule(
@@ -626,7 +670,7 @@ class DPDataValuator(BaseValuator):
                                      self.batch_permutations), search_seed)
         result = run_walks(
             self._problem(game, noise_std, line_center), SeededDraws(
-                np.random.SeedSequence(walk_seed), noise_key(self.noise_seed),
+                np.random.SeedSequence(walk_seed), key,
                 self.n_permutations, len(parties.train_parties), noise_std, grid),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
@@ -666,6 +710,9 @@ class DPDataValuator(BaseValuator):
             return None, 0.0
         if isinstance(self.subspace, str):  # "public"
             direction, norm = self._public_direction(estimator, game)
+            if self.public_model_fitted_privately_:
+                direction, norm = self._private_direction(direction * norm, game)
+            self.public_model_ = (direction * norm).reshape(game.T.shape[1], -1)
             return direction.reshape(1, -1), norm
         basis = check_basis(self.subspace, n_params,
                             f"{game.T.shape[1]} output(s) x {game.X.shape[1]} "
@@ -707,6 +754,45 @@ class DPDataValuator(BaseValuator):
                 "Pass a basis array, or subspace=None.")
         return theta / norm, float(norm)
 
+    def _budget_mu(self):
+        """The per-party budget as mu-GDP: inf without noise, None when given
+        by ``noise_multiplier`` (no budget to share)."""
+        if isinstance(self.noise, str) and self.noise == "none":
+            return np.inf
+        if self.noise_multiplier is not None:
+            return None
+        return gdp_mu(chosen_epsilon(self.epsilon), self.delta)
+
+    def _decide_public_model(self, estimator, game):
+        """Sets ``public_model_fitted_privately_`` and ``public_model_reason_``."""
+        self.public_model_ = None
+        mu = self._budget_mu()
+        if not isinstance(self.subspace, str) or mu is None:
+            self.public_model_fitted_privately_ = False
+            self.public_model_reason_ = (
+                "the validation model: " + ("noise_multiplier leaves no budget "
+                                            "to share" if mu is None else
+                                            "the walk reads no public line"))
+            return
+        n_parties = len(game.X) if game.record_level else len(game.offsets) - 1
+        self.public_model_fitted_privately_, self.public_model_reason_ = (
+            resolve_public_model(self, estimator, n_parties=n_parties,
+                                 n_val=len(game.X_val), n_params=game.X.shape[1]
+                                 * game.T.shape[1], mu=mu))
+
+    def _private_direction(self, theta_val, game):
+        """The wrapped objective fitted privately on the training rows from
+        ``theta_val``: ``(unit direction, norm)``; keeps the fit's report."""
+        mu_fit, _ = split_mu(self._budget_mu(), self.public_model_share)
+        theta, self._fit_of_public_model = fit_game_model(
+            theta_val.reshape(game.T.shape[1], -1), game, mu_fit=mu_fit,
+            key=self._public_fit_key, share=self.public_model_share)
+        norm = float(np.linalg.norm(theta))
+        if not np.isfinite(norm) or norm == 0:  # from noisy releases: public
+            return theta_val.ravel() / np.linalg.norm(theta_val), float(
+                np.linalg.norm(theta_val))
+        return theta.ravel() / norm, norm
+
     def _clip_norm(self, game):
         """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
         if self.clip_norm != "auto":
@@ -734,9 +820,14 @@ class DPDataValuator(BaseValuator):
         if self.noise_multiplier is not None:
             noise_std = self.noise_multiplier * self.clip_norm_
         else:
+            # LOCAL CALIBRATION (until the shared privacy mechanism lands):
+            # after a private fit of the public model the walk gets
+            # 1 - public_model_share of mu^2.
+            walk_share = (1.0 - self.public_model_share
+                          if self._fit_of_public_model is not None else 1.0)
             noise_std = noise_std_for_budget(
                 chosen_epsilon(self.epsilon), self.delta, self.n_permutations,
-                self.clip_norm_ * grid.padding)
+                self.clip_norm_ * grid.padding) / np.sqrt(walk_share)
         source = "epsilon" if self.noise_multiplier is None else "noise_multiplier"
         return check_noise_std(noise_std, grid,
                                f"{source} and clip_norm_={self.clip_norm_!r}")
@@ -752,6 +843,9 @@ class DPDataValuator(BaseValuator):
             sensitivity=self.clip_norm_ * grid.padding,
             grid=grid if noise_std > 0 else None,
             n_draws=self.n_permutations * grid.dimension)
+        self.privacy_report_["public_model"] = self.public_model_reason_
+        if self._fit_of_public_model is not None and noise_std > 0:
+            compose_report(self.privacy_report_, self._fit_of_public_model)
         if game.record_level:
             add_record_level(self.privacy_report_, np.diff(game.offsets), "group")
         self.privacy_report_["release_dimension"] = game.space.release_dimension
