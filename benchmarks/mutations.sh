@@ -22,9 +22,10 @@ declare -A edits=(
   [federated]='skdpval/_federated.py|s/FEDERATED, t, t + 1, noise_std \/ grid.gamma,/FEDERATED, t, t + 1, FACTOR * noise_std \/ grid.gamma,/'
   [label_score]='skdpval/_label_quality.py|s/^\( *\)noise_std \/ grid.gamma, np.empty((1, len(scores))))/\1FACTOR * noise_std \/ grid.gamma, np.empty((1, len(scores))))/'
   [laplace]='skdpval/_layered.py|s/LAYERED, grid_scale, n)/LAYERED, grid_scale * Fraction(FACTOR), n)/'
+  [public_fit]='skdpval/_private_fit.py|s/PUBLIC_FIT, 0, n_steps, noise_std \/ grid.gamma,/PUBLIC_FIT, 0, n_steps, FACTOR * noise_std \/ grid.gamma,/'
 )
 for factor in $factors; do
-  for site in walk federated label_score laplace; do
+  for site in walk federated label_score laplace public_fit; do
     file=${edits[$site]%%|*}
     script=${edits[$site]#*|}
     script=${script//FACTOR/$factor}
@@ -40,7 +41,7 @@ for factor in $factors; do
       continue
     fi
     output=$(cd "$copy" && PYTHONPATH="$copy" "$python" -m pytest -p no:cacheprovider \
-       -o addopts="" -q -rf tests/test_secure_noise.py \
+       -o addopts="" -q -rf tests/test_secure_noise.py tests/test_public_model.py \
        ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py} \
        -k "calibrated_scale or passes_at_the_claimed or claimed_laplace" 2>&1)
     summary=$(echo "$output" | grep -E "^FAILED|passed|failed" | sed "s/ - .*//")

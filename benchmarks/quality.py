@@ -743,13 +743,13 @@ def regime_reference(d, epsilon, seed):
     return noisy_label_auc(released, d["flipped"]), 2 * accuracy - 1, accuracy
 
 
-def run_regime(datasets, methods, epsilons, seeds, n_vals):
+def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from regime_data import regime_split
     fractions = {}
     for name in datasets:
         for n_val in n_vals:
-            for seed in range(seeds):
+            for seed in range(first_seed, first_seed + seeds):
                 d = regime_split(name, seed, n_val)
                 base = dict(case="regime", dataset=name, n=len(d["y_train"]),
                             n_features=d["X_train"].shape[1], n_val=n_val,
@@ -908,6 +908,7 @@ if __name__ == "__main__":
     parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--n-vals", nargs="+", type=int, default=[50, 200],
                         help="regime only")
+    parser.add_argument("--first-seed", type=int, default=0, help="regime only")
     args = parser.parse_args()
     if args.suite in ("regime", "regime_small", "regime_time"):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -918,7 +919,8 @@ if __name__ == "__main__":
                    if args.methods == list(LIMIT_METHODS) else args.methods)
         epsilons = [1.0, 3.0] if args.epsilons == [1.0, 3.0, 10.0] else args.epsilons
         if args.suite == "regime":
-            run_regime(datasets, methods, epsilons, args.seeds, args.n_vals)
+            run_regime(datasets, methods, epsilons, args.seeds, args.n_vals,
+                       args.first_seed)
         elif args.suite == "regime_small":
             run_regime_small(epsilons, args.seeds, methods)
         else:
