@@ -131,8 +131,11 @@ the mean over the data sets of each method's mean LF over the seeds::
 ``--suite regime_small``: "auto" against "validation" where the validation
 model is right (breast_cancer, digits 1 vs 7 and 3 vs 8, wine; 25%
 validation, <= 1,000 training rows, 30% flips), DPLabelQuality and
-DPDataValuator, paired on the same splits, 10 seeds; and ``regime_time``:
-the private fit's DPLabelQuality against today's at n = 50,000.
+DPDataValuator, paired on the same splits, 10 seeds; ``regime_time``:
+the private fit's DPLabelQuality against today's at n = 50,000; and
+``regime_rule``: the data behind ``public_model="auto"`` (the regime sets'
+training rows subsampled to 250-20,000, n_val 50, DPLabelQuality "private"
+minus "validation", paired, against the fit's noise index).
 
 ``--suite table2`` runs the seed paper's Table 2 protocol instead (its
 mechanism only: the full-space walk with C = 1, the i.i.d. / X* / Y*
@@ -862,6 +865,42 @@ def run_regime_small(epsilons, seeds, methods):
                      auto_fitted_privately=int(fits_privately))
 
 
+def run_regime_rule(datasets, epsilons, seeds, n_trains=(250, 500, 1000, 2000, 5000,
+                                                     20000)):
+    """Where the private fit pays (the data of public_model="auto"): the
+    regime sets' training rows subsampled to ``n_trains``, n_val 50,
+    DPLabelQuality "private" against "validation" on the same splits; each
+    case with the rule's noise index ``n mu_fit / sqrt(100 d)``."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from regime_data import regime_split
+    from skdpval._private_fit import DEFAULT_SHARE, fit_noise_index
+    for name in datasets:
+        for n_train in n_trains:
+            for epsilon in epsilons:
+                limit = detection_auc_limit(epsilon, DELTA)
+                differences = []
+                for seed in range(seeds):
+                    d = regime_split(name, seed, 50)
+                    keep = np.random.default_rng(seed).permutation(
+                        len(d["y_train"]))[:n_train]
+                    lfs = []
+                    for method in ("label quality private", "label quality validation"):
+                        estimator = REGIME_METHODS[method](epsilon, seed).fit(
+                            d["X_train"][keep], d["y_train"][keep], X_val=d["X_val"],
+                            y_val=d["y_val"])
+                        auc = noisy_label_auc(estimator.values_, d["flipped"][keep])
+                        lfs.append((auc - 0.5) / (limit - 0.5))
+                    differences.append(lfs[0] - lfs[1])
+                n_params = d["X_train"].shape[1] + 1
+                emit(case="regime rule", dataset=name, n=len(keep), n_val=50,
+                     n_params=n_params, epsilon=epsilon, seeds=seeds,
+                     noise_index=round(fit_noise_index(
+                         len(keep), np.sqrt(DEFAULT_SHARE) * gdp_mu(epsilon, DELTA),
+                         n_params), 3),
+                     private_minus_validation=round(float(np.mean(differences)), 4),
+                     se=round(float(np.std(differences) / np.sqrt(seeds)), 4))
+
+
 def run_regime_time(seeds):
     """DPLabelQuality at n = 50,000 (sep_1.2, n_val 200, eps 1): today's
     (validation model) against the private fit, best of ``seeds`` fits."""
@@ -892,7 +931,8 @@ if __name__ == "__main__":
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["limit", "swing", "semivalues",
                                             "regression", "fidelity", "table2", "mlp",
-                                            "regime", "regime_small", "regime_time"],
+                                            "regime", "regime_small", "regime_time",
+                                            "regime_rule"],
                         default="limit")
     parser.add_argument("--parts", nargs="+", default=["groups", "federated", "points"],
                         help="fidelity only: which parts, in this order")
@@ -910,7 +950,7 @@ if __name__ == "__main__":
                         help="regime only")
     parser.add_argument("--first-seed", type=int, default=0, help="regime only")
     args = parser.parse_args()
-    if args.suite in ("regime", "regime_small", "regime_time"):
+    if args.suite in ("regime", "regime_small", "regime_time", "regime_rule"):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from regime_data import REGIME_DATASETS
         datasets = (list(REGIME_DATASETS) if args.datasets == list(LIMIT_DATASETS)
@@ -921,6 +961,8 @@ if __name__ == "__main__":
         if args.suite == "regime":
             run_regime(datasets, methods, epsilons, args.seeds, args.n_vals,
                        args.first_seed)
+        elif args.suite == "regime_rule":
+            run_regime_rule(datasets, epsilons, args.seeds)
         elif args.suite == "regime_small":
             run_regime_small(epsilons, args.seeds, methods)
         else:

@@ -140,6 +140,47 @@ def clipped_gradient_sum(theta, X, T, row_weights, offsets, loss, loss_param, l2
                 out[k, c] += party[k, c]
 
 
+@njit(cache=True, nogil=True)
+def clipped_row_gradient_sum(theta, X, T, row_weights, loss, loss_param, l2,
+                             n_penalized, clip, out):
+    """:func:`clipped_gradient_sum` for one-row parties, one output and no
+    L1 term, in two passes a row: a row's gradient is ``a x + l2 theta_pen``
+    (``a`` its weighted loss derivative), whose norm follows from ``|x|^2``,
+    ``x . theta_pen`` and ``|theta_pen|^2``; the clipped penalty parts are
+    summed as one scalar. A gradient that is not finite counts as zero (as
+    :func:`skdpval._kernels.clip_l2` sets it)."""
+    n_columns = theta.shape[1]
+    pen_sq = 0.0
+    for c in range(n_penalized):
+        pen_sq += theta[0, c] * theta[0, c]
+    for c in range(n_columns):
+        out[0, c] = 0.0
+    penalty_total = 0.0
+    for row in range(X.shape[0]):
+        x = X[row]
+        dot_pen = 0.0
+        x_sq = 0.0
+        for c in range(n_penalized):
+            dot_pen += theta[0, c] * x[c]
+            x_sq += x[c] * x[c]
+        m = dot_pen
+        for c in range(n_penalized, n_columns):
+            m += theta[0, c] * x[c]
+            x_sq += x[c] * x[c]
+        a = row_weights[row] * K._output_dloss(loss, m, T[row, 0], loss_param)
+        norm_sq = a * a * x_sq + 2.0 * a * l2 * dot_pen + l2 * l2 * pen_sq
+        norm = np.sqrt(max(norm_sq, 0.0))
+        if not norm < np.inf:
+            continue
+        scale = clip / norm if norm > clip else 1.0
+        a *= scale
+        for c in range(n_columns):
+            out[0, c] += a * x[c]
+        penalty_total += scale
+    for c in range(n_penalized):
+        out[0, c] += penalty_total * l2 * theta[0, c]
+
+
 def step_size(X_val, loss, l2):
     """``1 / L``: ``L`` the loss's curvature bound times the largest eigenvalue
     of the validation rows' second moments, plus ``l2`` (public)."""
@@ -170,10 +211,17 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
     released = np.empty(size)
     average = np.zeros_like(theta)
     first_averaged = n_steps // 2
+    one_row_parties = len(offsets) == len(X) + 1 and np.all(np.diff(offsets) == 1)
+    fast = one_row_parties and theta.shape[0] == 1 and l1 == 0
     for t in range(n_steps):
-        clipped_gradient_sum(theta, X, T, weights, offsets, int(loss),
-                             float(loss_param), float(l2), float(l1),
-                             int(n_penalized), float(clip), *buffers, total)
+        if fast:
+            clipped_row_gradient_sum(theta, X, T, weights, int(loss),
+                                     float(loss_param), float(l2), int(n_penalized),
+                                     float(clip), total)
+        else:
+            clipped_gradient_sum(theta, X, T, weights, offsets, int(loss),
+                                 float(loss_param), float(l2), float(l1),
+                                 int(n_penalized), float(clip), *buffers, total)
         if noise_std > 0:
             releases_on_grid(total.ravel(), noise[t], grid.gamma, grid.bound, released)
             step = released.reshape(theta.shape)

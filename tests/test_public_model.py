@@ -234,3 +234,24 @@ def test_privacy_spent_of_a_filter_with_a_private_fit_is_the_hand_composition():
     assert spent["mu"] == pytest.approx(hand, rel=1e-9)
     assert hand == pytest.approx(gdp_mu(1.0, DELTA), rel=1e-9)
     assert spent["epsilon"] == pytest.approx(gdp_epsilon(hand, DELTA), rel=1e-3)
+
+
+@pytest.mark.parametrize("loss_name, l2", [("LOGISTIC", 0.0), ("LOGISTIC", 0.3),
+                                           ("SQUARED", 0.1), ("HINGE", 0.05)])
+def test_one_row_kernel_equals_the_general_clipped_sum(loss_name, l2):
+    """The fast path (one-row parties, one output) against the general
+    kernel: each row's gradient clipped, then summed."""
+    import skdpval._kernels as K
+    from skdpval._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(size=(300, 4)) * 3, np.ones(300)]
+    T = np.where(rng.random((300, 1)) < 0.5, -1.0, 1.0)
+    theta = rng.normal(size=(1, 5))
+    weights = rng.uniform(0.5, 2.0, 300)
+    loss = getattr(K, loss_name)
+    general, fast = np.empty((1, 5)), np.empty((1, 5))
+    clipped_gradient_sum(theta, X, T, weights, np.arange(301), loss, 0.0, l2, 0.0, 4,
+                         1.5, np.empty(1), np.empty(1), np.empty((1, 5)), general)
+    clipped_row_gradient_sum(theta, X, T, weights, loss, 0.0, l2, 4, 1.5, fast)
+    np.testing.assert_allclose(fast, general, rtol=1e-10, atol=1e-10)
