@@ -63,7 +63,7 @@ def main():
                  epsilon_lower=round(gdp_epsilon(max(bounds.mu, 0.0), DELTA), 3),
                  claimed_epsilon=round(gdp_epsilon(claim, DELTA), 3),
                  fails=bool(bounds.mu > claim))
-    claimed = layered_fit(True, 0).privacy_report_["epsilon_replace_one_per_value"]
+    claimed = layered_fit(True, 0).privacy_report_["parts"][0]["epsilon_replace_one"]
     for factor in (1.0, 0.5):
         with scaled((layered_module, "laplace_noise"), factor):
             bounds = audit(layered_statistic, n_fits=N_FITS // 2, delta=0.0, pure=True)

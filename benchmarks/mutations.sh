@@ -19,13 +19,15 @@ factors=${*:-0.8 0.5}
 # sed scripts with FACTOR for the factor.
 declare -A edits=(
   [walk]='skdpval/_walk.py|s/WALK, lo, hi, self.noise_std \/ self.grid\[0\],/WALK, lo, hi, FACTOR * self.noise_std \/ self.grid[0],/'
-  [federated]='skdpval/_federated.py|s/FEDERATED, t, t + 1, noise_std \/ grid.gamma,/FEDERATED, t, t + 1, FACTOR * noise_std \/ grid.gamma,/'
-  [label_score]='skdpval/_label_quality.py|s/^\( *\)noise_std \/ grid.gamma, np.empty((1, len(scores))))/\1FACTOR * noise_std \/ grid.gamma, np.empty((1, len(scores))))/'
-  [laplace]='skdpval/_layered.py|s/LAYERED, grid_scale, n)/LAYERED, grid_scale * Fraction(FACTOR), n)/'
-  [public_fit]='skdpval/_private_fit.py|s/PUBLIC_FIT, 0, n_steps, noise_std \/ grid.gamma,/PUBLIC_FIT, 0, n_steps, FACTOR * noise_std \/ grid.gamma,/'
+  [mechanism]='skdpval/_mechanism.py|s/part.noise_std \/ part.grid.gamma, out)/FACTOR * part.noise_std \/ part.grid.gamma, out)/'
+  [laplace]='skdpval/_mechanism.py|s/part.grid_scale, len(values))/part.grid_scale * Fraction(FACTOR), len(values))/'
 )
+# The mechanism's Gaussian draw serves the label score, the federated rounds,
+# the private fit of the public model (tests/test_public_model.py) and every
+# other part but the walk's (which draws per permutation in
+# skdpval/_walk.py); the Laplace draw serves LayeredShapleyValuator.
 for factor in $factors; do
-  for site in walk federated label_score laplace public_fit; do
+  for site in walk mechanism laplace; do
     file=${edits[$site]%%|*}
     script=${edits[$site]#*|}
     script=${script//FACTOR/$factor}

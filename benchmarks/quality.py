@@ -22,7 +22,7 @@ and new flips. Methods:
   accounting, learning_rate="auto";
 - ``iid q=0``: the defaults with i.i.d. releases (q="auto" = 0);
 - ``label quality``: DPLabelQuality() (one release per party);
-- ``label quality no DP``: DPLabelQuality(epsilon=None).
+- ``label quality no DP``: DPLabelQuality(epsilon=np.inf).
 
 One JSON object per (data set, method, epsilon) on stdout, then one
 ``summary`` object per (method, epsilon) with the mean over the data sets,
@@ -170,7 +170,7 @@ LIMIT_METHODS = {
                                                 random_state=seed),
     "label quality": lambda eps, seed: DPLabelQuality(epsilon=eps,
                                                       random_state=seed),
-    "label quality no DP": lambda eps, seed: DPLabelQuality(epsilon=None,
+    "label quality no DP": lambda eps, seed: DPLabelQuality(epsilon=np.inf,
                                                             random_state=seed),
 }
 
@@ -236,7 +236,7 @@ REGRESSION_METHODS = {
                                                  random_state=seed),
     "label quality": lambda eps, seed: DPLabelQuality(Ridge(), epsilon=eps,
                                                       random_state=seed),
-    "label quality no DP": lambda eps, seed: DPLabelQuality(Ridge(), epsilon=None,
+    "label quality no DP": lambda eps, seed: DPLabelQuality(Ridge(), epsilon=np.inf,
                                                             random_state=seed),
 }
 

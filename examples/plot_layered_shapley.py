@@ -50,7 +50,7 @@ private = [LayeredShapleyValuator(epsilon=1.0, random_state=seed, **approximatio
     X[train], y[train], **fit_on) for seed in range(3)]
 print("Laplace scale", round(private[0].noise_scale_, 3), "| non-private values in",
       np.round(np.percentile(public.values_, [5, 95]), 4))
-print(private[0].privacy_report_["amplification"])
+print(private[0].privacy_report_["details"]["amplification"])
 rho = [spearmanr(p.values_, public.values_)[0] for p in private]
 print(f"Spearman(private, non-private) over 3 runs: {np.mean(rho):.3f}")
 

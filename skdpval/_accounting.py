@@ -37,7 +37,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr, ndtri_exp
 from scipy.stats import binom
 
-from ._secure_noise import rounded_gaussian_table, sampler_delta
+from ._secure_noise import sampler_delta
 
 _MU_BRACKET = (1e-6, 1e3)
 
@@ -102,56 +102,18 @@ def noisy_label_auc_limit(mu):
     return float(ndtr(np.sqrt(2.0) * mu))
 
 
+def gaussian_noise_std(n_releases, sensitivity, mu):
+    """Per-release noise std ``s = sqrt(k) C / mu`` of ``k`` releases of L2
+    sensitivity ``C`` that are ``mu``-GDP together: the one place a
+    Gaussian noise scale is computed."""
+    return float(np.sqrt(n_releases) * sensitivity / mu)
+
+
 def noise_std_for_budget(epsilon, delta, n_releases, clip_norm):
-    """Per-release noise std ``s = sqrt(k) C / mu(epsilon, delta)``."""
-    return float(np.sqrt(n_releases) * clip_norm / gdp_mu(epsilon, delta))
-
-
-def privacy_report(*, noise_std, delta, n_releases, clip_norm, unit,
-                   n_unprotected, noise_source, sensitivity=None, grid=None,
-                   n_draws=None):
-    """The guarantee of ``n_releases`` Gaussian releases per party, as a dict.
-
-    ``sensitivity`` is the L2 sensitivity of one release when it is not
-    ``clip_norm`` (e.g. coordinate clipping, compression, or the rounding to
-    the grid); ``noise_source`` says where the noise came from
-    (:func:`skdpval._noise.noise_source`). With the ``grid`` of the releases
-    (:class:`skdpval._secure_noise.Grid`), the rounded Gaussian sampler's
-    total variation bound ``eta`` over a party's ``n_draws`` draws is added
-    to delta (``"sampler_delta"``).
-    """
-    sensitivity = clip_norm if sensitivity is None else sensitivity
-    report = {
-        "unit": unit,
-        "adjacency": (f"zero-out one {unit} (n public: the {unit}'s slot "
-                      "releases pure noise); epsilon_replace_one is for "
-                      f"replacing one {unit}'s data"),
-        "n_releases": int(n_releases),
-        "clip_norm": float(clip_norm),
-        "sensitivity": float(sensitivity),
-        "noise_std": float(noise_std),
-        "noise_multiplier": float(noise_std / sensitivity),
-        "delta": float(delta),
-        "amplification": "none: every party releases every time (no subsampling)",
-    }
-    if noise_std == 0:
-        report.update(mu=np.inf, epsilon=np.inf, epsilon_replace_one=np.inf,
-                      max_noisy_label_auc=1.0,
-                      method="none: noise='none' gives no privacy")
-    else:
-        mu = np.sqrt(n_releases) * sensitivity / noise_std
-        report.update(
-            mu=float(mu),
-            epsilon=gdp_epsilon(mu, delta),
-            epsilon_replace_one=gdp_epsilon(2 * mu, delta),
-            max_noisy_label_auc=noisy_label_auc_limit(mu),
-            method="exact Gaussian DP of k adaptive Gaussian releases "
-                   "(Dong, Roth and Su 2022; Balle and Wang 2018)")
-        if grid is not None:
-            _add_sampler_terms(report, grid, n_draws)
-    report["noise_source"] = noise_source
-    report["validation_set"] = validation_set_statement(n_unprotected)
-    return report
+    """Per-release noise std ``s = sqrt(k) C / mu(epsilon, delta)`` (without
+    the sampler's share of delta: the estimators calibrate through
+    :class:`skdpval._mechanism.PrivacyMechanism`)."""
+    return gaussian_noise_std(n_releases, clip_norm, gdp_mu(epsilon, delta))
 
 
 def add_record_level(report, group_sizes, party):
@@ -166,17 +128,20 @@ def add_record_level(report, group_sizes, party):
     record sits in one party, so the per-record ``mu`` is exact. For
     completeness the guarantee of a whole party under party-level adjacency
     is stated too: sensitivity ``n_g clip_norm`` of the sum, so
-    ``mu_party = n_g mu``, given for the largest party.
+    ``mu_party = n_g mu``, given for the largest party. The record-level
+    statements go in ``report["details"]``.
     """
     sizes = np.asarray(group_sizes)
     largest, smallest = int(sizes.max()), int(sizes.min())
     mu = report["mu"]
     report.update(
         unit="record",
-        valuation_unit=party,
         adjacency=(f"zero-out one record (n, the {party}s and their sizes "
                    "public: the record's clipped gradient is replaced by zero); "
-                   "epsilon_replace_one is for replacing one record's data"),
+                   "epsilon_replace_one is for replacing one record's data"))
+    group_mu = largest * mu
+    report["details"].update(
+        valuation_unit=party,
         release=(f"a {party}'s sum of its records' clipped gradients plus "
                  f"Gaussian noise of std noise_std, divided by its size n_g "
                  f"(public): the {party}'s mean release has sensitivity "
@@ -184,9 +149,6 @@ def add_record_level(report, group_sizes, party):
         group_sizes=(f"public: {smallest} to {largest} records per {party}"),
         mean_release_noise_std=(float(report["noise_std"] / largest),
                                 float(report["noise_std"] / smallest)),
-    )
-    group_mu = largest * mu
-    report.update(
         group_mu=float(group_mu),
         group_epsilon=(np.inf if not np.isfinite(group_mu)
                        else gdp_epsilon(group_mu, report["delta"])),
@@ -197,31 +159,6 @@ def add_record_level(report, group_sizes, party):
             f"(n_g = {largest})"),
     )
     return report
-def _add_sampler_terms(report, grid, n_draws):
-    """The grid and the sampler's share of delta, in ``report`` (in place).
-
-    A release is ``gamma (a + m)``, ``m`` the rounded Gaussian: the continuous
-    Gaussian mechanism on the integer ``a`` (sensitivity ``report
-    ["sensitivity"] / gamma`` in grid units) rounded, so the mu-GDP figures
-    are exact. The sampler is within ``eta`` (TV) of the rounded Gaussian
-    per draw, ``n_draws eta`` per party, which adds ``(1 + e^eps) n_draws
-    eta`` to delta.
-    """
-    eta = rounded_gaussian_table(report["noise_std"] / grid.gamma).eta
-    added = sampler_delta(eta, n_draws, report["epsilon"])
-    report.update(
-        noise="rounded Gaussian on a grid: each release is gamma * (a + m), a "
-              "the clipped statistic over gamma rounded, m = round(N(0, "
-              "noise_std^2 / gamma^2)) an integer",
-        grid=float(grid.gamma),
-        grid_sensitivity=float(grid.sensitivity),
-        sampler_eta=float(eta),
-        sampler_tv=float(n_draws * eta),
-        sampler_delta=added,
-        delta_without_sampler=float(report["delta"]),
-        delta=float(report["delta"] + added),
-        delta_replace_one=float(report["delta"] + sampler_delta(
-            eta, n_draws, report["epsilon_replace_one"])))
 
 
 def validation_set_statement(n_unprotected):
@@ -326,3 +263,69 @@ def composed_epsilon(mu, pure_epsilons, delta):
     while gap(hi) > 0:
         hi *= 2.0
     return float(brentq(gap, 0.0, hi, xtol=1e-12, rtol=1e-12))
+
+
+# The sampler's share of delta (skdpval._secure_noise): a party's draws are
+# within total variation ``tv`` of the exact noise, which adds (1 + e^eps) tv
+# to delta at every eps. A guarantee is stated at the requested delta *net*
+# of that share: (eps, delta) holds when delta_mechanism(eps) + (1 + e^eps)
+# tv <= delta. The share may use at most this much of the requested delta;
+# past it a fit is refused (the message names what to change).
+MAX_SAMPLER_SHARE = 0.5
+
+
+def composed_log_delta(epsilon, mu, pure_epsilons):
+    """``log delta(eps)`` of mu-GDP composed with pure parts (exact), or None
+    when the pure parts have too many combined outcomes."""
+    pure_epsilons = [(float(e), int(c)) for e, c in pure_epsilons if c > 0]
+    if not pure_epsilons:
+        return float(log_delta(epsilon, mu)) if mu > 0 else -np.inf
+    support = _pure_loss_outcomes(pure_epsilons)
+    if support is None:
+        return None
+    return _log_delta_at(epsilon, mu, *support)
+
+
+def epsilon_net_of_sampler(mu, pure_epsilons, tv, delta):
+    """The smallest ``epsilon`` (found by a root search) at which mu-GDP
+    composed with ``pure_epsilons`` and a sampler within total variation
+    ``tv`` of the exact noise is ``(epsilon, delta)``-DP:
+    ``delta_mechanism(eps) + (1 + e^eps) tv <= delta``.
+
+    ``inf`` when no ``epsilon`` reaches it with the sampler's share at most
+    ``MAX_SAMPLER_SHARE`` of ``delta`` (or the mechanism adds no noise).
+    """
+    if tv == 0:
+        return composed_epsilon(mu, pure_epsilons, delta)
+    if delta <= 0:
+        return np.inf
+    # An epsilon at which the mechanism alone needs half of delta bounds the
+    # answer from above when the sampler's share there is within the other half.
+    high = composed_epsilon(mu, pure_epsilons, (1 - MAX_SAMPLER_SHARE) * delta)
+    if not np.isfinite(high) or sampler_delta(tv, 1, high) > MAX_SAMPLER_SHARE * delta:
+        return np.inf
+    if composed_log_delta(high, mu, pure_epsilons) is None:
+        # Too many pure outcomes for the exact curve: the looser bound with
+        # the sampler's share at ``high`` taken out of delta.
+        return composed_epsilon(mu, pure_epsilons, delta - sampler_delta(tv, 1, high))
+    target = np.log(delta)
+
+    def gap(epsilon):
+        mechanism = composed_log_delta(epsilon, mu, pure_epsilons)
+        return float(np.logaddexp(mechanism, np.log(sampler_delta(tv, 1, epsilon))
+                                  if tv > 0 else -np.inf)) - target
+
+    if gap(0.0) <= 0:
+        return 0.0
+    if gap(high) > 0:  # only rounding: the sum at ``high`` is within delta
+        return float(high)
+    return float(brentq(gap, 0.0, high, xtol=1e-14, rtol=1e-14))
+
+
+def largest_supported_epsilon(tv, delta):
+    """The largest ``epsilon`` whose sampler share ``(1 + e^eps) tv`` is at
+    most ``MAX_SAMPLER_SHARE * delta`` (inf without a sampler)."""
+    if tv == 0:
+        return np.inf
+    ratio = MAX_SAMPLER_SHARE * delta / tv - 1.0
+    return float(np.log(ratio)) if ratio > 0 else 0.0

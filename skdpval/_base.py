@@ -18,6 +18,13 @@ Every valuator (:class:`~skdpval.DPDataValuator`,
 5. ``_set_values``: ``values_``, ``rank_`` and ``sample_values_``, with
    NaN and rank 0 for parties held out as the validation set.
 
+The fit's privacy lives in one :class:`~skdpval._mechanism.PrivacyMechanism`,
+built from the parameters in step 1 (a budget it cannot reach is refused
+there), told whom it protects after step 3, handed to ``_value`` (which
+declares the parts it releases, calibrates and draws through it), and
+written out after step 4: ``privacy_report_`` and the public privacy
+attributes, the same on every valuator.
+
 A subclass documents its ``fit`` (decorated with ``_fit_context``) and
 calls :meth:`BaseValuator._fit`.
 """
@@ -31,6 +38,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from ._data import check_classes_parameter, prepare_parties
+from ._mechanism import PrivacyMechanism
 from .exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
@@ -93,6 +101,7 @@ class BaseValuator(BaseEstimator):
     def _fit(self, X, y, X_val=None, y_val=None, groups=None, **fit_params):
         """The template: check, seed, lay out the parties, value them, set values."""
         model = self._check_parameters()
+        mechanism = PrivacyMechanism.of(self, adds_noise=self._adds_noise())
         options = self._party_options(model)
         check_classes_parameter(self, options["is_classifier"], self.classes)
         warn_if_default_epsilon(self, stacklevel=STEP_TO_USER - 1)
@@ -100,9 +109,42 @@ class BaseValuator(BaseEstimator):
             MAX_INT, size=self._n_seeds)
         parties = self._parties(X, y, X_val, y_val, groups, options, split_seed)
         parties = self._finish_parties(parties, X_val is not None, groups)
-        values = self._value(parties, groups, model, seeds, **fit_params)
+        mechanism.protect(*self._protected_units(parties, groups))
+        values = self._value(parties, groups, model, seeds, mechanism, **fit_params)
+        mechanism.write(self, parties.n_unprotected)
         self._set_values(values, parties, groups)
         return self
+
+    # The word for a party that is a group, in reports and messages.
+    _party_unit = "group"
+
+    # How privacy_spent plans an unfitted template's fit when no fitted
+    # sibling shows its layout: one release of one coordinate per party.
+    _planned_release = dict(name="release", law="rounded Gaussian", n_releases=1,
+                            dimension=1, zero_neighbour=True, share=1.0,
+                            n_releases_param=None)
+
+    def _privacy_parts(self):
+        """The parts of a fit, as its report lists them, from the parameters
+        alone (for :func:`skdpval.privacy_spent` of unfitted templates)."""
+        return [dict(self._planned_release)]
+
+    def _adds_noise(self):
+        """Whether the fit adds privacy noise, besides ``epsilon=np.inf``."""
+        return True
+
+    def _record_level(self, groups):
+        """Whether each record of a group is the privacy unit."""
+        return groups is not None and getattr(self, "privacy_unit", None) == "record"
+
+    def _protected_units(self, parties, groups):
+        """``(unit, n_units, record_sizes, party)`` for
+        :meth:`~skdpval._mechanism.PrivacyMechanism.protect`: all public."""
+        if self._record_level(groups):
+            return ("record", len(parties.X), np.diff(parties.offsets),
+                    self._party_unit)
+        unit = "sample" if groups is None else self._party_unit
+        return unit, len(parties.train_parties), None, self._party_unit
 
     def _check_parameters(self):
         """Checks beyond ``_parameter_constraints``; returns the wrapped model."""
@@ -127,8 +169,9 @@ class BaseValuator(BaseEstimator):
         (nothing by default)."""
         return parties
 
-    def _value(self, parties, groups, model, seeds, **fit_params):
-        """One value per training party, in the order of ``parties``."""
+    def _value(self, parties, groups, model, seeds, mechanism, **fit_params):
+        """One value per training party, in the order of ``parties``; its
+        releases go through ``mechanism``."""
         raise NotImplementedError
 
     def _set_values(self, values, parties, groups):

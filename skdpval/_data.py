@@ -15,7 +15,6 @@ from sklearn.utils.validation import (
 )
 
 from . import _kernels
-from ._accounting import gdp_mu
 from ._models import classifier_targets
 from .exceptions import (
     warn_if_many_classes,
@@ -40,26 +39,6 @@ OUTSIDE_DOMAIN = (
     "data lie in it is not covered by the privacy guarantee (see the privacy "
     "model), and a fixed row-by-row rule applied before fit (e.g. "
     "np.nan_to_num) maps any data set into it.")
-
-
-def check_epsilon(epsilon, delta):
-    """An error naming the supported range when the noise calibration cannot
-    reach ``epsilon`` at ``delta`` (None: no epsilon to reach)."""
-    if epsilon is not None:
-        gdp_mu(epsilon, delta)
-
-
-def check_budget(epsilon, noise_multiplier, noise, delta):
-    """Exactly one of epsilon and noise_multiplier, unless there is no noise;
-    an epsilon the calibration supports at ``delta``."""
-    if noise_multiplier is not None and epsilon is not None:
-        raise ValueError("Give either epsilon or noise_multiplier, not both: set "
-                         "epsilon=None to use noise_multiplier.")
-    no_noise = isinstance(noise, str) and noise == "none"
-    if noise_multiplier is None and epsilon is None and not no_noise:
-        raise ValueError("epsilon is None: give epsilon or noise_multiplier.")
-    if not no_noise:
-        check_epsilon(epsilon, delta)
 
 
 def check_utility(utility, is_classifier):

@@ -11,14 +11,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels
-from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
-                          privacy_report)
 from ._compression import check_compression, clip, compress, sensitivity, sign_vote
-from ._data import UTILITY_CODES, check_budget, check_utility, kernel_targets, with_intercept
+from ._data import UTILITY_CODES, check_utility, kernel_targets, with_intercept
+from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._models import check_target_domain, model_spec, public_params, row_weights
-from ._noise import gaussian_noise, noise_source, secret_seed_sequence
-from ._secure_noise import (FEDERATED, Grid, check_noise_std, noise_key,
-                             releases_on_grid)
+from ._noise import secret_seed_sequence
+from ._secure_noise import FEDERATED, releases_on_grid
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from .exceptions import SkdpvalWarning
 
@@ -51,6 +49,7 @@ def federated_schedule(noise, n_rounds):
     return x
 
 
+@share_privacy_docs
 class DPFederatedValuator(BaseValuator):
     """Private per-round Shapley values of the clients of federated SGD.
 
@@ -112,18 +111,9 @@ class DPFederatedValuator(BaseValuator):
     sign_threshold : float >= 0, default=0.0
         ``beta`` of the sign vote: a coordinate of the aggregate of ``T``
         sign releases is ``sign(sum)`` when ``|sum| >= beta T``, else 0.
-    epsilon : float > 0, "default" or None, default="default"
-        Budget of a client's ``n_rounds`` releases; None with
-        ``noise_multiplier``.
-        ``"default"`` means 1.0 and warns once per process
-        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
-        1.0 included, is taken as chosen and does not warn.
-    delta : float in (0, 1), default=5e-5
-        Privacy parameter delta: a point on the mechanism's mu-GDP curve.
-        Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
-        that at 2,000 clients; see the user guide's privacy model.
-    noise_multiplier : float > 0 or None, default=None
-        Per-release noise std divided by the sensitivity, instead of epsilon.
+    %(epsilon)s
+    %(delta)s
+    %(noise_multiplier)s
     noise : {"correlated", "iid", "none"}, array-like or callable, \
             default="correlated"
         Released value: the exponential moving average of App. D.2
@@ -153,13 +143,9 @@ class DPFederatedValuator(BaseValuator):
     random_state : int, RandomState instance or None, default=None
         Seeds the public randomness: the split, the random-k masks and the
         permutations. It never seeds the noise.
-    noise_seed : int >= 0 or None, default=None
-        ``None`` draws the noise (ChaCha20, keyed with 32 bytes) and the
-        stochastic-rounding coins (128 bits) from fresh OS entropy, so that
-        they stay secret. An int makes them reproducible (for tests and
-        papers); the guarantee then holds only while that seed is secret and
-        serves one fit: two fits with the same seed draw the same noise,
-        which cancels between them.
+    %(noise_seed)s
+        The stochastic-rounding coins of compression come from the same
+        source (128 bits of OS entropy, or the seed).
 
     Attributes
     ----------
@@ -214,6 +200,7 @@ class DPFederatedValuator(BaseValuator):
     """
 
     _parameter_constraints: dict = {
+        **PRIVACY_CONSTRAINTS,
         "estimator": [HasMethods(["fit", "get_params"]), None],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "n_permutations_per_round": [Interval(Integral, 1, None, closed="left"),
@@ -224,10 +211,6 @@ class DPFederatedValuator(BaseValuator):
         "clipping": [StrOptions({"l2", "coordinate"})],
         "compression": [None, tuple, StrOptions({"sign"})],
         "sign_threshold": [Interval(Real, 0.0, None, closed="left")],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
-                    StrOptions({"default"})],
-        "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
-        "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
         "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
                   callable],
         "q": [Interval(Real, 0.0, 1.0, closed="left")],
@@ -236,13 +219,12 @@ class DPFederatedValuator(BaseValuator):
         "standardize": ["boolean"],
         "classes": ["array-like", None],
         "random_state": ["random_state"],
-        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
     }
 
     def __init__(self, estimator=None, *, n_rounds=50, n_permutations_per_round=100,
                  learning_rate=0.1, clip_norm=1.0, privacy_unit="record",
                  clipping="l2", compression=None,
-                 sign_threshold=0.0, epsilon="default", delta=5e-5, noise_multiplier=None,
+                 sign_threshold=0.0, epsilon="default", delta="auto", noise_multiplier=None,
                  noise="correlated", q=0.2, utility="neg_loss",
                  validation_fraction=0.2, standardize=True, classes=None,
                  random_state=None, noise_seed=None):
@@ -297,9 +279,14 @@ class DPFederatedValuator(BaseValuator):
 
     _n_seeds = 3  # the split, the rounds, a *CV variant's search
 
+    _party_unit = "client"
+    _planned_release = {**BaseValuator._planned_release, "name": "round releases",
+                        "zero_neighbour": False, "n_releases_param": "n_rounds"}
+
+    def _adds_noise(self):
+        return not (isinstance(self.noise, str) and self.noise == "none")
+
     def _check_parameters(self):
-        check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise,
-                     self.delta)
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
         spec = model_spec(estimator, n_samples=1)
         if spec.network is not None:  # its rounds run the linear kernels
@@ -325,7 +312,7 @@ class DPFederatedValuator(BaseValuator):
             self.groups_ = np.arange(parties.n_all_parties)
         return parties
 
-    def _value(self, parties, groups, model, seeds):
+    def _value(self, parties, groups, model, seeds, mechanism):
         """Federated SGD over the clients' noisy releases; each round's Shapley
         values, and their mean over the counted rounds."""
         estimator, _ = model
@@ -335,10 +322,10 @@ class DPFederatedValuator(BaseValuator):
             raise ValueError(
                 f"n_permutations_per_round='all' enumerates n! permutations: at "
                 f"most {_MAX_CLIENTS_ALL_PERMUTATIONS} clients, got {n_clients}.")
-        record_level = groups is not None and self.privacy_unit == "record"
+        record_level = self._record_level(groups)
         game = self._game(parties, estimator, search_seed)
-        noise_std, grid = self._release_noise(game, parties, groups, record_level)
-        round_values, history = self._rounds(game, noise_std, grid, record_level,
+        releases = self._releases(game, record_level, mechanism)
+        round_values, history = self._rounds(game, releases, mechanism, record_level,
                                              round_seed)
         counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
         values = round_values[counted].mean(axis=0)
@@ -371,9 +358,8 @@ class DPFederatedValuator(BaseValuator):
             dict(loss=loss, utility=UTILITY_CODES[self.utility],
                  loss_param=spec.loss_param, total_sum_squares=total_sum_squares))
 
-    def _release_noise(self, game, parties, groups, record_level):
-        """The noise std of a round's release and its grid; sets the privacy
-        attributes."""
+    def _releases(self, game, record_level, mechanism):
+        """The part of ``mechanism`` a round's releases are (calibrated)."""
         n_params = int(np.prod(game.shape))
         kind, _ = check_compression(self.compression, n_params)
         if record_level and kind not in (None, "randk"):
@@ -383,55 +369,33 @@ class DPFederatedValuator(BaseValuator):
                 "does: with privacy_unit='record' use compression=None or "
                 "('randk', m), or set privacy_unit='group' to protect whole "
                 "clients.")
-        release_sensitivity = sensitivity(self.compression, self.clipping,
-                                          self.clip_norm, n_params)
         # Releases on a grid: a client's release and its neighbour's are at
-        # most release_sensitivity apart (L2), and rounding each coordinate
-        # moves their difference by up to one step.
-        grid = Grid(release_sensitivity, n_params, zero_neighbour=False)
-        release_sensitivity *= grid.padding
-        if isinstance(self.noise, str) and self.noise == "none":
-            noise_std = 0.0
-        elif self.noise_multiplier is not None:
-            noise_std = check_noise_std(self.noise_multiplier * release_sensitivity,
-                                        grid, "noise_multiplier * clip_norm")
-        else:
-            noise_std = check_noise_std(
-                noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta,
-                                     self.n_rounds, release_sensitivity),
-                grid, "epsilon and clip_norm")
-        self.privacy_unit_ = ("record" if record_level else
-                              "sample" if groups is None else "client")
-        report = privacy_report(noise_std=noise_std, delta=self.delta,
-                                n_releases=self.n_rounds, clip_norm=self.clip_norm,
-                                unit=self.privacy_unit_,
-                                n_unprotected=parties.n_unprotected,
-                                noise_source=noise_source(self.noise_seed, noise_std > 0),
-                                sensitivity=release_sensitivity,
-                                grid=grid if noise_std > 0 else None,
-                                n_draws=self.n_rounds * n_params)
-        if record_level:
-            add_record_level(report, np.diff(game.offsets), "client")
-        report.update(clipping=self.clipping, compression=self.compression,
-                      private_support=True)
-        self.privacy_report_ = report
-        self.epsilon_, self.delta_ = report["epsilon"], report["delta"]
-        self.noise_multiplier_ = report["noise_multiplier"]
-        self.n_releases_ = self.n_rounds
-        return noise_std, grid
+        # most the compressed release's sensitivity apart (L2), and rounding
+        # each coordinate moves their difference by up to one step.
+        releases = mechanism.gaussian(
+            "round releases", FEDERATED, n_releases=self.n_rounds,
+            clip=sensitivity(self.compression, self.clipping, self.clip_norm,
+                             n_params),
+            dimension=n_params, zero_neighbour=False, n_releases_param="n_rounds")
+        mechanism.calibrate()
+        mechanism.details.update(clipping=self.clipping, compression=self.compression,
+                                 private_support=True)
+        return releases
 
-    def _rounds(self, game, noise_std, grid, record_level, round_seed):
+    def _rounds(self, game, releases, mechanism, record_level, round_seed):
         """The rounds: each client's release, each round's Shapley values, the
         model's validation utility after each round."""
         X, T, offsets, X_val, T_val, labels_val, loss, spec, weights, shape, \
             utility_args = game
         n_clients, n_params = len(offsets) - 1, int(np.prod(shape))
         sizes = np.diff(offsets)
-        x_t = federated_schedule(self.noise, self.n_rounds)
+        # epsilon=np.inf is noise="none": the fresh releases, unaveraged.
+        noise = self.noise if mechanism.adds_noise else "none"
+        x_t = federated_schedule(noise, self.n_rounds)
         # Per round: a public generator (masks, permutations) and a secret
         # one (rounding coins), each from its own child seed; the noise from
         # the ChaCha20 stream of the round.
-        key = noise_key(self.noise_seed) if noise_std > 0 else None
+        noise_std, grid = releases.noise_std, releases.grid
         public_seeds = np.random.SeedSequence(round_seed).spawn(self.n_rounds)
         secret_seeds = secret_seed_sequence(self.noise_seed).spawn(self.n_rounds)
         theta = np.zeros(shape)
@@ -447,7 +411,7 @@ class DPFederatedValuator(BaseValuator):
                                                 weights, record_level)
                 fresh = np.empty((n_clients, n_params))
                 if noise_std > 0:
-                    m = gaussian_noise(key, FEDERATED, t, t + 1, noise_std / grid.gamma,
+                    m = mechanism.draw(releases, t, t + 1,
                                        np.empty((1, n_clients * n_params)))
                     m = m.reshape(n_clients, n_params)
                 for i, update in enumerate(updates):
@@ -461,7 +425,7 @@ class DPFederatedValuator(BaseValuator):
                     fresh[i] = release
                 if record_level:  # the mean of the noisy sum: post-processing
                     fresh /= sizes[:, None]
-                if isinstance(self.noise, str) and self.noise in ("iid", "none"):
+                if isinstance(noise, str) and noise in ("iid", "none"):
                     released = fresh
                 else:  # the moving average of App. D.2 (released starts at 0)
                     released = (1 - x_t[t]) * released + x_t[t] * fresh

@@ -188,6 +188,12 @@ class DPValueFilter(BaseEstimator):
         """The valuator to clone, and no final model."""
         return (DPDataValuator() if self.valuator is None else self.valuator), None
 
+    def _privacy_components(self):
+        """The valuator (fitted when this is) and the final model (a template)
+        whose fits :func:`skdpval.privacy_spent` counts."""
+        valuator, final = self._defaults()
+        return getattr(self, "valuator_", valuator), final
+
     def _check_rule(self):
         if (self.drop_fraction is None) == (self.threshold is None):
             raise ValueError(
@@ -314,6 +320,12 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
             self.classes_ = self.estimator_.classes_
         self.privacy_report_ = step_privacy_report(self)
         return self
+
+    def _privacy_components(self):
+        """The valuator (fitted when this is) and the final model (a template)
+        whose fits :func:`skdpval.privacy_spent` counts."""
+        valuator, final = self._defaults()
+        return getattr(self, "valuator_", valuator), final
 
     def _estimator_has(attr):
         def check(self):

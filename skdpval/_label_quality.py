@@ -1,23 +1,20 @@
 """DPLabelQuality: a private label-quality score, one Gaussian release per party."""
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from sklearn.base import _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ._accounting import (add_record_level, chosen_epsilon, gdp_mu,
-                          noise_std_for_budget, privacy_report)
 from ._base import BaseValuator
-from ._data import call_on_private_data, check_epsilon
+from ._data import call_on_private_data
+from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._models import fit_on_validation
-from ._noise import gaussian_noise, noise_source
-from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, check_public_model,
-                           compose_report, document_public_model, fit_labels_model,
-                           resolve_public_model, split_mu)
-from ._secure_noise import (LABEL_SCORE, Grid, check_noise_std, noise_key,
-                             releases_on_grid)
+from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, budget_mu, check_public_model,
+                           declare_fit, document_public_model, labels_model,
+                           labels_problem, resolve_public_model, run_fit)
+from ._secure_noise import LABEL_SCORE
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -31,9 +28,9 @@ REGRESSION_CAP_SDS = 3.0
 # absolute margin of the validation rows is this many clips: most scores
 # then saturate, which is what a release under heavy noise can carry (the
 # noisy rows' fit has small margins; unscaled, its LF fell below the
-# validation model's although its accuracy was higher. Measured at 1 / 2 / 4
-# clips and a sign release: 2 and 4 tied, within 0.01 of the sign:
-# benchmarks/quality.py --suite regime).
+# validation model's although its accuracy was higher. Measured on
+# sep_0.8 and cps1988, 3 seeds: 1, 2, 4 clips and a sign release; 2 and 4
+# tied within 0.01 of the sign, 1 clip 0.02-0.04 lower).
 PRIVATE_MARGIN_CLIPS = 3.0
 
 
@@ -50,6 +47,7 @@ def _residual_scale(model, parties):
 
 
 @document_public_model
+@share_privacy_docs
 class DPLabelQuality(BaseValuator):
     """Private label-quality score: how well each label fits a public model.
 
@@ -100,18 +98,9 @@ class DPLabelQuality(BaseValuator):
         with ``decision_function`` or ``predict_proba`` (its log), or any
         regressor. ``None`` means ``LogisticRegression()``.
 
-    epsilon : float > 0, "default" or None, default="default"
-        Privacy budget of each party's release. ``None`` adds no noise (no
-        privacy; a reference).
-        ``"default"`` means 1.0 and warns once per process
-        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
-        1.0 included, is taken as chosen and does not warn.
-
-    delta : float in (0, 1), default=5e-5
-        Privacy parameter delta: a point on the mechanism's mu-GDP curve.
-        Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
-        that at 2,000 parties; see the user guide's privacy model.
-
+    %(epsilon)s
+    %(delta)s
+    %(noise_multiplier)s
     clip : float > 0, default=1.0
         Scores are clipped to ``[-clip, clip]`` (the sensitivity).
 
@@ -140,11 +129,7 @@ class DPLabelQuality(BaseValuator):
         Public randomness: the split and an unset ``random_state`` of the
         estimator. It never seeds the noise.
 
-    noise_seed : int >= 0 or None, default=None
-        ``None`` draws the noise from fresh OS entropy. An int makes it
-        reproducible; the guarantee then holds only while it is secret and
-        serves one fit (two fits with one seed draw the same noise, which
-        cancels between them).
+    %(noise_seed)s
 
     Attributes
     ----------
@@ -171,6 +156,11 @@ class DPLabelQuality(BaseValuator):
     public_model_reason_ : str
         Why (the option, or what ``"auto"`` decided and why).
 
+    margin_scale_ : float
+        Factor on a classifier's margins before clipping: 1, or for a
+        privately fitted public model ``3 clip`` over the median absolute
+        margin of the validation rows (public), so that most scores saturate.
+
     classes_ : ndarray of shape (n_classes,)
         Class labels (classifiers).
 
@@ -196,11 +186,6 @@ class DPLabelQuality(BaseValuator):
 
     privacy_report_ : dict
         The guarantee in full (as :class:`~skdpval.DPDataValuator`'s).
-
-    margin_scale_ : float
-        Factor on a classifier's margins before clipping: 1, or for a
-        privately fitted public model ``3 clip`` over the median absolute
-        margin of the validation rows (public), so that most scores saturate.
 
     residual_scale_ : float
         Root mean squared residual of ``estimator_`` on the validation set
@@ -234,27 +219,26 @@ class DPLabelQuality(BaseValuator):
     """
 
     _parameter_constraints: dict = {
+        **PRIVACY_CONSTRAINTS,
         "estimator": [HasMethods(["fit", "predict"]), None],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
-                    StrOptions({"default"})],
-        "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "clip": [Interval(Real, 0.0, None, closed="neither")],
         "privacy_unit": [StrOptions({"record", "group"})],
         "standardize": ["boolean"],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "classes": ["array-like", None],
         "random_state": ["random_state"],
-        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
         **PUBLIC_MODEL_CONSTRAINTS,
     }
 
-    def __init__(self, estimator=None, *, epsilon="default", delta=5e-5, clip=1.0,
-                 privacy_unit="record", standardize=True, validation_fraction=0.2,
-                 classes=None, public_model="auto", public_model_share=0.05,
+    def __init__(self, estimator=None, *, epsilon="default", delta="auto",
+                 noise_multiplier=None, clip=1.0, privacy_unit="record",
+                 standardize=True, validation_fraction=0.2, classes=None,
+                 public_model="auto", public_model_share=0.05,
                  random_state=None, noise_seed=None):
         self.estimator = estimator
         self.epsilon = epsilon
         self.delta = delta
+        self.noise_multiplier = noise_multiplier
         self.clip = clip
         self.privacy_unit = privacy_unit
         self.standardize = standardize
@@ -294,71 +278,73 @@ class DPLabelQuality(BaseValuator):
             raise TypeError(
                 f"DPLabelQuality scores labels with a classifier or a regressor; "
                 f"estimator={type(estimator).__name__} is neither.")
-        check_epsilon(chosen_epsilon(self.epsilon), self.delta)
         check_public_model(self.public_model, self.public_model_share)
         if self.public_model == "private":  # refuses before any data is read
             resolve_public_model(self, estimator, n_parties=0, n_val=0, n_params=1,
-                                 mu=0.0)
+                                 mu=None if self.noise_multiplier is not None else 0.0)
         return estimator
 
     def _party_options(self, estimator):
         return dict(is_classifier=is_classifier(estimator),
                     standardize=self.standardize)
 
-    def _value(self, parties, groups, estimator, seeds):
+    def _value(self, parties, groups, estimator, seeds, mechanism):
         """The public model, each party's clipped score and its one release."""
         model_seed, = seeds
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
                                             model_seed, "DPLabelQuality")
-        record_level = groups is not None and self.privacy_unit == "record"
-        key = noise_key(self.noise_seed)
-        fit = self._public_model(estimator, parties, record_level, key, model_seed)
-        if not is_classifier(self.estimator_):
-            self.residual_scale_ = _residual_scale(self.public_model_, parties)
-        self.margin_scale_ = self._margin_scale(parties)
+        record_level = self._record_level(groups)
+        # A private fit of the public model is a part of its own, declared
+        # before the release it serves; the two share mu^2.
+        problem = self._public_model_problem(estimator, parties, record_level,
+                                             mechanism, model_seed)
+        share = 1.0
+        if problem is not None:
+            fit = declare_fit(mechanism, problem, self.public_model_share)
+            share = 1.0 - self.public_model_share
         # A regressor's scores lie in [-clip, 0]: released centred, in
         # [-clip/2, clip/2], their zero-out sensitivity is clip/2.
         centre = 0.0 if is_classifier(self.estimator_) else -self.clip / 2
-        scores = self._party_scores(parties, record_level, centre)
         # The released statistic: a party's (centred) score, or at record
         # level its sum of them, whose neighbour is one record away (no clamp).
-        grid = Grid(self.clip - abs(centre), 1, zero_neighbour=not record_level)
-        noise_std = self._report_privacy(parties, groups, grid, record_level, fit)
-        if noise_std > 0:
-            # One release per party on the grid: gamma (rint(score / gamma) + m).
-            m = gaussian_noise(key, LABEL_SCORE, 0, 1,
-                               noise_std / grid.gamma, np.empty((1, len(scores))))
-            scores = releases_on_grid(scores, m[0], grid.gamma, grid.bound,
-                                      np.empty(len(scores)))
+        score = mechanism.gaussian("label score", LABEL_SCORE, n_releases=1,
+                                   clip=self.clip - abs(centre), dimension=1,
+                                   zero_neighbour=not record_level, share=share)
+        mechanism.calibrate()
+        self.public_model_ = self.estimator_
+        mechanism.details["public_model"] = self.public_model_reason_
+        if problem is not None:
+            theta, mechanism.details["public_model_fit"] = run_fit(problem, fit,
+                                                                   mechanism)
+            self.public_model_ = labels_model(self.estimator_, theta, problem)
+        if not is_classifier(self.estimator_):
+            self.residual_scale_ = _residual_scale(self.public_model_, parties)
+        self.margin_scale_ = self._margin_scale(parties)
+        scores = self._party_scores(parties, record_level, centre)
+        mechanism.details["release"] = self._release_statement(record_level)
+        # One release per party on the grid: gamma (rint(score / gamma) + m).
+        scores = mechanism.release(score, scores)
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
         return scores + centre
 
-    def _mu(self):
-        """The per-party budget as mu-GDP (inf without noise)."""
-        return (np.inf if self.epsilon is None
-                else gdp_mu(chosen_epsilon(self.epsilon), self.delta))
-
-    def _public_model(self, estimator, parties, record_level, key, seed):
-        """Sets ``public_model_`` (and why); returns the private fit's report
-        (None when the validation model is kept)."""
+    def _public_model_problem(self, estimator, parties, record_level, mechanism,
+                              seed):
+        """Sets ``public_model_fitted_privately_`` and ``public_model_reason_``;
+        the private fit's problem, or None to keep the validation model."""
         n_parties = len(parties.X) if record_level else len(parties.offsets) - 1
-        n_outputs = (1 if not is_classifier(self.estimator_) or len(self.classes_) == 2
-                     else len(self.classes_))
+        classifier = is_classifier(self.estimator_)
+        n_outputs = (len(self.classes_) if classifier and len(self.classes_) > 2
+                     else 1)
         fits, self.public_model_reason_ = resolve_public_model(
             self, estimator, n_parties=n_parties, n_val=len(parties.X_val),
-            n_params=n_outputs * (parties.X.shape[1] + 1), mu=self._mu())
+            n_params=n_outputs * (parties.X.shape[1] + 1), mu=budget_mu(mechanism))
         self.public_model_fitted_privately_ = fits
         if not fits:
-            self.public_model_ = self.estimator_
             return None
-        mu_fit, _ = split_mu(self._mu(), self.public_model_share)
-        self.public_model_, fit = fit_labels_model(
-            self.estimator_, estimator, parties, record_level=record_level,
-            mu_fit=mu_fit, key=key, seed=seed, share=self.public_model_share,
-            classes=getattr(self, "classes_", None) if is_classifier(
-                self.estimator_) else None)
-        return fit
+        return labels_problem(self.estimator_, estimator, parties,
+                              record_level=record_level, seed=seed,
+                              classes=self.classes_ if classifier else None)
 
     def _margin_scale(self, parties):
         """1, or for a privately fitted classifier ``PRIVATE_MARGIN_CLIPS clip``
@@ -368,8 +354,8 @@ class DPLabelQuality(BaseValuator):
         self.margin_scale_ = 1.0
         with np.errstate(all="ignore"):
             margins = np.abs(self._row_scores(parties.X_val, parties.y_val))
-        median = float(np.median(margins[np.isfinite(margins)])) if np.any(
-            np.isfinite(margins)) else 0.0
+        finite = margins[np.isfinite(margins)]
+        median = float(np.median(finite)) if len(finite) else 0.0
         return PRIVATE_MARGIN_CLIPS * self.clip / median if median > 0 else 1.0
 
     def _party_scores(self, parties, record_level=False, centre=0.0):
@@ -427,52 +413,16 @@ class DPLabelQuality(BaseValuator):
             margin = own - per_class.max(axis=1)
         return np.where(np.isnan(margin), -np.inf, margin)
 
-    def _report_privacy(self, parties, groups, grid, record_level, fit=None):
-        """Sets the privacy attributes; returns the noise std (of a sum of
-        clipped scores at record level).
-
-        The released score's sensitivity under zero-out adjacency is its
-        largest magnitude (``clip``, or ``clip / 2`` for a regressor's centred
-        score), padded by the rounding to ``grid``; replace-one doubles it.
-        After a private fit of the public model (its report ``fit``) the
-        release gets ``1 - public_model_share`` of ``mu^2``.
-        """
-        sensitivity = grid.gamma * grid.sensitivity
-        # LOCAL CALIBRATION (until the shared privacy mechanism lands): the
-        # release's share of mu^2 scales its noise std by 1 / sqrt(1 - share).
-        release_share = 1.0 if fit is None else 1.0 - self.public_model_share
-        noise_std = (0.0 if self.epsilon is None else check_noise_std(
-            noise_std_for_budget(chosen_epsilon(self.epsilon), self.delta, 1,
-                                 sensitivity) / np.sqrt(release_share), grid,
-            "epsilon and clip"))
-        self.privacy_unit_ = ("record" if record_level else
-                              "sample" if groups is None else "group")
-        self.privacy_report_ = privacy_report(
-            noise_std=noise_std, delta=self.delta, n_releases=1,
-            clip_norm=self.clip, unit=self.privacy_unit_,
-            n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0),
-            sensitivity=sensitivity, grid=grid if noise_std > 0 else None,
-            n_draws=1)
-        self.privacy_report_["release"] = (
-            "one clipped score per party: the margin of its label under the "
-            "public model, in [-clip, clip]"
-            if is_classifier(self.estimator_) else
-            "one clipped score per party: minus the absolute residual of its "
-            "target under the public model, in [-clip, 0], "
-            "released centred (plus clip/2: sensitivity clip/2 under zero-out, "
-            "clip under replace-one)")
-        self.privacy_report_["public_model"] = self.public_model_reason_
-        if fit is not None and noise_std > 0:
-            compose_report(self.privacy_report_, fit)
+    def _release_statement(self, record_level):
+        """What one release is, in words, for the report."""
         if record_level:
-            add_record_level(self.privacy_report_, np.diff(parties.offsets), "group")
-            self.privacy_report_["release"] = (
-                "one score per group: the sum of its records' clipped (and, for "
-                "a regressor, centred) scores plus Gaussian noise of std "
-                "noise_std, divided by its size n_g (public)")
-        self.epsilon_ = self.privacy_report_["epsilon"]
-        self.delta_ = self.privacy_report_["delta"]
-        self.noise_multiplier_ = noise_std / sensitivity
-        self.n_releases_ = 1
-        return noise_std
+            return ("one score per group: the sum of its records' clipped (and, "
+                    "for a regressor, centred) scores plus Gaussian noise of std "
+                    "noise_std, divided by its size n_g (public)")
+        if is_classifier(self.estimator_):
+            return ("one clipped score per party: the margin of its label under "
+                    "the public model, in [-clip, clip]")
+        return ("one clipped score per party: minus the absolute residual of its "
+                "target under the public model, in [-clip, 0], "
+                "released centred (plus clip/2: sensitivity clip/2 under zero-out, "
+                "clip under replace-one)")

@@ -30,7 +30,7 @@ Where the code departs from the paper, to keep its guarantee true:
 """
 
 import math
-from fractions import Fraction
+import warnings
 from itertools import combinations
 from numbers import Integral, Real
 
@@ -43,10 +43,10 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 
 from . import _kernels
-from ._accounting import validation_set_statement
-from ._base import BaseValuator
-from ._noise import laplace_noise, noise_source
-from ._secure_noise import LAYERED, Grid, noise_key, releases_on_grid
+from ._base import STEP_TO_USER, BaseValuator
+from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
+from ._secure_noise import LAYERED
+from .exceptions import SkdpvalWarning
 
 # Layers up to this many coalitions are enumerated when sampling would
 # draw them all anyway.
@@ -128,19 +128,20 @@ def shrink_rows_to_kappa(X, kappa):
     return X * factor[:, None]
 
 
-def laplace_scale(n, epsilon, lipschitz, kappa, lam):
-    """Appendix D: ``(scale, sensitivity)``, sensitivity ``L^2 kappa^2 / (n lambda) H_{n-1}``.
+def appendix_d_sensitivity(n, lipschitz, kappa, lam):
+    """Appendix D: ``L^2 kappa^2 / (n lambda) H_{n-1}``.
 
     The sensitivity uses removal stability (zero-out: the point's loss taken
     out of every coalition it is in); it holds for every draw of coalitions
-    (:func:`layered_estimate`), so the scale is ``sensitivity / epsilon``,
-    without amplification.
+    (:func:`layered_estimate`), so the Laplace scale is it over epsilon,
+    without amplification (set by the privacy mechanism).
     """
     harmonic = np.sum(1.0 / np.arange(1, n))
-    sensitivity = lipschitz**2 * kappa**2 / (n * lam) * harmonic
-    return sensitivity / epsilon, sensitivity
+    with np.errstate(over="ignore"):
+        return lipschitz**2 * kappa**2 / (n * lam) * harmonic
 
 
+@share_privacy_docs
 class LayeredShapleyValuator(BaseValuator):
     """Layered Shapley values, optionally with Laplace output perturbation.
 
@@ -196,8 +197,9 @@ class LayeredShapleyValuator(BaseValuator):
         Bound constant of the marginal gains ``|v_i(C)| <= c / k``;
         ``"auto"`` is 1.0, a practical value (the worst-case stability bound
         ``L^2 kappa^2 / lambda`` would make every layer exhaustive).
-    epsilon : float > 0 or None, default=None
-        Privacy budget of each released value; None for no noise.
+    epsilon : float > 0 or np.inf, default=np.inf
+        Privacy budget of each released value (pure DP); ``np.inf`` adds no
+        noise (no privacy), as for the other valuators.
     lipschitz : float >= 1, default=1.0
         Lipschitz constant ``L`` of the loss in the margin. The coalitions
         are fitted with the log loss, which is 1-Lipschitz, so values below
@@ -227,12 +229,7 @@ class LayeredShapleyValuator(BaseValuator):
     random_state : int, RandomState instance or None, default=None
         Seeds the public randomness: the split and the coalitions. It never
         seeds the noise.
-    noise_seed : int >= 0 or None, default=None
-        With ``epsilon``: ``None`` draws the noise from ChaCha20 keyed with 32
-        bytes of fresh OS entropy, so that it stays secret; an int makes it reproducible (for
-        tests and papers), and the guarantee then holds only while that seed
-        is secret and serves one fit (two fits with one seed draw the same
-        noise, which cancels between them).
+    %(noise_seed)s
 
     Attributes
     ----------
@@ -244,10 +241,20 @@ class LayeredShapleyValuator(BaseValuator):
     n_coalitions_ : ndarray of shape (n_samples,)
         Coalitions evaluated for each point (0 for held-out samples).
     noise_scale_ : float
-        Laplace scale of the noise (only with ``epsilon``).
+        Laplace scale of the noise (only with a finite ``epsilon``).
+    epsilon_, delta_ : float
+        The guarantee of a party over the other ``n - 1`` values (basic
+        composition, ``delta_ = 0``; ``inf`` without noise). A party's own
+        value is not covered.
+    noise_multiplier_ : float
+        The Laplace scale over the sensitivity, ``1 / epsilon``.
+    n_releases_ : int
+        Values that depend on one party's data besides its own: ``n - 1``.
+    privacy_unit_ : {"sample"}
+        Whom ``epsilon_`` protects.
     privacy_report_ : dict
-        The guarantee, its adjacency, its assumptions and its inputs, what it
-        does not cover (only with ``epsilon``).
+        The guarantee in the schema of every valuator; ``"details"`` holds
+        the assumptions, the inclusion probability and what is not covered.
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
 
@@ -268,7 +275,7 @@ class LayeredShapleyValuator(BaseValuator):
         "alpha": [Interval(Real, 0.0, 1.0, closed="neither")],
         "beta": [Interval(Real, 0.0, 1.0, closed="neither")],
         "c": [Interval(Real, 0.0, None, closed="neither"), StrOptions({"auto"})],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0.0, None, closed="right")],
         # The log loss is 1-Lipschitz in the margin; (x, 1) has norm >= 1.
         "lipschitz": [Interval(Real, 1.0, None, closed="left")],
         "kappa": [Interval(Real, 1.0, None, closed="neither"), StrOptions({"auto"})],
@@ -279,11 +286,11 @@ class LayeredShapleyValuator(BaseValuator):
         "n_jobs": [Interval(Integral, None, -1, closed="right"),
                    Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
-        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
+        "noise_seed": PRIVACY_CONSTRAINTS["noise_seed"],
     }
 
     def __init__(self, estimator=None, *, alpha=0.05, beta=0.05, c="auto",
-                 epsilon=None, lipschitz=1.0, kappa="auto", utility="neg_loss",
+                 epsilon=np.inf, lipschitz=1.0, kappa="auto", utility="neg_loss",
                  skip_below_baseline=True, validation_fraction=0.2, classes=None,
                  n_jobs=None, random_state=None, noise_seed=None):
         self.estimator = estimator
@@ -300,6 +307,9 @@ class LayeredShapleyValuator(BaseValuator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.noise_seed = noise_seed
+
+    # Its budget grows with the number of values, which a template does not know.
+    _planned_release = {**BaseValuator._planned_release, "law": "discrete Laplace"}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -330,25 +340,15 @@ class LayeredShapleyValuator(BaseValuator):
                              "(lambda = 1 / (2 C n) > 0).")
         return float(params["C"])
 
-    def _check_sizes(self, n, c, kappa, lam):
-        """The layers' coalition counts and, with epsilon, the Laplace scale and
-        sensitivity; an error naming the parameters when one overflows, before
-        any coalition is fitted."""
+    def _layer_sizes(self, n, c):
+        """The layers' coalition counts; an error naming the parameters when
+        they overflow, before any coalition is fitted."""
         with np.errstate(over="ignore"):
             m, w = layer_sizes(n, self.alpha, self.beta, np.float64(c))
-            scale = sensitivity = None
-            if self.epsilon is not None:
-                scale, sensitivity = laplace_scale(
-                    n, self.epsilon, np.float64(self.lipschitz), np.float64(kappa), lam)
         if not np.all(np.isfinite(m)):
             raise ValueError(f"c={self.c!r} with alpha={self.alpha!r} makes the "
                              "number of coalitions per layer overflow: use a smaller c.")
-        if scale is not None and not (np.isfinite(scale) and scale > 0):
-            raise ValueError(
-                f"lipschitz={self.lipschitz!r}, kappa={self.kappa!r}, epsilon="
-                f"{self.epsilon!r} and the estimator's C give a Laplace scale of "
-                f"{float(scale)!r}: it must be finite and > 0.")
-        return m, w, scale, sensitivity
+        return m, w
 
     @staticmethod
     def _check_unit_box(X, name):
@@ -400,7 +400,7 @@ class LayeredShapleyValuator(BaseValuator):
                              f"classification: the class set "
                              f"{self.classes_.tolist()!r} (from y_val or classes=) "
                              f"has {len(self.classes_)} classes.")
-        if self.epsilon is None:
+        if not np.isfinite(self.epsilon):
             return parties
         # The declared domain, enforced per row: private rows (held-out
         # validation rows included) are clipped to [0, 1], then scaled to
@@ -422,7 +422,7 @@ class LayeredShapleyValuator(BaseValuator):
     def _kappa(self, n_features):
         return np.sqrt(n_features + 1) if self.kappa == "auto" else float(self.kappa)
 
-    def _value(self, parties, groups, C, seeds):
+    def _value(self, parties, groups, C, seeds, mechanism):
         """Each point's Layered Shapley value over exactly fitted coalitions,
         with Laplace noise on a grid when ``epsilon`` is set."""
         coalition_seed, = seeds
@@ -441,7 +441,26 @@ class LayeredShapleyValuator(BaseValuator):
                     y_val=signs(y_val), lam=lam,
                     baseline=-np.log(2.0) - 1e-12 if self.skip_below_baseline
                     else -np.inf)
-        m, w, scale, sensitivity = self._check_sizes(n, c, kappa, lam)
+        m, w = self._layer_sizes(n, c)
+        others = None
+        if np.isfinite(self.epsilon):
+            # Declared before any coalition is fitted: a scale that is not
+            # finite is refused first. On a grid: gamma (rint(value / gamma)
+            # + x), x discrete Laplace of scale Delta / epsilon in grid units,
+            # Delta = 2**j + 1 the integer sensitivity of the rounded value:
+            # exactly epsilon-DP. The grid is 2**8 times finer than the noise
+            # scale (at most 2**-40 S).
+            others = mechanism.laplace(
+                "the other points' values", LAYERED, n_releases=n - 1,
+                sensitivity=appendix_d_sensitivity(
+                    n, np.float64(self.lipschitz), np.float64(kappa), lam),
+                finer=min(32, max(0, math.ceil(math.log2(float(self.epsilon))))),
+                parameters=f"lipschitz={self.lipschitz!r}, kappa={self.kappa!r}, "
+                           f"epsilon={self.epsilon!r} and the estimator's C")
+            self.noise_scale_ = others.scale
+            self._warn_if_noise_dwarfs_values(n, c)
+        elif hasattr(self, "noise_scale_"):  # from an earlier fit with noise
+            del self.noise_scale_
         cache = {}
         results = Parallel(n_jobs=self.n_jobs, prefer="threads")(
             delayed(_value_point)(i, n, m, w, data, cache, seed)
@@ -449,61 +468,51 @@ class LayeredShapleyValuator(BaseValuator):
         values = np.array([value for value, _ in results])
         self.n_coalitions_ = np.zeros(parties.n_all_parties, dtype=np.int64)
         self.n_coalitions_[train] = [count for _, count in results]
-        if self.epsilon is not None:
-            # On a grid: gamma (rint(value / gamma) + x), x discrete Laplace
-            # of scale Delta / epsilon in grid units, Delta = 2**j + 1 the
-            # integer sensitivity of the rounded value: exactly epsilon-DP.
-            # The grid is 2**8 times finer than the noise scale (at most 2**-40 S).
-            finer = min(32, max(0, math.ceil(math.log2(float(self.epsilon)))))
-            grid = Grid(sensitivity, 1, zero_neighbour=False, finer=finer)
-            grid_scale = Fraction(int(grid.sensitivity)) / Fraction(float(self.epsilon))
-            self.noise_scale_ = float(grid.gamma * grid_scale)
-            scale = self.noise_scale_
-            noise = laplace_noise(noise_key(self.noise_seed), LAYERED, grid_scale, n)
-            values = releases_on_grid(values, noise.astype(np.float64), grid.gamma,
-                                      grid.bound, np.empty(n))
-            self.privacy_report_ = self._report(
-                n, inclusion_probability(n, m, w), sensitivity, scale, kappa, lam,
-                parties.n_unprotected)
-        else:  # no noise: a report from an earlier fit would describe noise
-            for name in ("noise_scale_", "privacy_report_"):
-                if hasattr(self, name):
-                    delattr(self, name)
+        if others is not None:
+            values = mechanism.release_laplace(others, values)
+            self._describe_privacy(mechanism, n, inclusion_probability(n, m, w),
+                                   kappa, lam)
         return values
 
-    def _report(self, n, p, sensitivity, scale, kappa, lam, n_unprotected):
-        """The guarantee of each value, of the values of the others, and its limits."""
-        epsilon = float(self.epsilon)
-        return {
+    def _warn_if_noise_dwarfs_values(self, n, c):
+        """Warn when the Laplace noise is ten times any value the bound
+        ``|v_i(C)| <= c / k`` allows: ``(ln 2 + c H_{n-1}) / n`` (public)."""
+        largest = (np.log(2.0) + c * np.sum(1.0 / np.arange(1, n))) / n
+        if self.noise_scale_ > 10 * largest:
+            warnings.warn(
+                f"LayeredShapleyValuator(epsilon={self.epsilon:g}): the Laplace "
+                f"noise scale {self.noise_scale_:.3g} is "
+                f"{self.noise_scale_ / largest:.0f} times the largest value the "
+                f"marginal-gain bound allows ({largest:.3g}): the values are "
+                "noise. Raise epsilon, regularise more (a smaller C of the "
+                "estimator), or use DPDataValuator.",
+                SkdpvalWarning, stacklevel=STEP_TO_USER)
+
+    def _describe_privacy(self, mechanism, n, p, kappa, lam):
+        """What the guarantee assumes and leaves out, in the report."""
+        mechanism.leak("each point's own value is computed from its own data "
+                       "without noise of its own and is not covered (Laplace "
+                       "output perturbation: Watson et al., Algorithm 2)")
+        mechanism.details.update({
             "mechanism": "Laplace output perturbation (Watson et al., "
                          "Algorithm 2, Theorem 3.5, Appendix D)",
             "adjacency": "zero-out one point (Appendix D's removal stability: "
                          "its loss taken out of every coalition, n public); "
                          "replacing one point doubles the sensitivity",
-            "epsilon_per_value": epsilon,
-            "epsilon_replace_one_per_value": 2 * epsilon,
-            "epsilon_others_values": float((n - 1) * epsilon),
-            "epsilon_others_values_replace_one": float(2 * (n - 1) * epsilon),
-            "composition": f"(n-1) eps = {(n - 1) * epsilon:.3g} from the others' "
-                           "values (basic composition); a point's own value is "
-                           "not covered",
-            "delta": 0.0,
-            "sensitivity": float(sensitivity), "noise_scale": float(scale),
+            "composition": f"the other n-1 = {n - 1} values, each "
+                           f"{self.epsilon:g}-DP, composed exactly (pure parts)",
             "inclusion_probability": float(p),
             "amplification": "none: the coalitions are public randomness, and "
                              "sampling them does not meet the amplification "
                              f"theorems' conditions (p = {p:.3g} is reported "
                              "for information)",
-            "noise_source": noise_source(self.noise_seed),
             "assumptions": "trusted curator; private features clipped to "
                            "[0, 1] and every row (validation included) "
                            f"scaled to |(x, 1)| <= kappa = {kappa:.3g}, "
                            "silently; exact L2-regularised minimiser "
                            f"(lambda = {lam:.3g}); log loss, 1-Lipschitz in "
                            f"the margin (L = {self.lipschitz:.3g} used)",
-            "not_protected": "each point from its own value; the validation set",
-            "validation_set": validation_set_statement(n_unprotected),
-        }
+        })
 
 
 def _value_point(i, n, m, w, data, cache, seed):

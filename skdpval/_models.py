@@ -645,15 +645,20 @@ def check_target_domain(spec, y, name):
     """Raise when targets leave the model's domain (Poisson y >= 0, Gamma y > 0).
 
     Reads the targets themselves (for ``y``, private): it runs before any
-    release, and an input outside the domain is outside the privacy model.
+    release, and an input outside the domain is outside the privacy model
+    (whether the error is raised depends on the data; what it says does
+    not: it quotes no value, not even for the public ``y_val``, so that
+    both messages read alike).
     """
     y = np.asarray(y, dtype=np.float64)
     if spec.target_domain == "nonnegative" and np.any(y < 0):
         raise ValueError(f"{name} must be >= 0 for this model (Poisson or Tweedie "
-                         f"with 1 <= power < 2), got a minimum of {y.min():g}.")
+                         "with 1 <= power < 2): it has negative targets (their "
+                         "values are not shown, since they may be private).")
     if spec.target_domain == "positive" and np.any(y <= 0):
         raise ValueError(f"{name} must be > 0 for this model (Gamma or Tweedie "
-                         f"with power >= 2), got a minimum of {y.min():g}.")
+                         "with power >= 2): it has targets <= 0 (their values "
+                         "are not shown, since they may be private).")
 
 
 def split_pipeline(estimator):

@@ -14,17 +14,20 @@ fitted on the validation set. Each of ``n_steps`` steps releases
 
 the sum over parties of each party's clipped gradient (its mean loss plus the
 penalty), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
-(:class:`~skdpval._secure_noise.Grid`, drawn at the one draw site
-:func:`~skdpval._noise.gaussian_noise`, stream kind ``PUBLIC_FIT``), and steps
+(:class:`~skdpval._secure_noise.Grid`), drawn by the fit's
+:class:`~skdpval._mechanism.PrivacyMechanism` (stream kind ``PUBLIC_FIT``),
+and steps
 ``theta_{t+1} = theta_t - lr S~_t / n``. Under zero-out adjacency one
 party's slot changes ``S_t`` by at most ``C``; after rounding, by the padded
 sensitivity ``gamma Delta`` (``Delta = 2**j + sqrt(d)`` grid units). So the
 ``n_steps`` adaptive releases are exactly ``mu_fit``-GDP per party with
-``mu_fit = sqrt(n_steps) gamma Delta / s``, and the fit spends the share
-``public_model_share`` of the valuator's ``mu^2``: ``mu_fit^2 = share mu^2``,
-the valuator's own release(s) the rest, so that the whole fit is
-``sqrt(mu_fit^2 + mu_release^2) = mu``-GDP (Dong, Roth and Su 2022,
-Corollary 3.3), the same per-party total as with the validation model. The
+``mu_fit = sqrt(n_steps) gamma Delta / s``. The fit is one part of the
+valuator's mechanism with the share ``public_model_share`` of ``mu^2``
+(``mu_fit^2 = share mu^2``), the valuator's own release(s) the other part
+with the rest, so that the whole fit is ``sqrt(mu_fit^2 + mu_release^2) =
+mu``-GDP (Dong, Roth and Su 2022, Corollary 3.3), the same per-party total
+as with the validation model; the mechanism calibrates both and reports
+both (``privacy_report_["parts"]``). The
 model returned is the mean of the iterates of the second half (Polyak
 averaging: post-processing of the releases).
 
@@ -43,13 +46,13 @@ import numpy as np
 from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from collections import namedtuple
+
 from . import _kernels as K
-from ._accounting import gdp_epsilon, noisy_label_auc_limit
+from ._accounting import gdp_mu
 from ._data import kernel_targets, with_intercept
 from ._models import TARGET_SCALE_DEGREE, model_spec, public_params, row_weights
-from ._noise import gaussian_noise
-from ._secure_noise import (PUBLIC_FIT, Grid, check_noise_std, releases_on_grid,
-                            rounded_gaussian_table, sampler_delta)
+from ._secure_noise import PUBLIC_FIT, releases_on_grid
 
 PUBLIC_MODEL_OPTIONS = ("auto", "validation", "private")
 
@@ -108,19 +111,6 @@ def check_public_model(public_model, share):
     if not (isinstance(share, (int, float)) and 0.0 < share < 1.0):
         raise ValueError(f"public_model_share must lie in (0, 1) (the share of "
                          f"mu^2 spent on the fit), got {share!r}.")
-
-
-# --- local calibration (until the shared privacy mechanism lands) ---------------
-
-def split_mu(mu, share):
-    """``(mu_fit, mu_release)`` with ``mu_fit^2 = share mu^2`` and the rest
-    to the release: the two compose to ``mu`` exactly (GDP)."""
-    return math.sqrt(share) * mu, math.sqrt(1.0 - share) * mu
-
-
-def fit_noise_std(mu_fit, sensitivity, n_steps=FIT_STEPS):
-    """Noise std of each step's release: ``sqrt(n_steps) sensitivity / mu_fit``."""
-    return math.sqrt(n_steps) * sensitivity / mu_fit
 
 
 # --- the kernel -----------------------------------------------------------------
@@ -195,10 +185,12 @@ def step_size(X_val, loss, l2):
 
 def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
                            n_penalized, row_weights, clip, learning_rate, n_steps,
-                           noise_std, grid, key):
+                           noise_std, grid, draw):
     """The private fit: ``n_steps`` released clipped sums, averaged iterates.
 
-    ``noise_std`` 0 adds no noise (and draws none). Returns theta.
+    ``draw(lo, hi, out)`` fills ``out`` with the integer noise of streams
+    ``lo .. hi - 1`` (grid units); ``noise_std`` 0 adds no noise (and draws
+    none). Returns theta.
     """
     theta = np.array(theta0, dtype=np.float64, order="C")
     X, T = K._f64(X), K._f64(T)
@@ -207,8 +199,7 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
     n_parties = len(offsets) - 1
     size = theta.size
     if noise_std > 0:  # every step's draws at once, stream (PUBLIC_FIT, t)
-        noise = gaussian_noise(key, PUBLIC_FIT, 0, n_steps, noise_std / grid.gamma,
-                               np.empty((n_steps, size)))
+        noise = draw(0, n_steps, np.empty((n_steps, size)))
     total = np.empty_like(theta)
     buffers = (np.empty(theta.shape[0]), np.empty(theta.shape[0]),
                np.empty_like(theta))
@@ -235,57 +226,6 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
         if t >= first_averaged:
             average += theta
     return average / (n_steps - first_averaged)
-
-
-def fit_grid(n_params, clip=FIT_CLIP):
-    """The grid of the fit's releases: ``n_params`` coordinates whose
-    neighbours differ by at most ``clip`` (a sum: no clamp)."""
-    return Grid(clip, n_params, zero_neighbour=False)
-
-
-def fit_report(*, mu_fit, noise_std, grid, n_steps, clip, share, learning_rate,
-               n_parties):
-    """The fit's part of a privacy report (a dict)."""
-    report = dict(
-        share=float(share), n_steps=int(n_steps), clip=float(clip),
-        sensitivity=float(grid.gamma * grid.sensitivity),
-        noise_std=float(noise_std), mu=float(mu_fit),
-        learning_rate=float(learning_rate), n_parties=int(n_parties),
-        release=("full-batch noisy gradient descent on the training rows: each "
-                 "step releases the sum over parties of each party's gradient "
-                 "clipped to clip, on a grid with rounded Gaussian noise; "
-                 "warm-started from the model fitted on the validation set; the "
-                 "model is the mean of the second half's iterates"))
-    if noise_std > 0:
-        eta = rounded_gaussian_table(noise_std / grid.gamma).eta
-        report.update(grid=float(grid.gamma), sampler_eta=float(eta),
-                      sampler_tv=float(n_steps * grid.dimension * eta))
-    return report
-
-
-def compose_report(report, fit):
-    """Add the fit (``fit``, from :func:`fit_report`) to a valuator's
-    ``report`` in place: ``mu`` becomes ``sqrt(mu_release^2 + mu_fit^2)``,
-    epsilon, the limit and the sampler terms follow."""
-    mu_release = report["mu"]
-    mu = float(math.sqrt(mu_release**2 + fit["mu"] ** 2))
-    base_delta = report.get("delta_without_sampler", report["delta"])
-    report.update(mu_release=float(mu_release), mu=mu,
-                  epsilon=gdp_epsilon(mu, base_delta),
-                  epsilon_replace_one=gdp_epsilon(2 * mu, base_delta),
-                  max_noisy_label_auc=noisy_label_auc_limit(mu),
-                  public_model_fit=fit)
-    if "sampler_tv" in report and "sampler_tv" in fit:
-        tv = report["sampler_tv"] + fit["sampler_tv"]
-        report.update(
-            sampler_tv=float(tv),
-            sampler_delta=sampler_delta(1.0, tv, report["epsilon"]),
-            delta=float(base_delta + sampler_delta(1.0, tv, report["epsilon"])),
-            delta_replace_one=float(base_delta + sampler_delta(
-                1.0, tv, report["epsilon_replace_one"])))
-    report["method"] = (report.get("method", "") + "; composed with the private "
-                        "fit of the public model (mu^2 adds)")
-    return report
 
 
 # --- the shared parameter --------------------------------------------------------
@@ -355,6 +295,12 @@ def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu)
     option = valuator.public_model
     if option == "validation":
         return False, "public_model='validation'"
+    if mu is None:
+        if option == "private":
+            raise ValueError("public_model='private' needs epsilon, not "
+                             "noise_multiplier: a budget to share with the fit.")
+        return False, ("public_model='auto' keeps the validation model: "
+                       "noise_multiplier leaves no budget to share")
     why_not = private_fit_unsupported(estimator)
     if option == "private":
         if why_not is not None:
@@ -398,14 +344,20 @@ def _with_theta(model, theta, fit_intercept, intercept_scaling):
     return fitted
 
 
-def fit_labels_model(validation_model, estimator, parties, *, record_level, mu_fit,
-                     key, classes, seed, share):
-    """DPLabelQuality's private public model: ``(model, fit report)``.
+# The private fit's inputs in the kernels' layout; ``centre`` and ``scale`` of
+# standardised regression targets (undone on the result), the intercept's
+# column and value.
+FitProblem = namedtuple("FitProblem", [
+    "theta0", "X", "T", "offsets", "X_val", "loss", "loss_param", "l2", "l1",
+    "n_penalized", "row_weights", "centre", "scale", "has_intercept",
+    "intercept_scaling"])
 
-    ``validation_model`` (fitted on the validation set) is the warm start and
-    the template of the model returned; the rows are the standardised
-    training rows of ``parties`` (class indices for a classifier).
-    """
+
+def labels_problem(validation_model, estimator, parties, *, record_level, classes,
+                   seed):
+    """DPLabelQuality's fit problem: the wrapped model's objective on the
+    standardised training rows of ``parties`` (class indices for a
+    classifier), from ``validation_model`` (fitted on the validation set)."""
     n_fit = len(parties.X) if record_level else len(parties.offsets) - 1
     offsets = np.arange(len(parties.X) + 1) if record_level else parties.offsets
     public = public_params(estimator, parties.X_val, parties.y_val, seed)
@@ -419,53 +371,77 @@ def fit_labels_model(validation_model, estimator, parties, *, record_level, mu_f
         # walk does, so that the clip means the same for any target scale.
         centre = float(np.mean(parties.y_val)) if spec.fit_intercept else 0.0
         scale = float(np.std(parties.y_val)) or 1.0
-        T, T_val = (T - centre) / scale, (T_val - centre) / scale
+        T = (T - centre) / scale
     X, X_val = with_intercept(spec, parties.X, parties.X_val)
     weights, _ = row_weights(spec, parties.y, parties.y_val, classes, None)
     n_penalized = parties.X.shape[1] + (spec.fit_intercept and spec.penalize_intercept)
-    has_intercept = spec.fit_intercept and spec.intercept_column
+    has_intercept = bool(spec.fit_intercept and spec.intercept_column)
     theta0 = _theta_of(validation_model, T.shape[1], X.shape[1], has_intercept,
                        spec.intercept_scaling)
     if scale != 1.0 or centre != 0.0:
         theta0 = theta0 / scale
         if has_intercept:
             theta0[:, -1] -= centre / scale / spec.intercept_scaling
-    theta, fit = _fit(theta0, X, T, offsets, X_val, loss=loss,
-                      loss_param=spec.loss_param / scale, l2=spec.l2_per_sample,
-                      l1=spec.l1_per_sample / scale, n_penalized=n_penalized,
-                      row_weights=weights, mu_fit=mu_fit, key=key, share=share)
-    if scale != 1.0 or centre != 0.0:
-        theta = theta * scale
-        if has_intercept:
-            theta[:, -1] += centre / spec.intercept_scaling
-    return _with_theta(validation_model, theta, has_intercept,
-                       spec.intercept_scaling), fit
+    return FitProblem(theta0, X, T, offsets, X_val, loss, spec.loss_param / scale,
+                      spec.l2_per_sample, spec.l1_per_sample / scale, n_penalized,
+                      weights, centre, scale, has_intercept, spec.intercept_scaling)
 
 
-def fit_game_model(theta0, game, *, mu_fit, key, share):
-    """DPDataValuator's private public model from its game (rows with the
-    intercept column, targets as the walk reads them): ``(theta, report)``."""
+def labels_model(validation_model, theta, problem):
+    """A copy of ``validation_model`` with the fitted ``theta`` (targets'
+    standardisation undone)."""
+    if problem.scale != 1.0 or problem.centre != 0.0:
+        theta = theta * problem.scale
+        if problem.has_intercept:
+            theta[:, -1] += problem.centre / problem.intercept_scaling
+    return _with_theta(validation_model, theta, problem.has_intercept,
+                       problem.intercept_scaling)
+
+
+def game_problem(theta0, game):
+    """DPDataValuator's fit problem from its game (rows with the intercept
+    column, targets as the walk reads them), from ``theta0``."""
     offsets = np.arange(len(game.X) + 1) if game.record_level else game.offsets
-    return _fit(theta0, game.X, game.T, offsets, game.X_val, loss=game.loss,
-                loss_param=game.loss_param, l2=game.l2, l1=game.l1,
-                n_penalized=game.n_penalized, row_weights=game.row_weights,
-                mu_fit=mu_fit, key=key, share=share)
+    return FitProblem(theta0, game.X, game.T, offsets, game.X_val, game.loss,
+                      game.loss_param, game.l2, game.l1, game.n_penalized,
+                      game.row_weights, 0.0, 1.0, False, 1.0)
 
 
-def _fit(theta0, X, T, offsets, X_val, *, loss, loss_param, l2, l1, n_penalized,
-         row_weights, mu_fit, key, share):
-    """Calibrate, run the noisy descent, report: ``(theta, fit report)``."""
-    grid = fit_grid(theta0.size)
-    sensitivity = grid.gamma * grid.sensitivity
-    noise_std = 0.0 if not np.isfinite(mu_fit) else check_noise_std(
-        fit_noise_std(mu_fit, sensitivity), grid, "epsilon and public_model_share")
-    learning_rate = step_size(X_val, loss, l2)
+def declare_fit(mechanism, problem, share):
+    """The fit's part of ``mechanism``: ``FIT_STEPS`` releases of the
+    parameters' clipped sum (any two neighbouring sums ``FIT_CLIP`` apart)."""
+    return mechanism.gaussian("public model fit", PUBLIC_FIT, n_releases=FIT_STEPS,
+                              clip=FIT_CLIP, dimension=problem.theta0.size,
+                              zero_neighbour=False, share=share)
+
+
+def run_fit(problem, part, mechanism):
+    """The noisy descent of ``problem`` with ``part``'s calibrated noise:
+    ``(theta, details)`` (details for the report, all public)."""
+    learning_rate = step_size(problem.X_val, problem.loss, problem.l2)
     theta = noisy_gradient_descent(
-        theta0, X, T, offsets, loss=loss, loss_param=loss_param, l2=l2, l1=l1,
-        n_penalized=n_penalized, row_weights=row_weights, clip=FIT_CLIP,
-        learning_rate=learning_rate, n_steps=FIT_STEPS, noise_std=noise_std,
-        grid=grid, key=key)
-    fit = fit_report(mu_fit=mu_fit if noise_std > 0 else np.inf, noise_std=noise_std,
-                     grid=grid, n_steps=FIT_STEPS, clip=FIT_CLIP, share=share,
-                     learning_rate=learning_rate, n_parties=len(offsets) - 1)
-    return theta, fit
+        problem.theta0, problem.X, problem.T, problem.offsets, loss=problem.loss,
+        loss_param=problem.loss_param, l2=problem.l2, l1=problem.l1,
+        n_penalized=problem.n_penalized, row_weights=problem.row_weights,
+        clip=FIT_CLIP, learning_rate=learning_rate, n_steps=FIT_STEPS,
+        noise_std=part.noise_std, grid=part.grid,
+        draw=lambda lo, hi, out: mechanism.draw(part, lo, hi, out))
+    details = dict(
+        n_steps=FIT_STEPS, clip=FIT_CLIP, learning_rate=float(learning_rate),
+        n_parties=len(problem.offsets) - 1,
+        release=("full-batch noisy gradient descent on the training rows: each "
+                 "step releases the sum over parties of each party's gradient "
+                 "clipped to clip, on a grid with rounded Gaussian noise; "
+                 "warm-started from the model fitted on the validation set; the "
+                 "model is the mean of the second half's iterates"))
+    return theta, details
+
+
+def budget_mu(mechanism):
+    """The per-party budget as mu-GDP for the ``"auto"`` rule: inf without
+    noise, None when set by ``noise_multiplier`` (no budget to share)."""
+    if not mechanism.adds_noise:
+        return np.inf
+    if mechanism.noise_multiplier is not None:
+        return None
+    return gdp_mu(mechanism.epsilon, mechanism.delta)

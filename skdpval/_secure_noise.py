@@ -341,9 +341,11 @@ def check_noise_std(noise_std, grid, parameters):
 def release_on_grid(value, m, gamma, bound):
     """``gamma * (a + m)``, ``a = rint(value / gamma)`` clamped to ``[-bound, bound]``.
 
-    The integer ``a + m`` is formed first, so the double depends on it alone.
-    ``gamma = 0`` is no grid: ``value + m`` (for tests that pass their own
-    noise; the estimators always release on a grid).
+    The integer ``a + m`` is formed first, so the double depends on it alone;
+    adding ``0.0`` turns a zero release's ``-0.0`` (the sign of a small
+    negative statistic, rounded to ``a = -0.0``, with ``m = -0.0``) into
+    ``+0.0``. ``gamma = 0`` is no grid: ``value + m`` (for tests that pass
+    their own noise; the estimators always release on a grid).
     """
     if gamma == 0.0:
         return value + m
@@ -352,7 +354,7 @@ def release_on_grid(value, m, gamma, bound):
         a = bound
     elif a < -bound:
         a = -bound
-    return gamma * (a + m)
+    return gamma * (a + m) + 0.0
 
 
 @njit(**_jit)

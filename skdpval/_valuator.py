@@ -12,11 +12,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from . import _kernels, _subspace
 from ._base import STEP_TO_USER, BaseValuator, check_converged
-from ._accounting import (add_record_level, chosen_epsilon, gdp_mu,
-                          noise_std_for_budget, privacy_report)
 from ._data import (
     UTILITY_CODES,
-    check_budget,
     check_utility,
     kernel_targets,
     with_intercept,
@@ -31,17 +28,17 @@ from ._models import (
     row_weights,
     split_pipeline,
 )
+from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
+from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, budget_mu, check_public_model,
+                           declare_fit, document_public_model, game_problem,
+                           resolve_public_model, run_fit)
 from ._noise import (
     counted_permutations,
     noise_schedule,
-    noise_source,
     released_noise_std,
 )
-from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, check_public_model,
-                           compose_report, document_public_model, fit_game_model,
-                           resolve_public_model, split_mu)
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
-from ._secure_noise import Grid, check_noise_std, noise_key
+from ._secure_noise import WALK, Grid
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
 from ._walk import SeededDraws, one_blas_thread, run_walks
@@ -101,6 +98,7 @@ WrappedModel = namedtuple("WrappedModel", ["preprocessor", "estimator", "spec"])
 
 
 @document_public_model
+@share_privacy_docs
 class DPDataValuator(BaseValuator):
     """Differentially private data values from noisy per-party gradients.
 
@@ -169,7 +167,8 @@ class DPDataValuator(BaseValuator):
             default="correlated"
         How each step combines a sample's releases. ``"iid"`` uses the fresh
         release; ``"correlated"`` the mean of all its releases so far;
-        ``"none"`` adds no noise (no privacy). An array of length
+        ``"none"`` adds no noise (no privacy; ``epsilon=np.inf`` is the
+        same). An array of length
         ``n_permutations`` or a callable ``f(t, k)`` of the integer array
         ``t = 1 .. k`` gives the weight ``x_tt`` in (0, 1] of the fresh
         release at permutation ``t``, the rest going to the running mean.
@@ -182,22 +181,9 @@ class DPDataValuator(BaseValuator):
         otherwise: i.i.d. releases gain nothing from a burn-in and would
         discard 90% of them.
 
-    epsilon : float > 0, "default" or None, default="default"
-        Privacy budget for all releases of one sample. Set it to ``None``
-        when giving ``noise_multiplier``.
-        ``"default"`` means 1.0 and warns once per process
-        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
-        1.0 included, is taken as chosen and does not warn.
-
-    delta : float in (0, 1), default=5e-5
-        Privacy parameter delta: a point on the mechanism's mu-GDP curve.
-        Keep it well below ``1 / n``, e.g. ``1 / (10 n)``: the default is
-        that at 2,000 parties; see the user guide's privacy model.
-
-    noise_multiplier : float > 0 or None, default=None
-        Per-release noise std divided by ``clip_norm``, instead of
-        ``epsilon``; ``epsilon_`` then reports the resulting budget.
-
+    %(epsilon)s
+    %(delta)s
+    %(noise_multiplier)s
     privacy_unit : {"record", "group"}, default="record"
         Whom the guarantee protects when ``fit`` gets ``groups`` (without
         groups the unit is the sample either way). ``"record"``: one
@@ -300,13 +286,7 @@ class DPDataValuator(BaseValuator):
         Seeds the public randomness: the split, the learning-rate search and
         the permutations. It never seeds the noise.
 
-    noise_seed : int >= 0 or None, default=None
-        ``None`` draws the noise from ChaCha20 keyed with 32 bytes of fresh
-        OS entropy, so that it stays secret. An int makes the noise reproducible (for tests and
-        papers); the guarantee then holds only while that seed is secret
-        and serves one fit: two fits with the same seed draw the same noise,
-        which cancels between them (``privacy_spent`` lists it as a leak).
-
+    %(noise_seed)s
     verbose : int, default=0
         Print progress (permutations per second, time left) to stderr when
         positive.
@@ -475,15 +455,12 @@ class DPDataValuator(BaseValuator):
     """
 
     _parameter_constraints: dict = {
+        **PRIVACY_CONSTRAINTS,
         "estimator": [HasMethods(["fit", "get_params"]), None],
         "semivalue": [StrOptions({"shapley", "banzhaf", "loo"}), tuple],
         "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
                   callable],
         "q": [Interval(Real, 0.0, 1.0, closed="left"), StrOptions({"auto"})],
-        "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
-                    StrOptions({"default"})],
-        "delta": [Interval(Real, 0.0, 1.0, closed="neither")],
-        "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
         "privacy_unit": [StrOptions({"record", "group"})],
         "clip_norm": [Interval(Real, 0.0, None, closed="neither"),
                       StrOptions({"auto"})],
@@ -499,7 +476,6 @@ class DPDataValuator(BaseValuator):
                    Interval(Integral, 1, None, closed="left"), None],
         "classes": ["array-like", None],
         "random_state": ["random_state"],
-        "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
         "verbose": ["verbose"],
         **PUBLIC_MODEL_CONSTRAINTS,
     }
@@ -512,7 +488,7 @@ class DPDataValuator(BaseValuator):
         noise="correlated",
         q="auto",
         epsilon="default",
-        delta=5e-5,
+        delta="auto",
         noise_multiplier=None,
         privacy_unit="record",
         clip_norm="auto",
@@ -602,21 +578,23 @@ class DPDataValuator(BaseValuator):
 
     def _check_parameters(self):
         check_semivalue(self.semivalue)
-        check_budget(chosen_epsilon(self.epsilon), self.noise_multiplier, self.noise,
-                     self.delta)
         preprocessor, estimator = self._get_estimator()
         spec = model_spec(estimator, n_samples=1)  # refuses early; l2 below
         check_utility(self.utility, spec.is_classifier)
         check_public_model(self.public_model, self.public_model_share)
         if self.public_model == "private":  # refuses before any data is read
-            if not (isinstance(self.subspace, str) and self.noise_multiplier is None):
-                raise ValueError(
-                    "public_model='private' needs subspace='public' (the public "
-                    "model gives its line) and epsilon, not noise_multiplier (a "
-                    "budget to share with the fit).")
+            if not isinstance(self.subspace, str):
+                raise ValueError("public_model='private' needs subspace='public' "
+                                 "(the public model gives its line).")
             resolve_public_model(self, estimator, n_parties=0, n_val=0, n_params=1,
-                                 mu=0.0)
+                                 mu=None if self.noise_multiplier is not None else 0.0)
         return WrappedModel(preprocessor, estimator, spec)
+
+    _planned_release = {**BaseValuator._planned_release, "name": "walk",
+                        "n_releases_param": "n_permutations"}
+
+    def _adds_noise(self):
+        return not (isinstance(self.noise, str) and self.noise == "none")
 
     def _party_options(self, model):
         spec = model.spec
@@ -626,7 +604,7 @@ class DPDataValuator(BaseValuator):
                                    and spec.loss in TARGET_SCALE_DEGREE),
                     preprocessor=model.preprocessor)
 
-    def _value(self, parties, groups, model, seeds, sample_weight=None):
+    def _value(self, parties, groups, model, seeds, mechanism, sample_weight=None):
         """The walks: the game, its space, clip norm, noise, learning rate; the
         values in the utility's units (and the walk's statistics)."""
         search_seed, walk_seed = seeds
@@ -639,18 +617,16 @@ class DPDataValuator(BaseValuator):
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
-            record_level=groups is not None and self.privacy_unit == "record")
-        key = noise_key(self.noise_seed)
-        self._decide_public_model(model.estimator, game)
-        self._fit_of_public_model = None
-        self._public_fit_key = key
+            record_level=self._record_level(groups))
+        fit, walk = self._declare_public_model_fit(model.estimator, game, mechanism)
         self.subspace_, line_center, space = self._space(model.estimator, spec, game,
-                                                         search_seed)
-        del self._public_fit_key  # the secret key is not kept on the estimator
+                                                         search_seed, mechanism, fit)
         game = game._replace(space=space)
         self.clip_norm_ = self._clip_norm(game)
-        x_tt, use_rolling, add_noise = noise_schedule(
-            self.noise, self.n_permutations, self.batch_permutations)
+        # epsilon=np.inf is noise="none": no releases to average.
+        x_tt, use_rolling, _ = noise_schedule(
+            self.noise if mechanism.adds_noise else "none", self.n_permutations,
+            self.batch_permutations)
         self.q_ = (float(self.q) if self.q != "auto"
                    else AUTO_BURN_IN if use_rolling else 0.0)
         counted = counted_permutations(self.q_, self.n_permutations)
@@ -660,18 +636,25 @@ class DPDataValuator(BaseValuator):
         # Releases on a grid: the sample (or group) slot of a zero-out
         # neighbour releases 0, so its rounded statistic is clamped; a
         # record-level sum's neighbour is one record away (no clamp).
-        grid = Grid(self.clip_norm_, game.space.coordinates(game.X.shape[1]
-                                                            * game.T.shape[1]),
-                    zero_neighbour=not game.record_level)
-        noise_std = self._noise_std(add_noise, grid)
-        self._report_privacy(noise_std, parties, groups, game, grid)
+        dimension = game.space.coordinates(game.X.shape[1] * game.T.shape[1])
+        if walk is None:
+            walk = mechanism.gaussian(
+                "walk", WALK, n_releases=self.n_permutations, clip=self.clip_norm_,
+                dimension=dimension, zero_neighbour=not game.record_level,
+                n_releases_param="n_permutations")
+            mechanism.calibrate()
+        else:
+            self._recalibrate_walk(mechanism, fit, walk, dimension, game)
+        noise_std = walk.noise_std
+        mechanism.details["release_dimension"] = game.space.release_dimension
         self.learning_rate_ = self._learning_rate(
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
         result = run_walks(
             self._problem(game, noise_std, line_center), SeededDraws(
-                np.random.SeedSequence(walk_seed), key,
-                self.n_permutations, len(parties.train_parties), noise_std, grid),
+                np.random.SeedSequence(walk_seed), mechanism.key,
+                self.n_permutations, len(parties.train_parties), noise_std,
+                walk.grid),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
@@ -701,7 +684,7 @@ class DPDataValuator(BaseValuator):
                     model_spec(estimator, n_samples=len(X_val),
                                public=self.chosen_params_), False, None, target_std)
 
-    def _subspace_basis(self, estimator, game):
+    def _subspace_basis(self, estimator, game, mechanism=None, fit=None):
         """The public basis ``(m, n_params)`` with orthonormal rows, or None;
         and where the validation objective's minimum lies along a public
         direction (0 for other bases), which centres the line's table."""
@@ -710,8 +693,9 @@ class DPDataValuator(BaseValuator):
             return None, 0.0
         if isinstance(self.subspace, str):  # "public"
             direction, norm = self._public_direction(estimator, game)
-            if self.public_model_fitted_privately_:
-                direction, norm = self._private_direction(direction * norm, game)
+            if fit is not None:
+                direction, norm = self._private_direction(direction * norm, game,
+                                                          mechanism, fit)
             self.public_model_ = (direction * norm).reshape(game.T.shape[1], -1)
             return direction.reshape(1, -1), norm
         basis = check_basis(self.subspace, n_params,
@@ -719,13 +703,69 @@ class DPDataValuator(BaseValuator):
                             "columns, intercept last")
         return basis, 0.0
 
-    def _space(self, estimator, spec, game, seed):
+    def _space(self, estimator, spec, game, seed, mechanism=None, fit=None):
         """``(subspace_, line_center, space)``: a network's family builds its own
         (:func:`skdpval._mlp_space.network_space`), a linear model's is built here."""
         if spec.network is not None:
             return network_space(spec.network, game, self.subspace, seed)
-        basis, line_center = self._subspace_basis(estimator, game)
+        basis, line_center = self._subspace_basis(estimator, game, mechanism, fit)
         return basis, line_center, space_of(basis)
+
+    def _declare_public_model_fit(self, estimator, game, mechanism):
+        """Sets ``public_model_fitted_privately_`` and ``public_model_reason_``.
+
+        For a private fit, declares its part and the walk's (one coordinate,
+        a provisional clip: the clip norm depends on the fitted line) and
+        calibrates: ``(fit, walk)``; else ``(None, None)``.
+        """
+        self.public_model_ = None
+        mu = budget_mu(mechanism)
+        if not isinstance(self.subspace, str):
+            self.public_model_fitted_privately_ = False
+            self.public_model_reason_ = ("the validation model: the walk reads "
+                                         "no public line (subspace is not "
+                                         "'public')")
+            return None, None
+        n_parties = len(game.X) if game.record_level else len(game.offsets) - 1
+        self.public_model_fitted_privately_, self.public_model_reason_ = (
+            resolve_public_model(self, estimator, n_parties=n_parties,
+                                 n_val=len(game.X_val), n_params=game.X.shape[1]
+                                 * game.T.shape[1], mu=mu))
+        mechanism.details["public_model"] = self.public_model_reason_
+        if not self.public_model_fitted_privately_:
+            return None, None
+        n_params = game.X.shape[1] * game.T.shape[1]
+        fit = declare_fit(mechanism, game_problem(np.zeros((1, n_params)), game),
+                          self.public_model_share)
+        walk = mechanism.gaussian(
+            "walk", WALK, n_releases=self.n_permutations, clip=1.0, dimension=1,
+            zero_neighbour=not game.record_level, n_releases_param="n_permutations",
+            share=1.0 - self.public_model_share)
+        mechanism.calibrate()
+        return fit, walk
+
+    def _recalibrate_walk(self, mechanism, fit, walk, dimension, game):
+        """Give the walk's part its clip norm and calibrate again. A part's
+        noise over its grid step does not depend on its clip, so the fit's
+        noise (already drawn) is unchanged: checked."""
+        fit_std = fit.noise_std
+        walk.clip = self.clip_norm_
+        walk.grid = Grid(self.clip_norm_, dimension, not game.record_level)
+        mechanism.calibrate()
+        if not np.isclose(fit.noise_std, fit_std, rtol=1e-9, atol=0):
+            raise RuntimeError("the private fit's noise changed on recalibration")
+
+    def _private_direction(self, theta_val, game, mechanism, fit):
+        """The wrapped objective fitted privately on the training rows from
+        ``theta_val``: ``(unit direction, norm)``."""
+        problem = game_problem(theta_val.reshape(game.T.shape[1], -1), game)
+        theta, mechanism.details["public_model_fit"] = run_fit(problem, fit,
+                                                               mechanism)
+        norm = float(np.linalg.norm(theta))
+        if not np.isfinite(norm) or norm == 0:  # from noisy releases: public
+            return (theta_val.ravel() / np.linalg.norm(theta_val),
+                    float(np.linalg.norm(theta_val)))
+        return theta.ravel() / norm, norm
 
     def _public_direction(self, estimator, game):
         """The wrapped model's objective minimised on the validation set: a unit vector.
@@ -754,45 +794,6 @@ class DPDataValuator(BaseValuator):
                 "Pass a basis array, or subspace=None.")
         return theta / norm, float(norm)
 
-    def _budget_mu(self):
-        """The per-party budget as mu-GDP: inf without noise, None when given
-        by ``noise_multiplier`` (no budget to share)."""
-        if isinstance(self.noise, str) and self.noise == "none":
-            return np.inf
-        if self.noise_multiplier is not None:
-            return None
-        return gdp_mu(chosen_epsilon(self.epsilon), self.delta)
-
-    def _decide_public_model(self, estimator, game):
-        """Sets ``public_model_fitted_privately_`` and ``public_model_reason_``."""
-        self.public_model_ = None
-        mu = self._budget_mu()
-        if not isinstance(self.subspace, str) or mu is None:
-            self.public_model_fitted_privately_ = False
-            self.public_model_reason_ = (
-                "the validation model: " + ("noise_multiplier leaves no budget "
-                                            "to share" if mu is None else
-                                            "the walk reads no public line"))
-            return
-        n_parties = len(game.X) if game.record_level else len(game.offsets) - 1
-        self.public_model_fitted_privately_, self.public_model_reason_ = (
-            resolve_public_model(self, estimator, n_parties=n_parties,
-                                 n_val=len(game.X_val), n_params=game.X.shape[1]
-                                 * game.T.shape[1], mu=mu))
-
-    def _private_direction(self, theta_val, game):
-        """The wrapped objective fitted privately on the training rows from
-        ``theta_val``: ``(unit direction, norm)``; keeps the fit's report."""
-        mu_fit, _ = split_mu(self._budget_mu(), self.public_model_share)
-        theta, self._fit_of_public_model = fit_game_model(
-            theta_val.reshape(game.T.shape[1], -1), game, mu_fit=mu_fit,
-            key=self._public_fit_key, share=self.public_model_share)
-        norm = float(np.linalg.norm(theta))
-        if not np.isfinite(norm) or norm == 0:  # from noisy releases: public
-            return theta_val.ravel() / np.linalg.norm(theta_val), float(
-                np.linalg.norm(theta_val))
-        return theta.ravel() / norm, norm
-
     def _clip_norm(self, game):
         """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
         if self.clip_norm != "auto":
@@ -811,48 +812,6 @@ class DPDataValuator(BaseValuator):
                 "at the initial model; give clip_norm as a number.")
         clip_norm = float(np.percentile(norms, AUTO_CLIP_PERCENTILE))
         return clip_norm
-
-    def _noise_std(self, add_noise, grid):
-        """Per-release noise std (0 without noise), for the sensitivity of a
-        release on ``grid`` (``clip_norm_`` padded by the rounding)."""
-        if not add_noise:
-            return 0.0
-        if self.noise_multiplier is not None:
-            noise_std = self.noise_multiplier * self.clip_norm_
-        else:
-            # LOCAL CALIBRATION (until the shared privacy mechanism lands):
-            # after a private fit of the public model the walk gets
-            # 1 - public_model_share of mu^2.
-            walk_share = (1.0 - self.public_model_share
-                          if self._fit_of_public_model is not None else 1.0)
-            noise_std = noise_std_for_budget(
-                chosen_epsilon(self.epsilon), self.delta, self.n_permutations,
-                self.clip_norm_ * grid.padding) / np.sqrt(walk_share)
-        source = "epsilon" if self.noise_multiplier is None else "noise_multiplier"
-        return check_noise_std(noise_std, grid,
-                               f"{source} and clip_norm_={self.clip_norm_!r}")
-
-    def _report_privacy(self, noise_std, parties, groups, game, grid):
-        self.privacy_unit_ = ("record" if game.record_level else
-                              "sample" if groups is None else "group")
-        self.privacy_report_ = privacy_report(
-            noise_std=noise_std, delta=self.delta, n_releases=self.n_permutations,
-            clip_norm=self.clip_norm_, unit=self.privacy_unit_,
-            n_unprotected=parties.n_unprotected,
-            noise_source=noise_source(self.noise_seed, noise_std > 0),
-            sensitivity=self.clip_norm_ * grid.padding,
-            grid=grid if noise_std > 0 else None,
-            n_draws=self.n_permutations * grid.dimension)
-        self.privacy_report_["public_model"] = self.public_model_reason_
-        if self._fit_of_public_model is not None and noise_std > 0:
-            compose_report(self.privacy_report_, self._fit_of_public_model)
-        if game.record_level:
-            add_record_level(self.privacy_report_, np.diff(game.offsets), "group")
-        self.privacy_report_["release_dimension"] = game.space.release_dimension
-        self.epsilon_ = self.privacy_report_["epsilon"]
-        self.delta_ = self.privacy_report_["delta"]
-        self.noise_multiplier_ = noise_std / self.clip_norm_
-        self.n_releases_ = self.n_permutations
 
     def _sgd_pass(self, game, X, T, learning_rate, order):
         """Parameters after one clipped, noiseless SGD pass (in the subspace)."""

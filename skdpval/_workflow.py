@@ -40,8 +40,8 @@ from sklearn.utils import get_tags
 from sklearn.utils.metadata_routing import get_routing_for_object
 from sklearn.utils.validation import check_is_fitted
 
-from ._accounting import chosen_epsilon, composed_epsilon, gdp_mu, pure_dp_mu
-from ._layered import LayeredShapleyValuator
+from ._accounting import epsilon_net_of_sampler, pure_dp_mu
+from ._mechanism import PrivacyMechanism
 from ._secure_noise import sampler_delta
 
 # Splitters whose test folds partition the samples: a party is in every
@@ -141,23 +141,24 @@ class _Spend:
         pure = self.pure_counts()
         mu = float(np.sqrt(gaussian_mu**2 + sum(count * pure_dp_mu(epsilon) ** 2
                                                 for epsilon, count in pure)))
-        epsilon = composed_epsilon(gaussian_mu, pure, delta)
         # The samplers are within this total variation of the exact noise for
-        # a party, over every fit: (1 + e^eps) times it adds to delta.
+        # a party, over every fit: (1 + e^eps) times it is part of delta.
         tv = sum(tv * count for tv, count in self.sampler_tv)
-        added = sampler_delta(tv, 1, epsilon)
+        epsilon = epsilon_net_of_sampler(gaussian_mu, pure, tv, delta)
+        added = sampler_delta(tv, 1, epsilon) if np.isfinite(epsilon) else 0.0
         return {
             "mu": mu,
             "epsilon": epsilon,
-            "delta": float(delta + added),
+            "delta": float(delta),
             "sampler_delta": added,
-            "epsilon_replace_one": composed_epsilon(
+            "sampler_tv": float(tv),
+            "epsilon_replace_one": epsilon_net_of_sampler(
                 self.gaussian_mu(replace_one=True),
-                self.pure_counts(replace_one=True), delta),
+                self.pure_counts(replace_one=True), tv, delta),
             "max_fits_per_party": int(max_fits),
             "gaussian_mu": gaussian_mu,
             "pure_epsilons": [(float(e), int(c)) for e, c in pure],
-            "private": bool(not leaks and np.isfinite(mu)),
+            "private": bool(not leaks and np.isfinite(mu) and np.isfinite(epsilon)),
             "leaks": leaks,
             "parts": list(self.notes),
             "adjacency": ADJACENCY,
@@ -321,7 +322,7 @@ def step_privacy_report(step):
                                                           or valuation.pure),
     }
     if hasattr(step, "estimator_"):
-        final = _spend_of(step._defaults()[1])
+        final = _spend_of(step._privacy_components()[1])
         report["final_model_private"] = not final.leaks
         report["final_model"] = "; ".join(final.leaks or final.notes)
     else:
@@ -337,8 +338,13 @@ def _is_skdpval(estimator):
     return type(estimator).__module__.split(".")[0] == "skdpval"
 
 
-def _spend_of(estimator):
-    """The spend of one (fitted or template) estimator, a single fit of it."""
+def _spend_of(estimator, structures=None):
+    """The spend of one (fitted or template) estimator, a single fit of it.
+
+    ``structures`` maps a valuator's class name to the parts of a fitted
+    sibling's report (a search's refit), with which an unfitted template is
+    planned (:meth:`skdpval._mechanism.PrivacyMechanism.plan`).
+    """
     spend = _Spend()
     if estimator is None or (isinstance(estimator, str) and estimator == "passthrough"):
         return spend
@@ -346,65 +352,41 @@ def _spend_of(estimator):
         return _search_spend(estimator)[0]
     if isinstance(estimator, Pipeline):
         for _, step in estimator.steps:
-            spend.add(_spend_of(step))
+            spend.add(_spend_of(step, structures))
         return spend
-    params = estimator.get_params(deep=False)
-    if _is_skdpval(estimator) and "valuator" in params:  # a filter
-        valuator, final = estimator._defaults()
-        spend.add(_valuator_spend(getattr(estimator, "valuator_", valuator)))
+    components = getattr(estimator, "_privacy_components", None)
+    if _is_skdpval(estimator) and components is not None:  # a filter
+        valuator, final = components()
+        spend.add(_valuator_spend(valuator, structures))
         if final is not None:
             # The template, not estimator_: diffprivlib's fit overwrites a
             # data_norm=None with the norm it read from the data.
             spend.add(_spend_of(final))
         return spend
     if _is_skdpval(estimator) or hasattr(estimator, "privacy_report_"):
-        return _valuator_spend(estimator)
+        return _valuator_spend(estimator, structures)
     return _model_spend(estimator)
 
 
-def _valuator_spend(valuator):
-    """A skdpval valuator: its report when fitted, else its planned guarantee."""
+def _valuator_spend(valuator, structures=None):
+    """A valuator: its report when fitted, else its planned guarantee.
+
+    Reads only the report's schema (:data:`skdpval._mechanism.REPORT_KEYS`):
+    its parts, sampler total variation, delta, unit and leaks.
+    """
     spend, name = _Spend(), type(valuator).__name__
-    params = valuator.get_params(deep=False)
     fitted = hasattr(valuator, "values_")
     report = getattr(valuator, "privacy_report_", None)
-    if isinstance(valuator, LayeredShapleyValuator):
-        if params["epsilon"] is None:
-            spend.leak(f"{name}(epsilon=None) adds no noise: its values are not "
-                       "private")
-            return spend
-        if not fitted:
-            raise ValueError(
-                f"privacy_spent cannot count a {name} inside a search: its "
-                "budget grows with the number of values, which depends on the "
-                "fold size. Count its fits one by one.")
-        n_values = int(np.sum(~np.isnan(valuator.values_)))
-        spend.pure.append((report["epsilon_per_value"],
-                           report["epsilon_replace_one_per_value"], n_values - 1))
-        _count_noise_seed(spend, params)
-        spend.notes.append(f"{name}: {n_values - 1} other values of Laplace noise, "
-                           f"each {report['epsilon_per_value']:g}-DP")
-        spend.leak(f"{name}: {report['not_protected']} ({report['mechanism']})")
-    elif fitted and report is None:
+    if fitted and report is None:
         spend.leak(f"{name} has no privacy_report_: its values are not private")
+        return spend
+    if fitted:
+        _add_report(spend, name, report)
+        seed = valuator.get_params(deep=False).get("noise_seed")
+        if seed is not None and report["parts"]:
+            spend.noise_seeds.append(seed)
     else:
-        mu, delta = ((report["mu"], report.get("delta_without_sampler", report["delta"]))
-                     if fitted else _planned_gaussian(params))
-        spend.gaussian.append((float(mu), 1))
-        spend.deltas.append(float(delta))
-        if fitted:
-            spend.sampler_tv.append((report.get("sampler_tv", 0.0), 1))
-        if fitted:
-            spend.units.append(report.get("unit", "sample"))
-            if report.get("private_support") is False:
-                spend.leak(f"{name}: the positions of the released coordinates "
-                           "are chosen from private data (compression='topk')")
-        if np.isfinite(mu):
-            spend.notes.append(f"{name}: {mu:.6g}-GDP (Gaussian releases)")
-            _count_noise_seed(spend, params)
-        else:
-            spend.leak(f"{name}(noise='none') adds no noise: its values are not "
-                       "private")
+        _add_plan(spend, valuator, structures)
     if fitted and np.any(np.isnan(valuator.values_)):
         spend.holds_out = True
         spend.leak(
@@ -414,33 +396,65 @@ def _valuator_spend(valuator):
     return spend
 
 
-def _count_noise_seed(spend, params):
-    """A fit's fixed noise_seed: the same seed in two fits is the same noise."""
+def _add_report(spend, name, report):
+    """One fitted valuator's parts, from its report."""
+    for part in report["parts"]:
+        if part["law"] == "rounded Gaussian":
+            spend.gaussian.append((float(part["mu"]), 1))
+        else:
+            spend.pure.append((part["epsilon"], part["epsilon_replace_one"],
+                               part["n_releases"]))
+    spend.deltas.append(float(report["delta"]))
+    spend.sampler_tv.append((float(report["sampler_tv"]), 1))
+    spend.units.append(report["unit"])
+    for text in report["leaks"]:
+        spend.leak(f"{name}: {text}")
+    if report["details"].get("private_support") is False:
+        spend.leak(f"{name}: the positions of the released coordinates "
+                   "are chosen from private data (compression='topk')")
+    finite = [p for p in report["parts"] if np.isfinite(p.get("mu", 0.0))]
+    if finite and report["private"] is not None:
+        spend.notes.append(f"{name}: {report['mu']:.6g}-GDP "
+                           f"({', '.join(p['name'] for p in report['parts'])})")
+
+
+def _one_release():
+    """The layout of a valuator that does not declare its own: one release
+    of one coordinate per party."""
+    return [dict(name="release", law="rounded Gaussian", n_releases=1, dimension=1,
+                 zero_neighbour=True, share=1.0, n_releases_param=None)]
+
+
+def _add_plan(spend, valuator, structures):
+    """An unfitted valuator's planned parts, from its parameters."""
+    name = type(valuator).__name__
+    params = valuator.get_params(deep=False)
+    structure = (structures or {}).get(name)
+    if structure is not None:
+        parts, n_units = structure
+    else:
+        parts = getattr(valuator, "_privacy_parts", _one_release)()
+        n_units = 1  # delta="auto" at its cap: the largest delta, the largest mu
+    mechanism = PrivacyMechanism.of(
+        valuator, adds_noise=getattr(valuator, "_adds_noise", lambda: True)())
+    if not mechanism.adds_noise:
+        spend.leak(f"{name} adds no privacy noise (epsilon=np.inf or "
+                   "noise='none'): its values are not private")
+        return
+    try:
+        mu, tv, delta = PrivacyMechanism.plan(params, parts, n_units=n_units)
+    except ValueError as error:
+        raise ValueError(f"privacy_spent cannot count a {name} from its "
+                         f"parameters alone ({error}). Count its fits one by "
+                         "one.") from None
+    spend.gaussian.append((float(mu), 1))
+    spend.deltas.append(float(delta))
+    spend.sampler_tv.append((float(tv), 1))
+    spend.notes.append(f"{name}: {mu:.6g}-GDP (Gaussian releases, planned)")
     if params.get("noise_seed") is not None:
+        spend.leak(f"{name}(noise_seed={params['noise_seed']!r}) makes the noise "
+                   "reproducible: a seeded fit is not private")
         spend.noise_seeds.append(params["noise_seed"])
-
-
-def _planned_gaussian(params):
-    """``(mu, delta)`` of a Gaussian valuator's fit, from its parameters alone.
-
-    Its noise is calibrated exactly: ``mu(epsilon, delta)``, or
-    ``sqrt(k) / noise_multiplier`` for ``k`` releases of noise std
-    ``noise_multiplier`` times the sensitivity. Tests check it against the
-    fitted ``privacy_report_`` of every valuator.
-    """
-    if "epsilon" not in params or "delta" not in params:
-        raise TypeError(
-            f"privacy_spent cannot tell the privacy of an unfitted valuator with "
-            f"parameters {sorted(params)}: a valuator needs epsilon and delta "
-            "parameters (or to be fitted, with privacy_report_).")
-    if isinstance(params.get("noise"), str) and params["noise"] == "none":
-        return np.inf, params["delta"]
-    if params["epsilon"] is None and params.get("noise_multiplier") is None:
-        return np.inf, params["delta"]  # DPLabelQuality(epsilon=None): no noise
-    if params.get("noise_multiplier") is not None:
-        n_releases = params.get("n_permutations", params.get("n_rounds", 1))
-        return np.sqrt(n_releases) / params["noise_multiplier"], params["delta"]
-    return gdp_mu(chosen_epsilon(params["epsilon"]), params["delta"]), params["delta"]
 
 
 def _model_spend(estimator):
@@ -542,14 +556,20 @@ def _search_spend(search):
     folds = _training_folds_per_party(search)
     candidates = search.cv_results_["params"]
     spend = _Spend()
-    for params in candidates:
-        spend.add(_spend_of(clone(search.estimator).set_params(**params)), folds,
-                  fits=search.n_splits_)
     refit = hasattr(search, "best_estimator_")
+    # The refit's valuators give the candidates' layout (their release
+    # dimension is the data's) and the number of protected units; a fold
+    # holds fewer, so delta="auto" is planned at the fold's size.
+    structures = _structures(search.best_estimator_) if refit else {}
+    fold_structures = {name: (parts, _fold_size(search, n_units))
+                       for name, (parts, n_units) in structures.items()}
+    for params in candidates:
+        spend.add(_spend_of(clone(search.estimator).set_params(**params),
+                            fold_structures), folds, fits=search.n_splits_)
     if refit:
         fitted = _spend_of(search.best_estimator_)
         planned = _spend_of(clone(search.estimator).set_params(
-            **candidates[search.best_index_]))
+            **candidates[search.best_index_]), structures)
         if len(fitted.gaussian) != len(planned.gaussian) or not np.allclose(
                 sorted(fitted.gaussian), sorted(planned.gaussian), rtol=1e-9, atol=0):
             raise RuntimeError(
@@ -576,6 +596,30 @@ def _search_spend(search):
                    "other samples between folds. Use cv=KFold(n_splits, "
                    "shuffle=True, random_state=...)")
     return spend, len(candidates) * folds + int(refit)
+
+
+def _structures(estimator):
+    """``{class name: (parts, n_units)}`` of the fitted valuators in ``estimator``."""
+    found = {}
+    steps = ([step for _, step in estimator.steps]
+             if isinstance(estimator, Pipeline) else [estimator])
+    for step in steps:
+        components = getattr(step, "_privacy_components", None)
+        valuator = components()[0] if components is not None else step
+        report = getattr(valuator, "privacy_report_", None)
+        if report is not None and "parts" in report:
+            found.setdefault(type(valuator).__name__,
+                             (report["parts"], report["details"].get("n_units", 1)))
+    return found
+
+
+def _fold_size(search, n_units):
+    """Protected units in the smallest training fold, when the splitter's test
+    folds partition the data (else 1: delta="auto" at its cap)."""
+    cv, n_splits = search.cv, search.n_splits_
+    if cv is None or isinstance(cv, Integral) or isinstance(cv, _PARTITIONS):
+        return max(1, n_units - -(-n_units // n_splits))
+    return 1
 
 
 def _training_folds_per_party(search):

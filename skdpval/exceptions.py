@@ -21,6 +21,7 @@ from ._accounting import chosen_epsilon, gdp_mu, noisy_label_auc_limit
 __all__ = [
     "DefaultEpsilonWarning",
     "ManyClassesWarning",
+    "NoiseSeedWarning",
     "SkdpvalWarning",
     "UnprotectedValidationWarning",
     "UnscaledFeaturesWarning",
@@ -67,6 +68,16 @@ class ManyClassesWarning(SkdpvalWarning):
 
     More than ``MAX_CLASSES`` classes, or float labels with more than two
     values. Use a regressor, or integer class labels.
+    """
+
+
+class NoiseSeedWarning(SkdpvalWarning):
+    """A fit drew its noise from a fixed ``noise_seed``: it is not private.
+
+    The seed is in ``repr``, ``get_params()`` and every pickle, and a small
+    seed can be found from the output by brute force; with it the noise can
+    be subtracted. Leave ``noise_seed=None`` (fresh secret noise) for private
+    output; seeds are for tests and papers.
     """
 
 
@@ -256,6 +267,8 @@ def warn_if_default_epsilon(estimator, *, stacklevel=2):
         return False
     _default_epsilon_warned = True
     epsilon, delta = chosen_epsilon(params["epsilon"]), params["delta"]
+    if isinstance(delta, str):  # "auto": its cap, 5e-5, before n is known
+        delta = 5e-5
     ceilings = ", ".join(
         f"epsilon={e:g} allows {noisy_label_auc_limit(gdp_mu(e, delta)):.3f}"
         for e in (3.0, 10.0))

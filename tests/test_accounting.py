@@ -11,8 +11,8 @@ from skdpval._accounting import (
     gdp_mu,
     log_delta,
     noise_std_for_budget,
-    privacy_report,
 )
+from skdpval._mechanism import PrivacyMechanism
 
 
 def test_published_calibration():
@@ -49,20 +49,25 @@ def test_delta_curve_against_direct_formula():
         assert_allclose(np.exp(log_delta(epsilon, mu)), direct, rtol=1e-10)
 
 
+def _report(noise_multiplier, n_unprotected=0, adds_noise=True):
+    mechanism = PrivacyMechanism(epsilon=None, delta=1e-5,
+                                 noise_multiplier=noise_multiplier,
+                                 adds_noise=adds_noise)
+    mechanism.protect("sample", 100)
+    mechanism.gaussian("release", 1, n_releases=100, clip=1.0, dimension=1)
+    mechanism.calibrate()
+    return mechanism.report(n_unprotected)
+
+
 def test_more_noise_less_epsilon_and_replace_one_is_worse():
-    report = privacy_report(noise_std=20.0, delta=1e-5, n_releases=100,
-                            clip_norm=1.0, unit="sample", n_unprotected=0,
-                            noise_source="test")
+    report = _report(20.0)
     assert_allclose(report["mu"], np.sqrt(100) / 20.0)
     assert report["epsilon_replace_one"] > report["epsilon"]
-    assert_allclose(report["epsilon_replace_one"], gdp_epsilon(2 * report["mu"], 1e-5))
-    quieter = privacy_report(noise_std=40.0, delta=1e-5, n_releases=100,
-                             clip_norm=1.0, unit="sample", n_unprotected=0,
-                             noise_source="test")
+    assert_allclose(report["epsilon_replace_one"], gdp_epsilon(2 * report["mu"], 1e-5),
+                    rtol=1e-6)
+    quieter = _report(40.0)
     assert quieter["epsilon"] < report["epsilon"]
-    none = privacy_report(noise_std=0.0, delta=1e-5, n_releases=100,
-                          clip_norm=1.0, unit="sample", n_unprotected=3,
-                          noise_source="none")
+    none = _report(20.0, n_unprotected=3, adds_noise=False)
     assert none["epsilon"] == np.inf and "not protected" in none["validation_set"]
 
 

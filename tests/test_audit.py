@@ -32,9 +32,7 @@ from scipy.special import ndtri
 from scipy.stats import beta as beta_distribution
 from sklearn.linear_model import LogisticRegression
 
-import skdpval._federated as federated_module
-import skdpval._label_quality as label_quality_module
-import skdpval._layered as layered_module
+import skdpval._mechanism as mechanism_module
 import skdpval._walk as walk_module
 from skdpval import (
     DPDataValuator,
@@ -209,12 +207,12 @@ GAUSSIAN_AUDITS = {
     "DPFederatedValuator record-level": GaussianAudit(
         lambda canary, seed: federated_statistic(canary, seed, rows=2,
                                                  privacy_unit="record"),
-        (federated_module, "gaussian_noise")),
+        (mechanism_module, "gaussian_noise")),
     "DPLabelQuality record-level": GaussianAudit(
         lambda canary, seed: label_quality_statistic(canary, seed, rows=3),
-        (label_quality_module, "gaussian_noise")),
+        (mechanism_module, "gaussian_noise")),
     "DPFederatedValuator": GaussianAudit(
-        federated_statistic, (federated_module, "gaussian_noise")),
+        federated_statistic, (mechanism_module, "gaussian_noise")),
     # Top-k chose its released coordinates from private data and released
     # the others as exact zeros: the neighbour's value was exactly 0.
     "DPFederatedValuator top-k": GaussianAudit(
@@ -224,7 +222,7 @@ GAUSSIAN_AUDITS = {
                                                      subspace="public"),
         (walk_module, "gaussian_noise")),
     "DPLabelQuality": GaussianAudit(
-        label_quality_statistic, (label_quality_module, "gaussian_noise")),
+        label_quality_statistic, (mechanism_module, "gaussian_noise")),
 }
 
 
@@ -301,7 +299,7 @@ def layered_statistic(canary, noise_seed):
 
 def test_layered_audit_passes_at_the_claimed_noise():
     bounds = audit(layered_statistic, n_fits=N_FITS // 2, delta=0.0, pure=True)
-    claimed = layered_fit(True, 0).privacy_report_["epsilon_replace_one_per_value"]
+    claimed = layered_fit(True, 0).privacy_report_["parts"][0]["epsilon_replace_one"]
     assert bounds.epsilon <= claimed, bounds
 
 
@@ -337,6 +335,6 @@ def test_layered_release_has_the_claimed_laplace_scale():
 
 
 def test_layered_calibration_audit_fails_when_the_noise_is_halved(monkeypatch):
-    halve(monkeypatch, (layered_module, "laplace_noise"))
+    halve(monkeypatch, (mechanism_module, "laplace_noise"))
     measured, claimed = layered_noise_scale()
     assert measured / claimed < 0.8, (measured, claimed)

@@ -220,8 +220,9 @@ def claim(name):
 @pytest.mark.parametrize("name", sorted(FITS))
 def test_each_path_reports_the_audited_claim(name):
     report = FITS[name](True, 0).privacy_report_
+    # Net of the sampler's share of delta, which moves it by under 1e-6.
     assert report["epsilon_replace_one"] == pytest.approx(
-        gdp_epsilon(REPLACE_ONE_MU, DELTA), rel=1e-9)
+        gdp_epsilon(REPLACE_ONE_MU, DELTA), rel=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(AUDITS))

@@ -17,7 +17,7 @@ from skdpval._base import BaseValuator
 
 GROUPED = [
     DPDataValuator(n_permutations=20, noise="none", random_state=0),
-    DPLabelQuality(epsilon=None, random_state=0),
+    DPLabelQuality(epsilon=np.inf, random_state=0),
     DPFederatedValuator(n_rounds=3, n_permutations_per_round=5, noise="none",
                         random_state=0),
 ]

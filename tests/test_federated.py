@@ -150,7 +150,7 @@ def test_topk_noises_every_coordinate(clients, monkeypatch):
 
 
 def test_noise_is_drawn_at_the_calibrated_std(clients, monkeypatch):
-    import skdpval._federated as federated_module
+    import skdpval._mechanism as federated_module  # the draws of every part but the walk
 
     X, y, groups, X_val, y_val = clients
     drawn = []

@@ -13,7 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skdpval import LayeredShapleyValuator
 from skdpval._layered import (
     inclusion_probability,
-    laplace_scale,
+    appendix_d_sensitivity,
     layer_sizes,
     layered_estimate,
     sample_layers,
@@ -62,12 +62,12 @@ def test_exhaustive_layers_give_the_exact_shapley_value():
     assert np.ptp(exact) > 1e-3
 
 
-def test_laplace_scale_by_hand():
-    # n = 10, epsilon = 0.5, L = 1, kappa = 2, lambda = 0.5: sensitivity =
-    # 1 * 4 / (10 * 0.5) * H_9 = 0.8 * 2.828968 = 2.263175; scale = 4.526349.
-    scale, sensitivity = laplace_scale(10, 0.5, 1.0, 2.0, 0.5)
+def test_laplace_sensitivity_by_hand():
+    # n = 10, L = 1, kappa = 2, lambda = 0.5: sensitivity =
+    # 1 * 4 / (10 * 0.5) * H_9 = 0.8 * 2.828968 = 2.263175 (the mechanism's
+    # Laplace scale is it over epsilon, on its grid).
+    sensitivity = appendix_d_sensitivity(10, 1.0, 2.0, 0.5)
     assert sensitivity == pytest.approx(2.263175, rel=1e-6)
-    assert scale == pytest.approx(4.526349, rel=1e-6)
 
 
 def test_inclusion_probability_is_the_samplers_own():
@@ -125,7 +125,7 @@ def test_private_values_reproducible_and_parallel_invariant(unit_data):
                                                  random_state=0, noise_seed=0).fit(X, y)
     one, two = make(1), make(2)
     assert_allclose(one.values_, two.values_, rtol=0, atol=0)
-    assert one.noise_scale_ == pytest.approx(one.privacy_report_["noise_scale"])
+    assert one.noise_scale_ == pytest.approx(one.privacy_report_["parts"][0]["noise_scale"])
     assert np.isnan(one.values_).sum() == 8
     assert np.all(one.n_coalitions_[~np.isnan(one.values_)] > 0)
 
@@ -150,7 +150,7 @@ def test_report_covers_the_others_values_zero_out_and_replace_one(unit_data):
 
 
 def test_laplace_noise_is_secret_and_drawn_at_the_reported_scale(unit_data, monkeypatch):
-    import skdpval._layered as layered_module
+    import skdpval._mechanism as layered_module  # the Laplace draws
 
     X, y = unit_data
     fit = lambda **params: LayeredShapleyValuator(
@@ -219,7 +219,7 @@ def test_private_values_outside_the_unit_box_are_clipped_silently(unit_data,
     clipped = make(epsilon=1.0).fit(np.clip(X_out, 0, 1), y, **extra)
     assert_allclose(outside.values_, clipped.values_, rtol=0, atol=1e-12)
     assert_array_equal(X_out, copy)  # the caller's array is left alone
-    assert "clipped to [0, 1]" in outside.privacy_report_["assumptions"]
+    assert "clipped to [0, 1]" in outside.privacy_report_["details"]["assumptions"]
     # The clip matters: the unclipped rows give other values.
     unclipped = make().fit(X_out, y, **extra).values_ - make().fit(
         np.clip(X_out, 0, 1), y, **extra).values_
@@ -317,13 +317,14 @@ def test_removing_high_layered_values_hurts_more_than_random():
     assert np.mean(gaps) > 0.02, gaps
 
 
-def test_a_refit_without_noise_keeps_no_privacy_report(unit_data):
+def test_a_refit_without_noise_reports_no_noise(unit_data):
     X, y = unit_data
     valuator = LayeredShapleyValuator(alpha=0.5, beta=0.5, epsilon=1.0, random_state=0)
     valuator.fit(X, y)
-    assert hasattr(valuator, "privacy_report_")
-    valuator.set_params(epsilon=None).fit(X, y)
-    assert not hasattr(valuator, "privacy_report_")
+    assert valuator.privacy_report_["parts"] and hasattr(valuator, "noise_scale_")
+    valuator.set_params(epsilon=np.inf).fit(X, y)
+    assert valuator.privacy_report_["parts"] == []
+    assert valuator.epsilon_ == np.inf and not valuator.privacy_report_["private"]
     assert not hasattr(valuator, "noise_scale_")
 
 

@@ -326,7 +326,7 @@ def test_valuator_fits_an_mlp_classifier(subspace):
     valuator.fit(X, y, X_val=X_val, y_val=y_val)
     from sklearn.metrics import roc_auc_score
     assert roc_auc_score(flipped, -valuator.values_) > 0.8
-    assert valuator.privacy_report_["release_dimension"] == (
+    assert valuator.privacy_report_["details"]["release_dimension"] == (
         1 if subspace else "all parameters")
 
 
@@ -350,7 +350,7 @@ def test_valuator_mlp_multiclass_regressor_groups_and_bases():
     valuator = DPDataValuator(MLPClassifier((6,), random_state=0), subspace=basis,
                               epsilon=3.0, n_permutations=4, random_state=0)
     valuator.fit(X, y, X_val=X_val, y_val=y_val)
-    assert valuator.privacy_report_["release_dimension"] == 2
+    assert valuator.privacy_report_["details"]["release_dimension"] == 2
     with pytest.raises(ValueError, match="one column per parameter"):
         DPDataValuator(MLPClassifier((6,)), subspace=basis[:, 1:], epsilon=3.0,
                        n_permutations=4).fit(X, y, X_val=X_val, y_val=y_val)

@@ -98,7 +98,7 @@ def test_pipeline_scaler_is_fitted_on_validation_and_nonlinear_maps_work():
     scaler = val.preprocessor_[0]
     assert_allclose(scaler.mean_, X_val.mean(0))
     assert np.all(np.isfinite(val.values_))
-    scores = DPLabelQuality(pipe, epsilon=None).fit(X, y, X_val=X_val, y_val=y_val)
+    scores = DPLabelQuality(pipe, epsilon=np.inf).fit(X, y, X_val=X_val, y_val=y_val)
     assert_allclose(scores.estimator_[0].mean_,
                     ((X_val - X_val.mean(0)) / X_val.std(0)).mean(0), atol=1e-12)
 
@@ -168,7 +168,7 @@ def test_walk_reads_a_corrupted_target_through_its_sign():
     walk = DPDataValuator(Ridge(), noise="none", n_permutations=50,
                           random_state=0).fit(d.X_train, d.y_train, X_val=d.X_val,
                                               y_val=d.y_val)
-    scores = DPLabelQuality(Ridge(), epsilon=None).fit(
+    scores = DPLabelQuality(Ridge(), epsilon=np.inf).fit(
         d.X_train, d.y_train, X_val=d.X_val, y_val=d.y_val).values_
     X = (d.X_train - d.X_val.mean(0)) / d.X_val.std(0)
     t = (d.y_train - d.y_val.mean()) / d.y_val.std()

@@ -267,7 +267,14 @@ def test_every_walk_refuses_a_rolling_mean_without_noise(monkeypatch, subspace, 
     from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
 
-    monkeypatch.setattr(DPDataValuator, "_noise_std", lambda self, add_noise, grid: 0.0)
+    from skdpval._mechanism import PrivacyMechanism
+
+    def no_noise(mechanism):
+        for part in mechanism.parts:
+            part.noise_std = 0.0
+        return mechanism
+
+    monkeypatch.setattr(PrivacyMechanism, "calibrate", no_noise)
     X, y = make_classification(n_samples=160, n_features=4, random_state=0)
     model = MLPClassifier((3,), random_state=0) if network else LogisticRegression()
     valuator = DPDataValuator(model, epsilon=1.0, noise="correlated", subspace=subspace,

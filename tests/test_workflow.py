@@ -52,7 +52,8 @@ from skdpval import (
     privacy_spent,
 )
 from skdpval._accounting import composed_epsilon, pure_dp_mu
-from skdpval._noise import noise_source
+from skdpval._mechanism import PrivacyMechanism
+from skdpval._secure_noise import LABEL_SCORE
 from skdpval._workflow import _training_folds_per_party, _valuator_spend
 
 # diffprivlib's solver call uses an option scipy deprecates: not ours to fix.
@@ -485,10 +486,16 @@ def test_a_list_of_fits_composes(data):
 def test_planned_guarantee_equals_the_fitted_one(data, make):
     """What a search counts from parameters is what the fit reports."""
     X, y, val = data
-    planned = _valuator_spend(make())
     fitted = make().fit(X, y, **val)
-    assert planned.gaussian[0][0] == pytest.approx(fitted.privacy_report_["mu"],
-                                                   rel=1e-9)
+    report = fitted.privacy_report_
+    structure = {type(fitted).__name__: (report["parts"],
+                                         report["details"]["n_units"])}
+    planned = _valuator_spend(make(), structure)
+    assert planned.gaussian[0][0] == pytest.approx(report["mu"], rel=1e-12)
+    assert planned.sampler_tv[0][0] == pytest.approx(report["sampler_tv"], rel=1e-12)
+    # Without a fitted sibling: one release of one coordinate, delta at its cap.
+    alone = _valuator_spend(make())
+    assert alone.gaussian[0][0] == pytest.approx(report["mu"], rel=1e-6)
 
 
 def test_no_noise_and_held_out_rows_are_leaks(data):
@@ -513,7 +520,7 @@ def test_layered_shapley_counts_its_laplace_values(data):
     assert any("own value" in leak for leak in spent["leaks"])
     # Replacing a point doubles each Laplace value's sensitivity: 2 epsilon.
     assert spent["epsilon_replace_one"] == pytest.approx(
-        valuator.privacy_report_["epsilon_others_values_replace_one"])
+        valuator.privacy_report_["epsilon_replace_one"])
     assert spent["epsilon_replace_one"] == pytest.approx(
         composed_epsilon(0.0, [(0.2, 11)], 0.0))
     search = GridSearchCV(DPFilteredClassifier(valuator), {"drop_fraction": [0.1]},
@@ -537,12 +544,14 @@ class OneReleaseLabelScore(BaseEstimator):
         model = LogisticRegression().fit(X_val, y_val)
         margin = np.clip(np.where(y == 1, 1, -1) * model.decision_function(X),
                          -self.clip, self.clip)
-        std = accounting.noise_std_for_budget(self.epsilon, self.delta, 1, self.clip)
-        noise = np.random.default_rng().normal(0.0, std, len(X))
-        self.values_ = margin + noise
-        self.privacy_report_ = accounting.privacy_report(
-            noise_std=std, delta=self.delta, n_releases=1, clip_norm=self.clip,
-            unit="sample", n_unprotected=0, noise_source=noise_source(None))
+        # Through the library's mechanism, which writes the report schema.
+        mechanism = PrivacyMechanism(epsilon=self.epsilon, delta=self.delta)
+        mechanism.protect("sample", len(X))
+        score = mechanism.gaussian("score", LABEL_SCORE, n_releases=1,
+                                   clip=self.clip, dimension=1)
+        mechanism.calibrate()
+        self.values_ = mechanism.release(score, margin)
+        mechanism.write(self, n_unprotected=0)
         self.n_features_in_ = X.shape[1]
         return self
 
@@ -595,7 +604,7 @@ def test_a_noise_seed_fixed_in_two_fits_leaks(data):
     # two scales is the same quantile, up to the grid (1 / 64) and the
     # rounding of m (1 step each).
     assert np.all(np.abs(clean) <= 1.1)
-    exact = DPLabelQuality(epsilon=None).fit(X, y, **val).values_
+    exact = DPLabelQuality(epsilon=np.inf).fit(X, y, **val).values_
     assert np.median(np.abs(clean - exact)) < 0.05
     spent = privacy_spent([a, b])
     assert not spent["private"]
