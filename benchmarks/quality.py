@@ -828,7 +828,7 @@ def regime_small_data(name, seed):
         X, y = _digits_pair(*(int(c) for c in name.split("_")[1::2]))
     X_train, X_val, y_clean, y_val = train_test_split(
         X, y, test_size=0.25, stratify=y, random_state=seed)
-    y_train = flip_labels(y_clean, 0.3, random_state=seed, independent=True)
+    y_train, _ = flip_labels(y_clean, 0.3, random_state=seed, independent=True)
     return dict(X_train=X_train, y_train=y_train, y_train_clean=y_clean,
                 flipped=y_train != y_clean, X_val=X_val, y_val=y_val)
 
