@@ -128,6 +128,9 @@ the mean over the data sets of each method's mean LF over the seeds::
     python benchmarks/quality.py --suite regime --seeds 5 \
         > benchmarks/results/quality_regime.jsonl
 
+Runs split by method or seed (``--methods``, ``--first-seed``) are
+concatenated and summarised with ``--suite regime_summary < lines``.
+
 ``--suite regime_small``: "auto" against "validation" where the validation
 model is right (breast_cancer, digits 1 vs 7 and 3 vs 8, wine; 25%
 validation, <= 1,000 training rows, 30% flips), DPLabelQuality and
@@ -798,12 +801,36 @@ def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0):
                         emit(**case)
                         fractions.setdefault((method, n_val, epsilon, name),
                                              []).append(lf(auc))
+    emit_regime_summaries(fractions)
+
+
+def emit_regime_summaries(fractions):
+    """One ``regime summary`` per (method, n_val, epsilon): the mean over the
+    data sets of each set's mean LF over its seeds."""
     summaries = {}
     for (method, n_val, epsilon, name), values in fractions.items():
-        summaries.setdefault((method, n_val, epsilon), []).append(np.mean(values))
-    for (method, n_val, epsilon), per_set in summaries.items():
+        summaries.setdefault((method, n_val, epsilon), []).append(
+            (name, np.mean(values), len(values)))
+    for (method, n_val, epsilon), per_set in sorted(summaries.items()):
         emit(case="regime summary", method=method, n_val=n_val, epsilon=epsilon,
-             datasets=len(per_set), mean_limit_fraction=round(float(np.mean(per_set)), 4))
+             datasets=len(per_set), seeds=min(n for _, _, n in per_set),
+             mean_limit_fraction=round(float(np.mean([v for _, v, _ in per_set])), 4))
+
+
+def summarize_regime(lines):
+    """``regime summary`` lines of the ``regime`` cases among ``lines``
+    (runs split by method or seed, concatenated)."""
+    fractions = {}
+    for line in lines:
+        case = json.loads(line)
+        if case.get("case") != "regime":
+            continue
+        key = (case["method"], case["n_val"], case["epsilon"], case["dataset"])
+        fractions.setdefault(key, []).append(case["limit_fraction"])
+        if "sign_diagnostic" in case:
+            fractions.setdefault(("reference sign 2acc-1",) + key[1:], []).append(
+                case["sign_diagnostic"])
+    emit_regime_summaries(fractions)
 
 
 def _digits_pair(a, b):
@@ -939,7 +966,7 @@ if __name__ == "__main__":
     parser.add_argument("--suite", choices=["limit", "swing", "semivalues",
                                             "regression", "fidelity", "table2", "mlp",
                                             "regime", "regime_small", "regime_time",
-                                            "regime_rule"],
+                                            "regime_rule", "regime_summary"],
                         default="limit")
     parser.add_argument("--parts", nargs="+", default=["groups", "federated", "points"],
                         help="fidelity only: which parts, in this order")
@@ -957,7 +984,9 @@ if __name__ == "__main__":
                         help="regime only")
     parser.add_argument("--first-seed", type=int, default=0, help="regime only")
     args = parser.parse_args()
-    if args.suite in ("regime", "regime_small", "regime_time", "regime_rule"):
+    if args.suite == "regime_summary":  # lines of regime runs on stdin
+        summarize_regime(sys.stdin)
+    elif args.suite in ("regime", "regime_small", "regime_time", "regime_rule"):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from regime_data import REGIME_DATASETS
         datasets = (list(REGIME_DATASETS) if args.datasets == list(LIMIT_DATASETS)
