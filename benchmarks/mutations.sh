@@ -2,8 +2,9 @@
 # The mutation table: scale the noise in the source at each draw site by
 # 0.8 and by 0.5, one site at a time, in a copy of the package, and run the
 # checks that must pass at the claimed noise: the white-box calibration
-# tests (the scale handed to the sampler, tests/test_secure_noise.py) and
-# the audits. Each site and factor must make at least one of them fail.
+# tests (the scale handed to the sampler, tests/test_secure_noise.py), the
+# audits and the statistical tests at the true noise (tests/test_dp_test.py).
+# Each site and factor must make at least one of them fail.
 #
 #     bash benchmarks/mutations.sh [factor ...]     (default: 0.8 0.5)
 set -u
@@ -44,8 +45,8 @@ for factor in $factors; do
     fi
     output=$(cd "$copy" && PYTHONPATH="$copy" "$python" -m pytest -p no:cacheprovider \
        -o addopts="" -q -rf tests/test_secure_noise.py tests/test_public_model.py \
-       ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py} \
-       -k "calibrated_scale or passes_at_the_claimed or claimed_laplace" 2>&1)
+       ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py tests/test_dp_test.py} \
+       -k "calibrated_scale or passes_at_the_claimed or claimed_laplace or passes_at_the_true_noise" 2>&1)
     summary=$(echo "$output" | grep -E "^FAILED|passed|failed" | sed "s/ - .*//")
     echo "$summary"
     # A run that printed no summary did not run; one with no failure let

@@ -45,8 +45,8 @@ plt.show()
 
 # %%
 # The default private values, sorted, with error bars of two standard errors
-# (``values_stderr_``: the spread over permutations and noise, not the
-# bias); flipped samples in red.
+# (``values_stderr_``: the Monte Carlo spread and the privacy noise, not
+# the bias); flipped samples in red.
 ax = plot_values(valuator, mark=data.is_noisy, mark_label="flipped")
 ax.set_title(f"epsilon = {valuator.epsilon_:g}, max. expected AUC "
              f"{valuator.privacy_report_['max_noisy_label_auc']:.3f}")

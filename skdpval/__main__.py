@@ -1,6 +1,8 @@
 """The main job: find flipped labels in breast_cancer privately, against the limit.
 
 Run ``python -m skdpval`` (or ``skdpval``; ``--help`` lists the options).
+To value your own data file instead: ``skdpval value TRAIN --target COLUMN``
+(``skdpval value --help``).
 Values a data set with each training label flipped independently with
 probability ``--flip-fraction``, with the seed paper's mechanism (the full
 gradient clipped and noised, with i.i.d. or correlated noise), with the
@@ -24,34 +26,36 @@ from ._valuator import DPDataValuator
 from .datasets import load_noisy_classification
 from .metrics import detection_auc_band, detection_auc_limit, noisy_label_auc
 
-# Each method: its label in the table, what the label means, and how to make it.
+# Each method: its label in the table, what the label means, and how to make
+# it from (epsilon, delta, n_permutations, random_state).
 RUNS = (
     ("no DP (reference)",
      "no noise at all: what values find without privacy",
-     lambda eps, k, seed: DPDataValuator(
-         noise="none", n_permutations=k, random_state=seed)),
+     lambda eps, delta, k, seed: DPDataValuator(
+         noise="none", delta=delta, n_permutations=k, random_state=seed)),
     ("paper: full gradient, i.i.d.",
      "the seed paper's mechanism with independent (i.i.d.) noise: each "
      "release gets fresh Gaussian noise",
-     lambda eps, k, seed: DPDataValuator(
+     lambda eps, delta, k, seed: DPDataValuator(
          subspace=None, clip_norm=1.0, noise="iid", q=0.0, epsilon=eps,
-         n_permutations=k, random_state=seed)),
+         delta=delta, n_permutations=k, random_state=seed)),
     ("paper: full gradient, Y*(0.9)",
      "the seed paper's best setting (its Y* with q=0.9): correlated noise "
      "(running mean of a party's releases) and the first 90% of the "
      "permutations uncounted as burn-in",
-     lambda eps, k, seed: DPDataValuator(
-         subspace=None, clip_norm=1.0, q=0.9, epsilon=eps, n_permutations=k,
-         random_state=seed)),
+     lambda eps, delta, k, seed: DPDataValuator(
+         subspace=None, clip_norm=1.0, q=0.9, epsilon=eps, delta=delta,
+         n_permutations=k, random_state=seed)),
     ("ours: public subspace",
      "DPDataValuator's defaults: each gradient projected on one public "
      "direction (from the validation set), then clipped and noised",
-     lambda eps, k, seed: DPDataValuator(
-         epsilon=eps, n_permutations=k, random_state=seed)),
+     lambda eps, delta, k, seed: DPDataValuator(
+         epsilon=eps, delta=delta, n_permutations=k, random_state=seed)),
     ("ours: DPLabelQuality",
      "the private label-quality score: one noisy release per sample of its "
      "clipped margin under a model fitted on the validation set",
-     lambda eps, k, seed: DPLabelQuality(epsilon=eps, random_state=seed)),
+     lambda eps, delta, k, seed: DPLabelQuality(epsilon=eps, delta=delta,
+                                                random_state=seed)),
 )
 DATASETS = ("breast_cancer", "diabetes", "digits_3_vs_8", "classification",
             "wine", "iris")
@@ -131,6 +135,10 @@ def _versus_band(auc, limit, high, private):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["value"]:  # the subcommand: value a data file
+        from ._cli import main as value_main
+        return value_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:  # refused before any work: the range the calibration supports
@@ -175,7 +183,8 @@ def main(argv=None):
     report = None
     for label, _, make in RUNS:
         started = time.perf_counter()
-        estimator = make(args.epsilon, args.n_permutations, args.random_state)
+        estimator = make(args.epsilon, args.delta, args.n_permutations,
+                         args.random_state)
         estimator.fit(data.X_train, data.y_train, X_val=data.X_val, y_val=data.y_val)
         auc = noisy_label_auc(estimator.values_, data.is_noisy)
         private = estimator.epsilon_ != float("inf")
@@ -198,4 +207,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

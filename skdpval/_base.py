@@ -27,6 +27,10 @@ attributes, the same on every valuator.
 
 A subclass documents its ``fit`` (decorated with ``_fit_context``) and
 calls :meth:`BaseValuator._fit`.
+
+Every fitted valuator exports its values the same way:
+:meth:`BaseValuator.to_frame` (a pandas DataFrame, one row per party) and
+:meth:`BaseValuator.to_pydvl` (pyDVL's ``ValuationResult``).
 """
 
 import warnings
@@ -36,6 +40,7 @@ from scipy.stats import rankdata
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
 
 from ._data import check_classes_parameter, prepare_parties
 from ._mechanism import PrivacyMechanism
@@ -92,6 +97,8 @@ class BaseValuator(BaseEstimator):
     # Seeds drawn from random_state before any work: the validation split,
     # then the valuator's own public randomness.
     _n_seeds = 2
+    # What a party is called when fit got groups (to_frame's index name).
+    _group_name = "group"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -184,3 +191,104 @@ class BaseValuator(BaseEstimator):
         self.rank_[train] = rankdata(-values, method="ordinal")
         if groups is not None:
             self.sample_values_ = self.values_[parties.party_of_sample]
+
+    def to_frame(self):
+        """The values as a pandas DataFrame, one row per party.
+
+        Requires pandas (``pip install pandas``, or the ``pandas`` extra:
+        ``pip install skdpval[pandas]``).
+
+        Returns
+        -------
+        frame : pandas.DataFrame of shape (n_parties, 4)
+            Columns ``value`` (``values_``), ``stderr`` (``values_stderr_``
+            where the valuator has it, NaN otherwise), ``rank`` (``rank_``:
+            1 for the most valuable, 0 for a held-out party) and
+            ``held_out`` (bool: the party was held out as the validation
+            set and has no value). The rows are the parties in the order of
+            ``values_``: with ``groups`` (and for
+            :class:`~skdpval.DPFederatedValuator`, whose parties are
+            clients) the index holds their labels (``groups_``) and is named
+            ``"group"`` (``"client"``); otherwise it is a RangeIndex over the
+            samples.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> from skdpval import DPLabelQuality
+        >>> X, y = load_breast_cancer(return_X_y=True)
+        >>> scorer = DPLabelQuality(epsilon=3.0, random_state=0)
+        >>> scorer = scorer.fit(X[:400], y[:400], X_val=X[400:], y_val=y[400:])
+        >>> frame = scorer.to_frame()
+        >>> frame.columns.tolist(), len(frame)
+        (['value', 'stderr', 'rank', 'held_out'], 400)
+        >>> bool(frame["held_out"].any())     # X_val given: every row is valued
+        False
+        """
+        check_is_fitted(self, "values_")
+        pd = _import_optional("pandas", "to_frame", "pandas")
+        values = np.asarray(self.values_, dtype=np.float64)
+        stderr = getattr(self, "values_stderr_", None)
+        stderr = (np.full(len(values), np.nan) if stderr is None
+                  else np.asarray(stderr, dtype=np.float64))
+        groups = getattr(self, "groups_", None)
+        index = (pd.RangeIndex(len(values)) if groups is None
+                 else pd.Index(groups, name=self._group_name))
+        return pd.DataFrame({"value": values, "stderr": stderr,
+                             "rank": np.asarray(self.rank_),
+                             "held_out": np.asarray(self.rank_) == 0},
+                            index=index)
+
+    def to_pydvl(self):
+        """The values as pyDVL's ``ValuationResult`` (pyDVL must be installed).
+
+        The parties held out as the validation set have no value and are
+        left out. ``indices`` are the parties' positions in ``values_``;
+        ``data_names`` their group (client) labels, or the positions
+        without groups. ``counts`` is the number of counted permutations
+        (``n_marginals_``) or coalitions (``n_coalitions_``) where the
+        valuator has one, else 1; ``variances`` is ``values_stderr_**2``
+        times ``counts``, so that pyDVL's ``stderr`` (``sqrt(variances /
+        counts)``) equals ``values_stderr_``; NaN where the valuator has no
+        standard error. ``algorithm`` names the valuator's class. Tested
+        against pyDVL's constructor (keywords ``values``, ``variances``,
+        ``counts``, ``indices``, ``data_names``, ``algorithm``; pyDVL 0.10's
+        ``pydvl.valuation.result``, older versions' ``pydvl.value.result``).
+
+        Returns
+        -------
+        result : pydvl ValuationResult
+        """
+        check_is_fitted(self, "values_")
+        try:
+            from pydvl.valuation.result import ValuationResult
+        except ImportError:
+            try:  # pyDVL before 0.10
+                from pydvl.value.result import ValuationResult
+            except ImportError as error:
+                raise ImportError(
+                    f"{type(self).__name__}.to_pydvl needs pyDVL: pip install "
+                    "pyDVL.") from error
+        frame_values = np.asarray(self.values_, dtype=np.float64)
+        train = np.flatnonzero(np.asarray(self.rank_) != 0)
+        counts = getattr(self, "n_coalitions_", getattr(self, "n_marginals_", 1))
+        counts = np.broadcast_to(np.asarray(counts, dtype=np.int64),
+                                 frame_values.shape)[train].copy()
+        stderr = getattr(self, "values_stderr_", None)
+        variances = (np.full(len(train), np.nan) if stderr is None
+                     else np.asarray(stderr, dtype=np.float64)[train] ** 2 * counts)
+        groups = getattr(self, "groups_", None)
+        names = train if groups is None else np.asarray(groups)[train]
+        return ValuationResult(values=frame_values[train], variances=variances,
+                               counts=counts, indices=train, data_names=names,
+                               algorithm=f"skdpval.{type(self).__name__}")
+
+
+def _import_optional(module, method, extra):
+    """``module``, or an ImportError naming the ``extra`` that installs it."""
+    try:
+        return __import__(module)
+    except ImportError as error:
+        raise ImportError(
+            f"{method} needs {module}: pip install {module} (or pip install "
+            f"'skdpval[{extra}]').") from error

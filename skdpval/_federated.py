@@ -199,6 +199,8 @@ class DPFederatedValuator(BaseValuator):
     (10, 5)
     """
 
+    _group_name = "client"
+
     _parameter_constraints: dict = {
         **PRIVACY_CONSTRAINTS,
         "estimator": [HasMethods(["fit", "get_params"]), None],

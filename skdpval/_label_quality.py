@@ -7,7 +7,7 @@ from sklearn.base import _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ._base import BaseValuator
+from ._base import STEP_TO_USER, BaseValuator
 from ._data import call_on_private_data
 from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._models import fit_on_validation
@@ -139,6 +139,13 @@ class DPLabelQuality(BaseValuator):
 
     rank_ : ndarray of shape (n_samples,) or (n_groups,)
         1 for the highest score; 0 for held-out parties.
+
+    values_stderr_ : ndarray of shape (n_samples,) or (n_groups,)
+        Standard error of each score: the noise std of its release (public;
+        for a record-level group, that of its sum over its size ``n_g``), 0
+        without noise; NaN for held-out parties. It covers the noise only:
+        the score before the noise is exact for ``estimator_``, the model
+        fitted on the validation set.
 
     estimator_ : estimator object
         The clone of ``estimator`` fitted on the validation set.
@@ -292,7 +299,8 @@ class DPLabelQuality(BaseValuator):
         """The public model, each party's clipped score and its one release."""
         model_seed, = seeds
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
-                                            model_seed, "DPLabelQuality")
+                                            model_seed, "DPLabelQuality",
+                                            stacklevel=STEP_TO_USER)
         record_level = self._record_level(groups)
         # A private fit of the public model is a part of its own, declared
         # before the release it serves; the two share mu^2.
@@ -326,6 +334,11 @@ class DPLabelQuality(BaseValuator):
         scores = mechanism.release(score, scores)
         if record_level:  # the mean of the noisy sum: post-processing
             scores = scores / np.diff(parties.offsets)
+        # A score's only randomness is its noise (public std; a record-level
+        # group's mean carries that of its sum over its size).
+        self.values_stderr_ = np.full(parties.n_all_parties, np.nan)
+        self.values_stderr_[parties.train_parties] = score.noise_std / (
+            np.diff(parties.offsets) if record_level else 1.0)
         return scores + centre
 
     def _public_model_problem(self, estimator, parties, record_level, mechanism,

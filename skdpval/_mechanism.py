@@ -532,9 +532,9 @@ class PrivacyMechanism:
         mechanism.protect("sample", n_units)
         for part in parts:
             if part.get("law") != "rounded Gaussian":
-                raise ValueError("privacy_spent cannot plan a fit with parts other "
-                                 "than Gaussian releases from its parameters alone; "
-                                 "count its fits one by one.")
+                raise ValueError("its budget depends on the data (parts other than "
+                                 "Gaussian releases, e.g. one Laplace value per "
+                                 "other party). Count its fits one by one.")
             count_param = part.get("n_releases_param")
             n_releases = params[count_param] if count_param else part["n_releases"]
             mechanism.gaussian(part["name"], 0, n_releases=n_releases, clip=1.0,

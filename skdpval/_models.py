@@ -98,6 +98,7 @@ from sklearn import linear_model as lm
 from sklearn import neural_network as nn
 from sklearn import svm
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import Pipeline
 from sklearn.utils.class_weight import compute_class_weight
 
@@ -713,18 +714,46 @@ def classifier_targets(spec, y_index, n_classes):
     return 2.0 * one_hot - 1.0, spec.loss
 
 
-def fit_on_validation(estimator, X_val, y_val, seed, purpose):
+def fit_on_validation(estimator, X_val, y_val, seed, purpose, stacklevel=2):
     """A clone of ``estimator`` fitted on the (public) validation set only.
 
     An unset ``random_state`` of the clone is seeded from the public
     randomness, so that results repeat with the valuator's ``random_state``.
+    A warning of the model's ``fit`` (e.g. scikit-learn's
+    ``ConvergenceWarning``) is issued again, in its own category, saying
+    that it comes from fitting this model on the ``len(X_val)`` validation
+    rows (public) and what to change; ``stacklevel`` counts from the caller
+    of this function. Those rows are public, so the message may quote
+    scikit-learn's own text.
     """
     model = clone(estimator)
     if "random_state" in model.get_params() and model.random_state is None:
         model.set_params(random_state=seed)
-    try:
-        return model.fit(X_val, y_val)
-    except ValueError as error:
-        raise ValueError(
-            f"{purpose} fits {type(model).__name__} on the validation set, and "
-            f"that failed: {error}") from error
+    name = type(model).__name__
+    with warnings.catch_warnings(record=True) as caught:
+        # Every warning is caught here and goes through the caller's filters
+        # once, reworded, below.
+        warnings.simplefilter("always")
+        try:
+            model.fit(X_val, y_val)
+        except ValueError as error:
+            raise ValueError(
+                f"{purpose} fits {name} on the validation set, and that failed: "
+                f"{error}") from error
+    for warning in caught:
+        warnings.warn(_validation_fit_message(purpose, name, len(X_val), warning),
+                      warning.category, stacklevel=stacklevel + 1)
+    return model
+
+
+def _validation_fit_message(purpose, name, n_val, warning):
+    """The text of a warning raised by ``name``'s fit on the validation set."""
+    if issubclass(warning.category, ConvergenceWarning):
+        remedy = ("Raise its max_iter (or its tol), or scale the features "
+                  "(standardize=True scales them by the validation set's "
+                  "statistics)")
+    else:
+        remedy = ("Change the model's parameters or the validation set (the "
+                  "only rows it is fitted on)")
+    return (f"{purpose} fits the public model {name} on the {n_val} validation "
+            f"rows (public), and that fit warned: {warning.message} {remedy}.")

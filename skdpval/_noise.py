@@ -80,6 +80,44 @@ def released_noise_std(noise_std, x_tt, counted, batch_permutations=1):
     return float(noise_std * np.sqrt(variance[counted].max()))
 
 
+def unseen_noise_factor(x_tt, counted, batch_permutations=1):
+    """The share of ``s^2`` in a value's variance that the spread of its marginals misses.
+
+    Permutation ``t`` of a wave starting after ``t0`` releases uses the
+    update ``u_t = x_tt g~_t + (1 - x_tt) mean(g~_1 .. g~_t0)`` (no mean
+    when ``t0 = 0``), whose noise is ``W[t] . e`` for the releases' i.i.d.
+    noise ``e``: two updates' noise has covariance ``s^2 C``, ``C[t, t'] =
+    W[t] . W[t']``. To first order a party's marginal is ``a . u_t`` plus a
+    term free of its noise. Over the ``K`` counted permutations the noise
+    part of the mean of its marginals has variance ``|a|^2 s^2 1'C1 /
+    K^2``, of which the spread of the marginals (``marginal_var_ / K``,
+    ddof=0) sees ``|a|^2 s^2 (tr C / K - 1'C1 / K^2) / K``. Returns the
+    rest over ``|a|^2 s^2``: ``1'C1 / K^2 (1 + 1 / K) - tr C / K^2``.
+    Independent updates (``x_tt = 1``) give ``1 / K^2``: the spread sees
+    all but the ddof. Running means give about ``1 / t0``: nearly one
+    release's noise averaged once, the same in every counted permutation.
+    """
+    x_tt = np.asarray(x_tt, dtype=np.float64)
+    counted = np.asarray(counted, dtype=bool)
+    n_counted = int(counted.sum())
+    if n_counted == 0:
+        return np.nan
+    k = len(x_tt)
+    t = np.arange(k)
+    before = t // batch_permutations * batch_permutations
+    # mean_weight[i]: release i's weight in the mean counted update, whose
+    # squared norm is 1'C1 / K^2: its fresh share, plus 1 / t0 of the rest
+    # of every counted update whose mean holds it (i < t0).
+    share = np.where(counted & (before > 0), (1 - x_tt) / np.maximum(before, 1), 0.0)
+    held = np.zeros(k + 1)
+    np.add.at(held, before, share)
+    mean_weight = (np.where(counted, x_tt, 0.0)
+                   + np.cumsum(held[::-1])[::-1][1:]) / n_counted
+    between = float(mean_weight @ mean_weight)
+    trace = float(np.sum(np.where(counted, x_tt**2 + share**2 * before, 0.0)))
+    return between * (1 + 1 / n_counted) - trace / n_counted**2
+
+
 def secret_seed_sequence(noise_seed):
     """The seed of the secret randomness other than the noise (the stochastic
     rounding of federated compression): fresh OS entropy (128 bits) unless

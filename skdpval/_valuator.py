@@ -10,7 +10,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from . import _kernels, _subspace
+from . import _kernels, _mlp, _subspace
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ._data import (
     UTILITY_CODES,
@@ -36,13 +36,15 @@ from ._noise import (
     counted_permutations,
     noise_schedule,
     released_noise_std,
+    unseen_noise_factor,
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
 from ._secure_noise import WALK, Grid
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
+from ._uncertainty import shared_noise_variance
 from ._walk import SeededDraws, one_blas_thread, run_walks
-from .exceptions import SkdpvalWarning
+from .exceptions import SkdpvalWarning, warn_if_first_compile
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # learning_rate="auto" keeps the noise of a walk's validation margins (after n
@@ -320,11 +322,26 @@ class DPDataValuator(BaseValuator):
         sums (no k x n array); NaN for held-out parties.
 
     values_stderr_ : ndarray of shape (n_samples,) or (n_groups,)
-        Standard error of each value, ``sqrt(marginal_var_ / n_marginals_)``:
-        the spread of the Monte Carlo estimate and of the noise over the
-        counted permutations, not the bias (the step size, the burn-in and,
-        with correlated noise, the dependence between permutations). NaN,
-        with a warning, when fewer than two permutations are counted.
+        Standard error of each value: how far two fits with fresh noise and
+        other permutations (another ``random_state``) would place it,
+        ``sqrt(marginal_var_ / n_marginals_ + shared)``. The first term is
+        the Monte Carlo variance: the spread of the marginals over the
+        counted permutations, which holds all of the noise of i.i.d.
+        releases. ``shared`` is the noise the counted permutations share
+        when steps use running means (``noise="correlated"`` or a schedule
+        with ``x_tt < 1``), which that spread does not see: to first order,
+        ``|a|^2 s_j^2`` times what the schedule's covariance leaves out,
+        ``s_j`` the party's noise std (a record-level group's over its
+        size) and ``a`` the slope of the values on the parties' mean
+        releases, read from the values and the releases across parties
+        (post-processing only). ``noise="none"`` and ``"iid"``: the Monte
+        Carlo term alone. Not covered: the bias (the step size, the burn-in,
+        the model restricted to its subspace) and what the public choices
+        (``learning_rate="auto"``, the public direction) would change. With
+        ``utility="accuracy"`` (a step function) most values move in rare
+        jumps or not at all: the standard errors are right on average over
+        the parties, not party by party. NaN, with a warning, when fewer
+        than two permutations are counted.
 
     n_marginals_ : int
         Number of counted permutations (past the burn-in).
@@ -616,6 +633,7 @@ class DPDataValuator(BaseValuator):
                           public=self.chosen_params_)
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
+        self._say_if_first_compile(spec)
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=self._record_level(groups))
         fit, walk = self._declare_public_model_fit(model.estimator, game, mechanism)
@@ -658,7 +676,27 @@ class DPDataValuator(BaseValuator):
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose)
-        return self._walk_statistics(result, game, parties)
+        return self._walk_statistics(
+            result, game, parties, noise_std,
+            unseen_noise_factor(x_tt, counted, self.batch_permutations))
+
+    def _say_if_first_compile(self, spec):
+        """One line when this fit's walk compiles for the first time
+        (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
+        those of ``benchmarks/speed.py``'s cold start (load about 1)."""
+        if spec.network is not None:
+            kernel, what, seconds = (
+                (_mlp.line_walk, "a network's walk along its public line", "20-40 s")
+                if self.subspace is not None else
+                (_mlp.walk, "a network's full-space walk", "20-40 s"))
+        elif isinstance(self.subspace, str):
+            kernel, what, seconds = (_subspace._line_walk,
+                                     "the default walk along a public line", "6 s")
+        elif self.subspace is None:
+            kernel, what, seconds = _kernels._walk, "the full-space walk", "6 s"
+        else:
+            kernel, what, seconds = _subspace._walk, "the walk in a subspace", "6 s"
+        warn_if_first_compile(kernel, what, seconds, stacklevel=STEP_TO_USER + 1)
 
     def _game(self, estimator, spec, parties, sample_weight):
         """The kernels' view of the valuation."""
@@ -897,12 +935,14 @@ class DPDataValuator(BaseValuator):
             line_intervals=min(LINE_MAX_INTERVALS,
                                max(512, n_parties * self.n_permutations // 4)))
 
-    def _standard_errors(self):
-        """``sqrt(marginal_var_ / n_marginals_)``; NaN, with a warning, below
-        two counted permutations (one marginal has no spread: 0 would claim
-        an exact value)."""
+    def _standard_errors(self, shared_noise):
+        """``sqrt(marginal_var_ / n_marginals_ + shared_noise)``: the Monte
+        Carlo variance and that of the noise the counted permutations share
+        (:mod:`skdpval._uncertainty`); NaN, with a warning, below two counted
+        permutations (one marginal has no spread: 0 would claim an exact
+        value)."""
         if self.n_marginals_ >= 2:
-            return np.sqrt(self.marginal_var_ / self.n_marginals_)
+            return np.sqrt(self.marginal_var_ / self.n_marginals_ + shared_noise)
         remedy = "raise n_permutations" + (" or lower q" if self.q_ > 0 else "")
         warnings.warn(
             f"values_stderr_ is NaN: {self.n_marginals_} permutation was counted past "
@@ -923,7 +963,7 @@ class DPDataValuator(BaseValuator):
         degree = 2 if self.utility == "neg_mse" else TARGET_SCALE_DEGREE[game.loss]
         return parties.target_scale[1] ** degree
 
-    def _walk_statistics(self, result, game, parties):
+    def _walk_statistics(self, result, game, parties, noise_std, unseen_factor):
         """The marginal statistics and utilities in the utility's units;
         checks the walk stayed finite. Returns the values."""
         values = result.marginal_mean
@@ -945,5 +985,14 @@ class DPDataValuator(BaseValuator):
         self.marginal_mean_[train] = values
         self.marginal_var_ = np.full(n_all, np.nan)
         self.marginal_var_[train] = result.marginal_m2 / result.n_counted * unit**2
-        self.values_stderr_ = self._standard_errors()
+        # With running means, the noise the counted permutations share
+        # (from the values and the mean releases: post-processing only).
+        shared_noise = np.zeros(n_all)
+        if result.rolling_mean is not None and noise_std > 0 and result.n_counted >= 2:
+            party_noise_std = noise_std / (np.diff(game.offsets) if game.record_level
+                                           else 1.0)
+            shared_noise[train] = shared_noise_variance(
+                result.marginal_mean, result.marginal_m2 / result.n_counted**2,
+                result.rolling_mean, party_noise_std, unseen_factor) * unit**2
+        self.values_stderr_ = self._standard_errors(shared_noise)
         return values

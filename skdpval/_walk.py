@@ -92,7 +92,7 @@ class WalkProblem(PartiesByOffsets, _WalkProblemFields):
 
 
 WalkResult = namedtuple("WalkResult", [
-    "marginal_mean", "marginal_m2", "n_counted", "end_utility"])
+    "marginal_mean", "marginal_m2", "n_counted", "end_utility", "rolling_mean"])
 
 
 def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
@@ -222,10 +222,6 @@ class WalkState(namedtuple("WalkState", ["rolling_mean", "counted", "end_utility
                    NodeSums(None, 0, None, None, np.empty(0)),
                    np.full(n_permutations, np.nan))
 
-    def result(self):
-        """The state without its rolling mean: what the caller needs."""
-        return self._replace(rolling_mean=None)
-
 
 def end_wave(state, start, stop, depth, *nodes):
     """Merge a wave's ``nodes`` (those of ``tree_nodes(start, stop, depth)``) into ``state``.
@@ -262,11 +258,9 @@ def walk_node_of_state(problem, draw, lo, hi, x_tt, counted, state):
                      _state_or_start(state).rolling_mean)
 
 
-def end_wave_of_state(state, start, stop, depth, last, *nodes):
-    """:func:`end_wave` (for Dask); after the ``last`` wave, the result
-    without its rolling mean, which then never leaves the worker."""
-    state = end_wave(_state_or_start(state), start, stop, depth, *nodes)
-    return state.result() if last else state
+def end_wave_of_state(state, start, stop, depth, *nodes):
+    """:func:`end_wave` (for Dask)."""
+    return end_wave(_state_or_start(state), start, stop, depth, *nodes)
 
 
 # --- where the tasks run --------------------------------------------------------
@@ -309,8 +303,7 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                                counted[lo:hi], source, workers=[workers[i % len(workers)]],
                                allow_other_workers=True, pure=False)
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
-        state = client.submit(end_wave_of_state, state, start, stop, depth,
-                              stop == waves[-1][1], *nodes,
+        state = client.submit(end_wave_of_state, state, start, stop, depth, *nodes,
                               workers=[home], allow_other_workers=True, pure=False)
         # Keep one wave queued behind the running one; report finished waves.
         pending.append((state, stop - start))
@@ -442,7 +435,8 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     permutation ``t``'s fresh release; ``counted[t]`` whether its marginals
     count (past the burn-in). Returns the mean and the sum of squared
     deviations (``marginal_m2``) of each party's counted marginals, their
-    number and every permutation's final utility.
+    number, every permutation's final utility and, with ``use_rolling``,
+    each party's mean of all its raw releases (``rolling_mean``, else None).
     """
     n_permutations = len(x_tt)
     x_tt = np.asarray(x_tt, dtype=np.float64)
@@ -476,4 +470,5 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     mean = (np.full(n_parties, np.nan) if counted_sums.mean is None
             else counted_sums.mean)
     m2 = np.zeros(n_parties) if counted_sums.m2 is None else counted_sums.m2
-    return WalkResult(mean, m2, counted_sums.n_counted, state.end_utility)
+    return WalkResult(mean, m2, counted_sums.n_counted, state.end_utility,
+                      state.rolling_mean)

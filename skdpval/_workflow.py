@@ -398,6 +398,8 @@ def _valuator_spend(valuator, structures=None):
 
 def _add_report(spend, name, report):
     """One fitted valuator's parts, from its report."""
+    if not np.isfinite(report["mu"]):  # no noise: no guarantee at all
+        spend.gaussian.append((np.inf, 1))
     for part in report["parts"]:
         if part["law"] == "rounded Gaussian":
             spend.gaussian.append((float(part["mu"]), 1))
@@ -444,9 +446,8 @@ def _add_plan(spend, valuator, structures):
     try:
         mu, tv, delta = PrivacyMechanism.plan(params, parts, n_units=n_units)
     except ValueError as error:
-        raise ValueError(f"privacy_spent cannot count a {name} from its "
-                         f"parameters alone ({error}). Count its fits one by "
-                         "one.") from None
+        raise ValueError(f"privacy_spent cannot count a {name} inside a search "
+                         f"from its parameters alone: {error}") from None
     spend.gaussian.append((float(mu), 1))
     spend.deltas.append(float(delta))
     spend.sampler_tv.append((float(tv), 1))

@@ -87,10 +87,11 @@ def plot_values(valuator, *, mark=None, mark_label="marked", interval=2.0, ax=No
     """A fitted valuator's values, sorted, with their uncertainty.
 
     The uncertainty of a value is ``interval`` times its standard error,
-    ``valuator.values_stderr_`` (the spread of the Monte Carlo estimate and
-    of the noise, not its bias), drawn as error bars and as a shaded band;
-    the legend gives its median size, since on many parties it is often
-    small next to the spread of the values. Without that attribute (or with
+    ``valuator.values_stderr_`` (the Monte Carlo spread and the privacy
+    noise, not the bias), drawn as error bars and as a shaded band;
+    the legend gives its median size (under noise often close to the
+    spread of the values itself: single-point values at a small budget are
+    mostly noise). Without that attribute (or with
     NaN standard errors) the values are drawn without bars. Parties held out
     as the validation set (value NaN: not valued, not protected) are not
     drawn; the legend says how many there are.

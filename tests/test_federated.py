@@ -102,11 +102,11 @@ def test_accounting_uses_the_sensitivity_of_the_release(clients):
         # moves a difference by up to one step: 2 steps over 2**9 in L2.
         padded = expected * (1 + (2 + 2**-20) / 2**9)
         assert report["sensitivity"] == pytest.approx(padded, rel=1e-12)
-        assert report["grid"] == pytest.approx(expected / 2**9, rel=1e-12)
+        assert report["parts"][0]["grid"] == pytest.approx(expected / 2**9, rel=1e-12)
         assert report["noise_std"] == pytest.approx(
-            noise_std_for_budget(2.0, 5e-5, 5, padded))
+            noise_std_for_budget(2.0, 5e-5, 5, padded), rel=1e-6)
         assert fed.epsilon_ == pytest.approx(2.0)
-        assert report["unit"] == "client" and report["private_support"]
+        assert report["unit"] == "client" and report["details"]["private_support"]
         if compression in (None, ("randk", 2)):  # record-level: the same sensitivity
             fed.set_params(privacy_unit="record").fit(X, y, groups=groups,
                                                       X_val=X_val, y_val=y_val)
@@ -139,7 +139,7 @@ def test_topk_noises_every_coordinate(clients, monkeypatch):
         fed.fit(X, y, groups=groups, X_val=X_val, y_val=y_val)
     assert np.all(np.concatenate(releases) != 0)
     report = fed.privacy_report_
-    assert report["private_support"] and fed.epsilon_ == pytest.approx(1.0)
+    assert report["details"]["private_support"] and fed.epsilon_ == pytest.approx(1.0)
     # top-k keeps |g| <= c; the grid's rounding pads it by (2 + 2**-20) / 2**9
     assert report["sensitivity"] == pytest.approx(1.0 * (1 + (2 + 2**-20) / 2**9))
     # Random-k's mask is public: the m coordinates are noised, the rest 0.

@@ -135,18 +135,23 @@ def test_report_covers_the_others_values_zero_out_and_replace_one(unit_data):
     X, y = unit_data
     valuator = LayeredShapleyValuator(alpha=0.3, epsilon=0.5, random_state=0).fit(X, y)
     report = valuator.privacy_report_
-    assert report["epsilon_others_values"] == pytest.approx(31 * 0.5)
-    assert report["epsilon_others_values_replace_one"] == pytest.approx(31 * 1.0)
-    assert report["epsilon_replace_one_per_value"] == pytest.approx(1.0)
-    assert "(n-1) eps" in report["composition"]
-    assert "own value is not covered" in report["composition"]
-    assert "zero-out" in report["adjacency"]
+    assert valuator.epsilon_ == report["epsilon"] == pytest.approx(31 * 0.5)
+    assert report["epsilon_replace_one"] == pytest.approx(31 * 1.0)
+    assert report["delta"] == valuator.delta_ == 0.0
+    (values,) = report["parts"]
+    assert values["n_releases"] == 31 == valuator.n_releases_
+    assert values["epsilon_replace_one"] == pytest.approx(1.0)
+    assert "n-1 = 31" in report["details"]["composition"]
+    assert any("own value" in leak for leak in report["leaks"])
+    assert not report["private"]
+    assert "zero-out" in report["details"]["adjacency"]
     assert "8 samples held out" in report["validation_set"]
-    assert report["amplification"].startswith("none")
+    assert report["details"]["amplification"].startswith("none")
     # On the grid gamma = sensitivity / 2**8 a value's rounded sensitivity is
     # 2**8 + 1 steps: the discrete Laplace has scale 257 gamma / epsilon.
     assert valuator.noise_scale_ == pytest.approx(
-        report["sensitivity"] / 256 * 257 / 0.5, rel=1e-12)
+        values["sensitivity"] / 256 * 257 / 0.5, rel=1e-12)
+    assert valuator.noise_multiplier_ == pytest.approx(257 / 256 / 0.5, rel=1e-12)
 
 
 def test_laplace_noise_is_secret_and_drawn_at_the_reported_scale(unit_data, monkeypatch):
@@ -215,6 +220,8 @@ def test_private_values_outside_the_unit_box_are_clipped_silently(unit_data,
                                                    noise_seed=0, **params)
     with warnings.catch_warnings():
         warnings.simplefilter("error" if given_validation else "ignore")
+        # (not the warning that the noise dwarfs the values: about epsilon)
+        warnings.filterwarnings("ignore", message=".*(Laplace noise scale|noise_seed)")
         outside = make(epsilon=1.0).fit(X_out, y, **extra)
     clipped = make(epsilon=1.0).fit(np.clip(X_out, 0, 1), y, **extra)
     assert_allclose(outside.values_, clipped.values_, rtol=0, atol=1e-12)

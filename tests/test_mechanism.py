@@ -138,8 +138,9 @@ def test_the_requested_delta_holds_or_the_fit_is_refused(k, epsilon):
     assert valuator.delta_ == 5e-5
     assert 0 <= report["sampler_delta"] <= 0.5 * 5e-5
     assert _guarantee_holds(report)
-    assert valuator.epsilon_ <= epsilon * (1 + 1e-9)
-    assert valuator.epsilon_ == pytest.approx(epsilon, rel=1e-6)
+    # At most the requested epsilon, below it by what the sampler's share
+    # of delta costs (4e-6 relative at epsilon 10 with 10,000 releases).
+    assert epsilon * (1 - 1e-5) <= valuator.epsilon_ <= epsilon * (1 + 1e-9)
     assert 0 <= report["epsilon_replace_one"]
 
 
@@ -231,7 +232,7 @@ def test_parts_compose_exactly_in_mu_squared():
     mu, epsilon, _, tv = mechanism.guarantee()
     assert fit.mu**2 == pytest.approx(0.05 * mu**2, rel=1e-12)
     assert release.mu**2 == pytest.approx(0.95 * mu**2, rel=1e-12)
-    assert epsilon == pytest.approx(2.0, rel=1e-8) and epsilon <= 2.0 * (1 + 1e-12)
+    assert epsilon == pytest.approx(2.0, rel=1e-6) and epsilon <= 2.0 * (1 + 1e-12)
     assert tv > 0
 
 

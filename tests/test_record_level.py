@@ -214,7 +214,7 @@ def test_auto_learning_rate_cap_scales_with_the_group_noise(grouped):
     # (a record-level sum's grid pads its sensitivity by one grid unit in 2**8)
     assert rates["record"] / rates["group"] == pytest.approx(
         np.sqrt(len(sizes) / np.sum(1.0 / sizes**2)) / Grid(1.0, 1, False).padding,
-        rel=1e-9)
+        rel=1e-7)  # (each calibrated net of its sampler's share of delta)
 
 
 def test_record_level_values_track_the_noiseless_values_better(grouped):
@@ -254,7 +254,7 @@ def test_label_quality_record_level(grouped):
     assert_allclose(noisy, expected, rtol=1e-9)
     report = scorer.privacy_report_
     assert report["unit"] == "record" and report["noise_std"] == pytest.approx(s)
-    assert report["group_mu"] == pytest.approx(30 * report["mu"])
+    assert report["details"]["group_mu"] == pytest.approx(30 * report["mu"])
     # Group level: a group's mean score, clamped to the clip on its grid.
     group_level = scorer.set_params(privacy_unit="group").fit(
         X, y, X_val=X_val, y_val=y_val, groups=groups)

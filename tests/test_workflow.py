@@ -175,13 +175,16 @@ def test_grid_spend_equals_the_hand_computation(data, n_jobs):
     assert spent["max_fits_per_party"] == 9
     assert spent["mu"] == pytest.approx(mu, rel=1e-6)
     assert spent["gaussian_mu"] == spent["mu"] and spent["pure_epsilons"] == []
-    assert spent["epsilon"] == pytest.approx(analytic_epsilon(mu, DELTA), rel=1e-6)
-    assert spent["epsilon_replace_one"] == pytest.approx(
-        analytic_epsilon(2 * mu, DELTA), rel=1e-6)
-    # The requested delta, plus the rounded Gaussian samplers' share over the
-    # 9 fits (each about (1 + e^eps) k eta, k eta < 1e-10).
+    # Net of the samplers' share of delta (nine fits' draws): 1e-5 relative.
+    assert spent["epsilon"] == pytest.approx(analytic_epsilon(mu, DELTA), rel=1e-4)
+    assert spent["epsilon"] >= analytic_epsilon(mu, DELTA)
+    # Replace-one (eps ~18 here): inf where the samplers' share of delta at
+    # that epsilon exceeds half of delta, as here; never below the analytic.
+    assert spent["epsilon_replace_one"] >= analytic_epsilon(2 * mu, DELTA)
+    # The requested delta, the rounded Gaussian samplers' share over the 9
+    # fits (each about (1 + e^eps) k eta, k eta < 1e-10) included.
     assert 0 < spent["sampler_delta"] < 9 * 1e-9
-    assert spent["delta"] == DELTA + spent["sampler_delta"]
+    assert spent["delta"] == DELTA
     assert spent["private"] is False
     leaks = " ".join(spent["leaks"])
     assert ("LogisticRegression is fitted on the private data without a "
@@ -208,10 +211,14 @@ def test_search_with_a_private_final_model_sums_both_budgets(data, dp_logistic):
     assert spent["max_fits_per_party"] == 9
     assert spent["gaussian_mu"] == pytest.approx(mu, rel=1e-6)
     assert sorted(spent["pure_epsilons"]) == sorted(pure.items())
-    assert spent["epsilon"] == pytest.approx(
+    # The exact composition (without the samplers' share, which at eps ~17
+    # exceeds half of delta: the statement at DELTA is then inf).
+    assert composed_epsilon(spent["gaussian_mu"], spent["pure_epsilons"],
+                            DELTA) == pytest.approx(
         pld_epsilon(mu, sorted(pure.items()), DELTA), rel=1e-3)
+    assert spent["epsilon"] >= pld_epsilon(mu, sorted(pure.items()), DELTA) * (1 - 1e-3)
     assert spent["mu"] == pytest.approx(np.sqrt(mu**2 + sum(
-        c * pure_dp_mu(e) ** 2 for e, c in pure.items())), rel=1e-9)
+        c * pure_dp_mu(e) ** 2 for e, c in pure.items())), rel=1e-6)
     # Unstratified folds and private parts: only the model selection leaks.
     assert len(spent["leaks"]) == 1 and spent["leaks"][0].startswith("model selection")
 
@@ -277,7 +284,7 @@ def test_a_refit_that_disagrees_with_its_parameters_is_an_error(data):
     search = GridSearchCV(DPFilteredClassifier(DPDataValuator(**FAST)),
                           {"valuator__epsilon": [1.0, 3.0]}, cv=KFold(2))
     search.fit(X, y, **val)
-    search.best_estimator_.valuator_.privacy_report_["mu"] *= 0.5
+    search.best_estimator_.valuator_.privacy_report_["parts"][0]["mu"] *= 0.5
     with pytest.raises(RuntimeError, match="plan"):
         privacy_spent(search)
 
@@ -609,8 +616,9 @@ def test_a_noise_seed_fixed_in_two_fits_leaks(data):
     spent = privacy_spent([a, b])
     assert not spent["private"]
     assert any("noise_seed=7 is fixed in 2 fits" in leak for leak in spent["leaks"])
-    for pair in ([fit(1.0, 7), fit(2.0, 8)], [fit(1.0, None), fit(2.0, None)]):
-        assert privacy_spent(pair)["private"]
+    # Any fixed seed is public (repr, get_params): not private either way.
+    assert not privacy_spent([fit(1.0, 7), fit(2.0, 8)])["private"]
+    assert privacy_spent([fit(1.0, None), fit(2.0, None)])["private"]
     # Every fit draws the seed's noise: both folds of KFold(2) and the refit,
     # although a party is in one training fold only (fits on disjoint halves
     # with the same noise give the noiseless difference).

@@ -1,0 +1,43 @@
+"""The one line a first fit says when its kernels compile (issue 35)."""
+
+import types
+import warnings
+
+import pytest
+from sklearn.datasets import make_classification
+
+import skdpval._subspace as subspace_module
+from skdpval import DPDataValuator
+from skdpval.exceptions import FirstCompileWarning, warn_if_first_compile
+
+
+def _kernel(index_path, signatures=()):
+    cache = types.SimpleNamespace(_cache_file=types.SimpleNamespace(
+        _index_path=str(index_path)))
+    return types.SimpleNamespace(signatures=list(signatures), _cache=cache)
+
+
+def test_it_warns_only_without_an_on_disk_cache(tmp_path):
+    missing = _kernel(tmp_path / "kernel.nbi")
+    with pytest.warns(FirstCompileWarning, match="about 6 s"):
+        assert warn_if_first_compile(missing, "a walk", "6 s")
+    (tmp_path / "kernel.nbi").write_bytes(b"")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not warn_if_first_compile(missing, "a walk", "6 s")
+        compiled = _kernel(tmp_path / "other.nbi", signatures=["(float64,)"])
+        assert not warn_if_first_compile(compiled, "a walk", "6 s")
+
+
+def test_a_fit_says_it_when_its_walk_has_no_cache(monkeypatch, tmp_path):
+    """The default walk's kernel, as if never compiled and not cached."""
+    monkeypatch.setattr(subspace_module, "_line_walk",
+                        _kernel(tmp_path / "absent.nbi"), raising=True)
+    X, y = make_classification(n_samples=60, n_features=3, n_informative=2,
+                               n_redundant=0, random_state=0)
+    valuator = DPDataValuator(epsilon=1.0, n_permutations=2, random_state=0)
+    with pytest.warns(FirstCompileWarning, match="default walk"):
+        try:
+            valuator.fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])
+        except (TypeError, AttributeError):
+            pass  # the stand-in kernel cannot walk: the warning came first
