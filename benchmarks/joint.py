@@ -81,11 +81,17 @@ def cases(seed):
         LogisticRegression(), noise="none", random_state=seed)))
     out.append(("label score", "no noise", "LogisticRegression", DPLabelQuality(
         LogisticRegression(), epsilon=np.inf, random_state=seed)))
+    for threat in ("central", "joint"):
+        out.append(("label score, public_model='private'", threat,
+                    "LogisticRegression", DPLabelQuality(
+                        LogisticRegression(), threat_model=threat,
+                        public_model="private", random_state=seed, **budget)))
     for name, model in models.items():
         out.append(("own margin", "no noise", name, DPLabelQuality(
-            model, threat_model="joint", random_state=seed, **budget)))
+            model, threat_model="joint", public_model="validation",
+            random_state=seed, **budget)))
         out.append(("own clipped margin", "no noise", name, DPLabelQuality(
-            model, epsilon=np.inf, random_state=seed)))
+            model, epsilon=np.inf, public_model="validation", random_state=seed)))
     for threat in ("central", "joint"):
         out.append(("walk", threat, "MLPClassifier(64)", DPDataValuator(
             models["MLPClassifier(64)"], threat_model=threat, random_state=seed,

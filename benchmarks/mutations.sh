@@ -23,8 +23,9 @@ declare -A edits=(
   [mechanism]='skdpval/_mechanism.py|s/part.noise_std \/ part.grid.gamma, out)/FACTOR * part.noise_std \/ part.grid.gamma, out)/'
   [laplace]='skdpval/_mechanism.py|s/part.grid_scale, len(values))/part.grid_scale * Fraction(FACTOR), len(values))/'
 )
-# The mechanism's Gaussian draw serves the label score, the federated rounds
-# and every other part but the walk's (which draws per permutation in
+# The mechanism's Gaussian draw serves the label score, the federated rounds,
+# the private fit of the public model (tests/test_public_model.py) and every
+# other part but the walk's (which draws per permutation in
 # skdpval/_walk.py); the Laplace draw serves LayeredShapleyValuator.
 for factor in $factors; do
   for site in walk mechanism laplace; do
@@ -43,8 +44,8 @@ for factor in $factors; do
       continue
     fi
     output=$(cd "$copy" && PYTHONPATH="$copy" "$python" -m pytest -p no:cacheprovider \
-       -o addopts="" -q -rf tests/test_secure_noise.py \
-       ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py tests/test_audit_joint.py tests/test_dp_test.py} \
+       -o addopts="" -q -rf tests/test_secure_noise.py tests/test_public_model.py \
+       ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py tests/test_audit_joint.py} \
        -k "calibrated_scale or passes_at_the_claimed or claimed_laplace or passes_at_the_true_noise" 2>&1)
     summary=$(echo "$output" | grep -E "^FAILED|passed|failed" | sed "s/ - .*//")
     echo "$summary"

@@ -104,6 +104,43 @@ validation) with the defaults at each epsilon:
         breast_cancer digits_3_vs_8 --methods "paper correlated" "paper iid" \
         >> benchmarks/results/quality_mlp.jsonl
 
+``--suite regime`` (issue 33): many noisy training rows, few clean
+validation rows. The sets of ``benchmarks/regime_data.py``
+(make_classification(50000, 20, n_informative=8, flip_y=0) at class_sep
+0.8 and 1.2; diamonds, cps1988, rwm5yr, gss7402), ``n_val`` 50 and 200
+clean validation rows drawn from a held-out part, 30% of training labels
+flipped independently, epsilon 1 and 3, delta = 5e-5 passed explicitly,
+LogisticRegression. Per (data set, n_val, epsilon, seed), the AUC of low
+values for the flipped rows, its limit fraction and the fit time of:
+DPLabelQuality with public_model "validation" / "private" / "auto" (the
+default), DPDataValuator() (defaults: "auto") and DPDataValuator(
+public_model="validation"); and the non-private reference ceiling
+(``reference oof``): LogisticRegression fitted out-of-fold (2 folds) on the
+noisy training rows (standardised with the validation statistics), each
+row's margin scaled as DPLabelQuality scales a private model's (3 clips at
+the validation rows' median), clipped to [-1, 1] and released with the
+whole budget (Gaussian noise of std 1 / mu); its ``sign_diagnostic`` is 2
+acc - 1, acc the out-of-fold model's accuracy on the clean training labels
+(the LF of a released sign). ``public_model_accuracy`` is the clean
+training accuracy of DPLabelQuality's public model. ``summary`` lines give
+the mean over the data sets of each method's mean LF over the seeds::
+
+    python benchmarks/quality.py --suite regime --seeds 5 \
+        > benchmarks/results/quality_regime.jsonl
+
+Runs split by method or seed (``--methods``, ``--first-seed``) are
+concatenated and summarised with ``--suite regime_summary < lines``.
+
+``--suite regime_small``: "auto" against "validation" where the validation
+model is right (breast_cancer, digits 1 vs 7 and 3 vs 8, wine; 25%
+validation, <= 1,000 training rows, 30% flips), DPLabelQuality and
+DPDataValuator, paired on the same splits and noise streams (``noise_seed``,
+benchmark only), 10 seeds; ``regime_time``:
+the private fit's DPLabelQuality against today's at n = 50,000; and
+``regime_rule``: the data behind ``public_model="auto"`` (the regime sets'
+training rows subsampled to 250-20,000, n_val 50, DPLabelQuality "private"
+minus "validation", paired, against the fit's noise index).
+
 ``--suite table2`` runs the seed paper's Table 2 protocol instead (its
 mechanism only: the full-space walk with C = 1, the i.i.d. / X* / Y*
 policies and four semivalues; results in
@@ -113,6 +150,7 @@ benchmarks/results/quality_table2.jsonl).
 import argparse
 import json
 import os
+import sys
 import time
 import warnings
 
@@ -670,11 +708,265 @@ def run_table2(epsilons, ks, trials, policies, n_jobs):
                                  seconds=round(time.perf_counter() - started, 2))
 
 
+# --- suite regime (issue 33) ---------------------------------------------------
+
+REGIME_METHODS = {
+    "label quality validation": lambda eps, seed: DPLabelQuality(
+        epsilon=eps, delta=DELTA, public_model="validation", random_state=seed),
+    "label quality private": lambda eps, seed: DPLabelQuality(
+        epsilon=eps, delta=DELTA, public_model="private", random_state=seed),
+    "label quality auto": lambda eps, seed: DPLabelQuality(
+        epsilon=eps, delta=DELTA, random_state=seed),
+    "defaults": lambda eps, seed: DPDataValuator(epsilon=eps, delta=DELTA,
+                                                 random_state=seed),
+    "defaults validation": lambda eps, seed: DPDataValuator(
+        epsilon=eps, delta=DELTA, public_model="validation", random_state=seed),
+}
+
+
+def _standardized(X, X_val):
+    mean, std = X_val.mean(axis=0), X_val.std(axis=0)
+    return (X - mean) / np.where(std > 0, std, 1.0)
+
+
+def regime_reference(d, epsilon, seed):
+    """The non-private out-of-fold reference: ``(auc, sign_diagnostic, acc)``."""
+    from scipy.stats import norm
+    from sklearn.model_selection import StratifiedKFold
+    from skdpval._label_quality import PRIVATE_MARGIN_CLIPS
+    X, X_val = _standardized(d["X_train"], d["X_val"]), _standardized(d["X_val"], d["X_val"])
+    y = d["y_train"]
+    decision = np.empty(len(y))
+    val_margins = []
+    for train, test in StratifiedKFold(2, shuffle=True, random_state=seed).split(X, y):
+        model = LogisticRegression(max_iter=1000).fit(X[train], y[train])
+        decision[test] = model.decision_function(X[test])
+        val_margins.append(np.abs(model.decision_function(X_val)))
+    scale = PRIVATE_MARGIN_CLIPS / np.median(np.concatenate(val_margins))
+    margins = np.clip(scale * np.where(y == 1, 1.0, -1.0) * decision, -1, 1)
+    mu = gdp_mu(epsilon, DELTA)
+    released = margins + np.random.default_rng([seed, 7]).normal(0, 1 / mu, len(y))
+    accuracy = float(np.mean((decision > 0) == (d["y_train_clean"] == 1)))
+    return noisy_label_auc(released, d["flipped"]), 2 * accuracy - 1, accuracy
+
+
+def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from regime_data import regime_split
+    fractions = {}
+    for name in datasets:
+        for n_val in n_vals:
+            for seed in range(first_seed, first_seed + seeds):
+                d = regime_split(name, seed, n_val)
+                base = dict(case="regime", dataset=name, n=len(d["y_train"]),
+                            n_features=d["X_train"].shape[1], n_val=n_val,
+                            seed=seed, delta=DELTA)
+                for epsilon in epsilons:
+                    limit = detection_auc_limit(epsilon, DELTA)
+                    lf = lambda auc: round(float((auc - 0.5) / (limit - 0.5)), 4)
+                    if "reference oof" in methods:
+                        started = time.perf_counter()
+                        auc, sign, accuracy = regime_reference(d, epsilon, seed)
+                        emit(**base, method="reference oof", epsilon=epsilon,
+                             auc=round(auc, 4), limit=round(limit, 4),
+                             limit_fraction=lf(auc), sign_diagnostic=round(sign, 4),
+                             oof_accuracy=round(accuracy, 4),
+                             seconds=round(time.perf_counter() - started, 3),
+                             load=round(os.getloadavg()[0], 2))
+                        fractions.setdefault(("reference oof", n_val, epsilon, name),
+                                             []).append(lf(auc))
+                        fractions.setdefault(("reference sign 2acc-1", n_val, epsilon,
+                                              name), []).append(sign)
+                    for method in methods:
+                        if method == "reference oof":
+                            continue
+                        estimator = REGIME_METHODS[method](epsilon, seed)
+                        started = time.perf_counter()
+                        estimator.fit(d["X_train"], d["y_train"], X_val=d["X_val"],
+                                      y_val=d["y_val"])
+                        seconds = time.perf_counter() - started
+                        auc = noisy_label_auc(estimator.values_, d["flipped"])
+                        case = dict(base, method=method, epsilon=epsilon,
+                                    auc=round(auc, 4), limit=round(limit, 4),
+                                    limit_fraction=lf(auc),
+                                    public_model_private=bool(
+                                        estimator.public_model_fitted_privately_),
+                                    seconds=round(seconds, 3),
+                                    load=round(os.getloadavg()[0], 2))
+                        if isinstance(estimator, DPLabelQuality):
+                            predicted = estimator.public_model_.predict(
+                                _standardized(d["X_train"], d["X_val"]))
+                            case["public_model_accuracy"] = round(float(np.mean(
+                                predicted == d["y_train_clean"])), 4)
+                        emit(**case)
+                        fractions.setdefault((method, n_val, epsilon, name),
+                                             []).append(lf(auc))
+    emit_regime_summaries(fractions)
+
+
+def emit_regime_summaries(fractions):
+    """One ``regime summary`` per (method, n_val, epsilon): the mean over the
+    data sets of each set's mean LF over its seeds."""
+    summaries = {}
+    for (method, n_val, epsilon, name), values in fractions.items():
+        summaries.setdefault((method, n_val, epsilon), []).append(
+            (name, np.mean(values), len(values)))
+    for (method, n_val, epsilon), per_set in sorted(summaries.items()):
+        emit(case="regime summary", method=method, n_val=n_val, epsilon=epsilon,
+             datasets=len(per_set), seeds=min(n for _, _, n in per_set),
+             mean_limit_fraction=round(float(np.mean([v for _, v, _ in per_set])), 4))
+
+
+def summarize_regime(lines):
+    """``regime summary`` lines of the ``regime`` cases among ``lines``
+    (runs split by method or seed, concatenated)."""
+    fractions = {}
+    for line in lines:
+        case = json.loads(line)
+        if case.get("case") != "regime":
+            continue
+        key = (case["method"], case["n_val"], case["epsilon"], case["dataset"])
+        fractions.setdefault(key, []).append(case["limit_fraction"])
+        if "sign_diagnostic" in case:
+            fractions.setdefault(("reference sign 2acc-1",) + key[1:], []).append(
+                case["sign_diagnostic"])
+    emit_regime_summaries(fractions)
+
+
+def _digits_pair(a, b):
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    keep = np.isin(digits.target, (a, b))
+    return digits.data[keep], (digits.target[keep] == b).astype(int)
+
+
+REGIME_SMALL = ("breast_cancer", "digits_1_vs_7", "digits_3_vs_8", "wine")
+
+
+def regime_small_data(name, seed):
+    """25% clean validation, the rest training with 30% independent flips."""
+    from sklearn.datasets import load_breast_cancer, load_wine
+    from sklearn.model_selection import train_test_split
+    from skdpval.datasets import flip_labels
+    if name == "breast_cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+    elif name == "wine":
+        X, y = load_wine(return_X_y=True)
+    else:
+        X, y = _digits_pair(*(int(c) for c in name.split("_")[1::2]))
+    X_train, X_val, y_clean, y_val = train_test_split(
+        X, y, test_size=0.25, stratify=y, random_state=seed)
+    y_train, _ = flip_labels(y_clean, 0.3, random_state=seed, independent=True)
+    return dict(X_train=X_train, y_train=y_train, y_train_clean=y_clean,
+                flipped=y_train != y_clean, X_val=X_val, y_val=y_val)
+
+
+def run_regime_small(epsilons, seeds, methods):
+    pairs = {"label quality": ("label quality auto", "label quality validation"),
+             "defaults": ("defaults", "defaults validation")}
+    for name in REGIME_SMALL:
+        for epsilon in epsilons:
+            limit = detection_auc_limit(epsilon, DELTA)
+            for family, (auto, validation) in pairs.items():
+                if auto not in methods:
+                    continue
+                differences, fits_privately, lfs = [], 0, {auto: [], validation: []}
+                for seed in range(seeds):
+                    d = regime_small_data(name, seed)
+                    for method in (auto, validation):
+                        # Paired: the same split and the same noise streams
+                        # (noise_seed, a benchmark-only opt-in), so that where
+                        # "auto" keeps the validation model the two agree.
+                        estimator = REGIME_METHODS[method](epsilon, seed).set_params(
+                            noise_seed=1000 + seed)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            estimator.fit(d["X_train"], d["y_train"],
+                                          X_val=d["X_val"], y_val=d["y_val"])
+                        auc = noisy_label_auc(estimator.values_, d["flipped"])
+                        lfs[method].append((auc - 0.5) / (limit - 0.5))
+                        if method == auto:
+                            fits_privately += estimator.public_model_fitted_privately_
+                    differences.append(lfs[auto][-1] - lfs[validation][-1])
+                emit(case="regime small", dataset=name, n=len(d["y_train"]),
+                     n_val=len(d["y_val"]), epsilon=epsilon, delta=DELTA,
+                     family=family, seeds=seeds,
+                     auto_limit_fraction=round(float(np.mean(lfs[auto])), 4),
+                     validation_limit_fraction=round(float(np.mean(lfs[validation])), 4),
+                     paired_difference=round(float(np.mean(differences)), 4),
+                     paired_difference_se=round(float(np.std(differences)
+                                                      / np.sqrt(seeds)), 4),
+                     auto_fitted_privately=int(fits_privately))
+
+
+def run_regime_rule(datasets, epsilons, seeds, n_trains=(250, 500, 1000, 2000, 5000,
+                                                     20000)):
+    """Where the private fit pays (the data of public_model="auto"): the
+    regime sets' training rows subsampled to ``n_trains``, n_val 50,
+    DPLabelQuality "private" against "validation" on the same splits; each
+    case with the rule's noise index ``n mu_fit / sqrt(100 d)``."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from regime_data import regime_split
+    from skdpval._private_fit import DEFAULT_SHARE, fit_noise_index
+    for name in datasets:
+        for n_train in n_trains:
+            for epsilon in epsilons:
+                limit = detection_auc_limit(epsilon, DELTA)
+                differences = []
+                for seed in range(seeds):
+                    d = regime_split(name, seed, 50)
+                    keep = np.random.default_rng(seed).permutation(
+                        len(d["y_train"]))[:n_train]
+                    lfs = []
+                    for method in ("label quality private", "label quality validation"):
+                        estimator = REGIME_METHODS[method](epsilon, seed).fit(
+                            d["X_train"][keep], d["y_train"][keep], X_val=d["X_val"],
+                            y_val=d["y_val"])
+                        auc = noisy_label_auc(estimator.values_, d["flipped"][keep])
+                        lfs.append((auc - 0.5) / (limit - 0.5))
+                    differences.append(lfs[0] - lfs[1])
+                n_params = d["X_train"].shape[1] + 1
+                emit(case="regime rule", dataset=name, n=len(keep), n_val=50,
+                     n_params=n_params, epsilon=epsilon, seeds=seeds,
+                     noise_index=round(fit_noise_index(
+                         len(keep), np.sqrt(DEFAULT_SHARE) * gdp_mu(epsilon, DELTA),
+                         n_params), 3),
+                     private_minus_validation=round(float(np.mean(differences)), 4),
+                     se=round(float(np.std(differences) / np.sqrt(seeds)), 4))
+
+
+def run_regime_time(seeds):
+    """DPLabelQuality at n = 50,000 (sep_1.2, n_val 200, eps 1): today's
+    (validation model) against the private fit, best of ``seeds`` fits."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from regime_data import regime_split
+    d = regime_split("sep_1.2", 0, 200, n_test=0)
+    X, y = d["X_train"], d["y_train"]
+    times = {}
+    for method in ("label quality validation", "label quality private"):
+        REGIME_METHODS[method](1.0, 0).fit(X[:2000], y[:2000], X_val=d["X_val"],
+                                           y_val=d["y_val"])  # compile
+        best = np.inf
+        for seed in range(seeds):
+            started = time.perf_counter()
+            REGIME_METHODS[method](1.0, seed).fit(X, y, X_val=d["X_val"],
+                                                  y_val=d["y_val"])
+            best = min(best, time.perf_counter() - started)
+        times[method] = best
+    emit(case="regime time", n=len(y), n_features=X.shape[1], n_val=200,
+         validation_seconds=round(times["label quality validation"], 3),
+         private_seconds=round(times["label quality private"], 3),
+         ratio=round(times["label quality private"] / times["label quality validation"], 2),
+         load=round(os.getloadavg()[0], 2))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["limit", "swing", "semivalues",
-                                            "regression", "fidelity", "table2", "mlp"],
+                                            "regression", "fidelity", "table2", "mlp",
+                                            "regime", "regime_small", "regime_time",
+                                            "regime_rule", "regime_summary"],
                         default="limit")
     parser.add_argument("--parts", nargs="+", default=["groups", "federated", "points"],
                         help="fidelity only: which parts, in this order")
@@ -688,8 +980,30 @@ if __name__ == "__main__":
     parser.add_argument("--policies", nargs="+", default=["paper", "auto"],
                         help="table2 only")
     parser.add_argument("--n-jobs", type=int, default=1)
+    parser.add_argument("--n-vals", nargs="+", type=int, default=[50, 200],
+                        help="regime only")
+    parser.add_argument("--first-seed", type=int, default=0, help="regime only")
     args = parser.parse_args()
-    if args.suite == "limit":
+    if args.suite == "regime_summary":  # lines of regime runs on stdin
+        summarize_regime(sys.stdin)
+    elif args.suite in ("regime", "regime_small", "regime_time", "regime_rule"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from regime_data import REGIME_DATASETS
+        datasets = (list(REGIME_DATASETS) if args.datasets == list(LIMIT_DATASETS)
+                    else args.datasets)
+        methods = (["reference oof", *REGIME_METHODS]
+                   if args.methods == list(LIMIT_METHODS) else args.methods)
+        epsilons = [1.0, 3.0] if args.epsilons == [1.0, 3.0, 10.0] else args.epsilons
+        if args.suite == "regime":
+            run_regime(datasets, methods, epsilons, args.seeds, args.n_vals,
+                       args.first_seed)
+        elif args.suite == "regime_rule":
+            run_regime_rule(datasets, epsilons, args.seeds)
+        elif args.suite == "regime_small":
+            run_regime_small(epsilons, args.seeds, methods)
+        else:
+            run_regime_time(args.seeds)
+    elif args.suite == "limit":
         run_limit(args.datasets, args.methods, args.epsilons, args.seeds, args.n_jobs)
         run_unscaled(args.seeds)
     elif args.suite == "mlp":

@@ -48,7 +48,7 @@ from scipy.special import log_ndtr
 _jit = dict(cache=True, nogil=True)
 
 # Stream kinds: the first word of the nonce.
-WALK, LABEL_SCORE, FEDERATED, LAYERED = 1, 2, 3, 4
+WALK, LABEL_SCORE, FEDERATED, LAYERED, PUBLIC_FIT = 1, 2, 3, 4, 5
 
 # --- ChaCha20 (RFC 8439, section 2.3) --------------------------------------------
 

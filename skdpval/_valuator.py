@@ -29,6 +29,9 @@ from ._models import (
     split_pipeline,
 )
 from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
+from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, budget_mu, check_public_model,
+                           declare_fit, document_public_model, game_problem,
+                           resolve_public_model, run_fit)
 from ._noise import (
     counted_permutations,
     noise_schedule,
@@ -36,7 +39,7 @@ from ._noise import (
     unseen_noise_factor,
 )
 from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_parties
-from ._secure_noise import WALK
+from ._secure_noise import WALK, Grid
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
 from ._uncertainty import shared_noise_variance
@@ -99,6 +102,7 @@ WrappedModel = namedtuple("WrappedModel", ["preprocessor", "estimator", "spec"])
 
 
 @with_threat_model_doc
+@document_public_model
 @share_privacy_docs
 class DPDataValuator(BaseValuator):
     """Differentially private data values from noisy per-party gradients.
@@ -288,6 +292,13 @@ class DPDataValuator(BaseValuator):
         (public), never from the private ``y``: a training label outside
         them is an error.
 
+    %(public_model)s
+        For this valuator the public model gives the line of
+        ``subspace="public"``: its direction and where the utility's table
+        is centred (the walk still starts from zero). With another
+        ``subspace``, or ``noise_multiplier`` (no budget to share), the
+        validation model is kept (``"private"`` is an error).
+
     random_state : int, RandomState instance or None, default=None
         Seeds the public randomness: the split, the learning-rate search and
         the permutations. It never seeds the noise.
@@ -396,6 +407,20 @@ class DPDataValuator(BaseValuator):
     n_releases_ : int
         Number of noisy gradients released per sample (``n_permutations``).
 
+    public_model_ : ndarray of shape (n_outputs, n_columns) or None
+        The public model's parameters (standardised features, intercept
+        last) whose direction the walk follows (``subspace="public"``):
+        fitted on the validation set, or privately on the training rows
+        (``public_model_fitted_privately_``; then private output, a function
+        of noisy releases only, covered by ``epsilon_``). None for another
+        subspace.
+
+    public_model_fitted_privately_ : bool
+        Whether the public model was fitted privately on the training rows.
+
+    public_model_reason_ : str
+        Why (the option, or what ``"auto"`` decided and why).
+
     privacy_report_ : dict
         The guarantee in full: unit, adjacency (zero-out with n public, and
         replace-one), releases and their dimension, clip norm, noise std, mu
@@ -490,6 +515,7 @@ class DPDataValuator(BaseValuator):
         "classes": ["array-like", None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        **PUBLIC_MODEL_CONSTRAINTS,
     }
 
     def __init__(
@@ -514,6 +540,8 @@ class DPDataValuator(BaseValuator):
         batch_permutations=16,
         n_jobs=None,
         classes=None,
+        public_model="auto",
+        public_model_share=0.05,
         random_state=None,
         noise_seed=None,
         verbose=0,
@@ -537,6 +565,8 @@ class DPDataValuator(BaseValuator):
         self.batch_permutations = batch_permutations
         self.n_jobs = n_jobs
         self.classes = classes
+        self.public_model = public_model
+        self.public_model_share = public_model_share
         self.random_state = random_state
         self.noise_seed = noise_seed
         self.verbose = verbose
@@ -593,6 +623,13 @@ class DPDataValuator(BaseValuator):
         check_utility(self.utility, spec.is_classifier)
         if self.threat_model == "joint":
             self._check_joint(estimator, spec)
+        check_public_model(self.public_model, self.public_model_share)
+        if self.public_model == "private":  # refuses before any data is read
+            if not isinstance(self.subspace, str):
+                raise ValueError("public_model='private' needs subspace='public' "
+                                 "(the public model gives its line).")
+            resolve_public_model(self, estimator, n_parties=0, n_val=0, n_params=1,
+                                 mu=None if self.noise_multiplier is not None else 0.0)
         return WrappedModel(preprocessor, estimator, spec)
 
     def _check_joint(self, estimator, spec):
@@ -638,8 +675,9 @@ class DPDataValuator(BaseValuator):
         self._say_if_first_compile(spec)
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=self._record_level(groups))
+        fit, walk = self._declare_public_model_fit(model.estimator, game, mechanism)
         self.subspace_, line_center, space = self._space(model.estimator, spec, game,
-                                                         search_seed)
+                                                         search_seed, mechanism, fit)
         game = game._replace(space=space)
         self.clip_norm_ = self._clip_norm(game)
         # epsilon=np.inf is noise="none": no releases to average.
@@ -655,11 +693,15 @@ class DPDataValuator(BaseValuator):
         # Releases on a grid: the sample (or group) slot of a zero-out
         # neighbour releases 0, so its rounded statistic is clamped; a
         # record-level sum's neighbour is one record away (no clamp).
-        walk = mechanism.gaussian(
-            "walk", WALK, n_releases=self.n_permutations, clip=self.clip_norm_,
-            dimension=game.space.coordinates(game.X.shape[1] * game.T.shape[1]),
-            zero_neighbour=not game.record_level, n_releases_param="n_permutations")
-        mechanism.calibrate()
+        dimension = game.space.coordinates(game.X.shape[1] * game.T.shape[1])
+        if walk is None:
+            walk = mechanism.gaussian(
+                "walk", WALK, n_releases=self.n_permutations, clip=self.clip_norm_,
+                dimension=dimension, zero_neighbour=not game.record_level,
+                n_releases_param="n_permutations")
+            mechanism.calibrate()
+        else:
+            self._recalibrate_walk(mechanism, fit, walk, dimension, game)
         noise_std = walk.noise_std
         mechanism.details["release_dimension"] = game.space.release_dimension
         if self.threat_model == "joint":
@@ -728,7 +770,7 @@ class DPDataValuator(BaseValuator):
                     model_spec(estimator, n_samples=len(X_val),
                                public=self.chosen_params_), False, None, target_std)
 
-    def _subspace_basis(self, estimator, game):
+    def _subspace_basis(self, estimator, game, mechanism=None, fit=None):
         """The public basis ``(m, n_params)`` with orthonormal rows, or None;
         and where the validation objective's minimum lies along a public
         direction (0 for other bases), which centres the line's table."""
@@ -737,19 +779,79 @@ class DPDataValuator(BaseValuator):
             return None, 0.0
         if isinstance(self.subspace, str):  # "public"
             direction, norm = self._public_direction(estimator, game)
+            if fit is not None:
+                direction, norm = self._private_direction(direction * norm, game,
+                                                          mechanism, fit)
+            self.public_model_ = (direction * norm).reshape(game.T.shape[1], -1)
             return direction.reshape(1, -1), norm
         basis = check_basis(self.subspace, n_params,
                             f"{game.T.shape[1]} output(s) x {game.X.shape[1]} "
                             "columns, intercept last")
         return basis, 0.0
 
-    def _space(self, estimator, spec, game, seed):
+    def _space(self, estimator, spec, game, seed, mechanism=None, fit=None):
         """``(subspace_, line_center, space)``: a network's family builds its own
         (:func:`skdpval._mlp_space.network_space`), a linear model's is built here."""
         if spec.network is not None:
             return network_space(spec.network, game, self.subspace, seed)
-        basis, line_center = self._subspace_basis(estimator, game)
+        basis, line_center = self._subspace_basis(estimator, game, mechanism, fit)
         return basis, line_center, space_of(basis)
+
+    def _declare_public_model_fit(self, estimator, game, mechanism):
+        """Sets ``public_model_fitted_privately_`` and ``public_model_reason_``.
+
+        For a private fit, declares its part and the walk's (one coordinate,
+        a provisional clip: the clip norm depends on the fitted line) and
+        calibrates: ``(fit, walk)``; else ``(None, None)``.
+        """
+        self.public_model_ = None
+        mu = budget_mu(mechanism)
+        if not isinstance(self.subspace, str):
+            self.public_model_fitted_privately_ = False
+            self.public_model_reason_ = ("the validation model: the walk reads "
+                                         "no public line (subspace is not "
+                                         "'public')")
+            return None, None
+        n_parties = len(game.X) if game.record_level else len(game.offsets) - 1
+        self.public_model_fitted_privately_, self.public_model_reason_ = (
+            resolve_public_model(self, estimator, n_parties=n_parties,
+                                 n_val=len(game.X_val), n_params=game.X.shape[1]
+                                 * game.T.shape[1], mu=mu))
+        mechanism.details["public_model"] = self.public_model_reason_
+        if not self.public_model_fitted_privately_:
+            return None, None
+        n_params = game.X.shape[1] * game.T.shape[1]
+        fit = declare_fit(mechanism, game_problem(np.zeros((1, n_params)), game),
+                          self.public_model_share)
+        walk = mechanism.gaussian(
+            "walk", WALK, n_releases=self.n_permutations, clip=1.0, dimension=1,
+            zero_neighbour=not game.record_level, n_releases_param="n_permutations",
+            share=1.0 - self.public_model_share)
+        mechanism.calibrate()
+        return fit, walk
+
+    def _recalibrate_walk(self, mechanism, fit, walk, dimension, game):
+        """Give the walk's part its clip norm and calibrate again. A part's
+        noise over its grid step does not depend on its clip, so the fit's
+        noise (already drawn) is unchanged: checked."""
+        fit_std = fit.noise_std
+        walk.clip = self.clip_norm_
+        walk.grid = Grid(self.clip_norm_, dimension, not game.record_level)
+        mechanism.calibrate()
+        if not np.isclose(fit.noise_std, fit_std, rtol=1e-9, atol=0):
+            raise RuntimeError("the private fit's noise changed on recalibration")
+
+    def _private_direction(self, theta_val, game, mechanism, fit):
+        """The wrapped objective fitted privately on the training rows from
+        ``theta_val``: ``(unit direction, norm)``."""
+        problem = game_problem(theta_val.reshape(game.T.shape[1], -1), game)
+        theta, mechanism.details["public_model_fit"] = run_fit(problem, fit,
+                                                               mechanism)
+        norm = float(np.linalg.norm(theta))
+        if not np.isfinite(norm) or norm == 0:  # from noisy releases: public
+            return (theta_val.ravel() / np.linalg.norm(theta_val),
+                    float(np.linalg.norm(theta_val)))
+        return theta.ravel() / norm, norm
 
     def _public_direction(self, estimator, game):
         """The wrapped model's objective minimised on the validation set: a unit vector.

@@ -106,6 +106,19 @@ def label_quality_fit(canary, noise_seed, kind):
     elif kind == "regressor":
         estimator, y_val = Ridge(), X_VAL[:, 0]
         X, y = np.array([[1.0], [-0.5]]), np.array([0.8 if canary else 9.0, -0.4])
+    elif kind == "private public model":
+        # The public model fitted privately on the training rows (a part of
+        # its own, 5% of mu^2), then the canary's score under it (the rest).
+        # 2,000 clean rows besides the canary keep the fitted model's sign
+        # (with two rows the fit's noise would pick it at random, and the
+        # canary's score would not depend on its label).
+        others = np.tile([1.0, -1.0], 1000)
+        X = np.r_[3.0, others][:, None]
+        y = np.r_[1 if canary else 0, (others > 0).astype(int)]
+        scorer = DPLabelQuality(estimator, epsilon=EPSILON, clip=0.5,
+                                public_model="private", random_state=0,
+                                noise_seed=noise_seed)
+        return scorer.fit(X, y, X_val=X_val, y_val=y_val)
     else:  # a group of three rows, the unit (all its labels change)
         X = np.array([[3.0], [2.5], [2.0], [-0.5]])
         y = np.array([1, 1, 1, 0]) if canary else np.array([0, 0, 0, 0])
@@ -201,6 +214,8 @@ FITS = {
                                                    kind="multiclass"),
     "DPLabelQuality regressor": functools.partial(label_quality_fit, kind="regressor"),
     "DPLabelQuality groups": functools.partial(label_quality_fit, kind="groups"),
+    "DPLabelQuality private public model": functools.partial(
+        label_quality_fit, kind="private public model"),
     "federated randk": functools.partial(federated_fit, noise="iid", q=0.0,
                                          compression=("randk", 1)),
     "federated quantize": functools.partial(federated_fit, n_features=2, noise="iid",

@@ -167,7 +167,8 @@ def test_joint_label_score_is_the_own_margin_without_noise(planes):
     X, y, _, X_val, y_val = planes
     joint = fit(DPLabelQuality(epsilon=0.1, delta=1e-4, threat_model="joint",
                                random_state=0), planes)
-    no_noise = fit(DPLabelQuality(epsilon=np.inf, random_state=0), planes)
+    no_noise = fit(DPLabelQuality(epsilon=np.inf, public_model="validation",
+                                  random_state=0), planes)
     margins = _own_margins(X, y, X_val, y_val)
     np.testing.assert_allclose(joint.values_, margins, rtol=1e-9, atol=1e-12)
     inside = np.abs(joint.values_) < 1.0

@@ -108,10 +108,14 @@ def test_fitted_attributes_are_the_documented_ones(classification):
                       "marginal_var_", "n_marginals_", "initial_utility_",
                       "final_utilities_", "values_stderr_", "subspace_",
                       "clip_norm_", "q_", "privacy_unit_", "chosen_params_",
-                      "threat_model_"}
-    # One number per party or permutation; the public basis is one row.
+                      "threat_model_", "public_model_", "public_model_fitted_privately_",
+                      "public_model_reason_"}
+    # One number per party or permutation; the public basis is one row, as
+    # is the public model's parameters.
     assert all(np.ndim(value) <= 1 for name, value in vars(valuator).items()
-               if isinstance(value, np.ndarray) and name != "subspace_")
+               if isinstance(value, np.ndarray)
+               and name not in ("subspace_", "public_model_"))
+    assert valuator.public_model_.shape == (1, X.shape[1] + 1)
     assert valuator.subspace_.shape == (1, X.shape[1] + 1)
 
 

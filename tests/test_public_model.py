@@ -1,0 +1,270 @@
+"""The public model fitted privately on the training rows (``public_model``)."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.neural_network import MLPClassifier
+
+from skdpval import DPDataValuator, DPLabelQuality, DPValueFilter, privacy_spent
+from skdpval._accounting import gdp_epsilon, gdp_mu
+
+DELTA = 1e-5
+
+
+def _data(n=3000, n_val=40, d=4, seed=0, flip=0.0):
+    rng = np.random.default_rng(seed)
+    w = np.array([2.0, -1.0, 0.5, 0.0][:d] + [0.0] * max(0, d - 4))
+    X = rng.normal(size=(n, d))
+    y = (X @ w + 0.3 * rng.normal(size=n) > 0).astype(int)
+    flipped = rng.random(n) < flip
+    y_noisy = np.where(flipped, 1 - y, y)
+    X_val = rng.normal(size=(n_val, d))
+    y_val = (X_val @ w > 0).astype(int)
+    return X, y_noisy, X_val, y_val, flipped
+
+
+def _recording_gaussian(monkeypatch, module, draws=None):
+    stds = []
+    original = module.gaussian_noise
+
+    def recording(key, kind, lo, hi, std, out):
+        stds.append((kind, hi - lo, out.shape, std))
+        result = original(key, kind, lo, hi, std, out)
+        if draws is not None:
+            draws.append((kind, result.copy()))
+        return result
+
+    monkeypatch.setattr(module, "gaussian_noise", recording)
+    return stds
+
+
+# --- calibration (white box) -------------------------------------------------------
+
+def test_public_fit_draws_at_the_calibrated_scale(monkeypatch):
+    """The fit's 100 steps of 5 coordinates (4 features, the intercept) draw
+    at std sqrt(100) Delta / (sqrt(share) mu) in grid units, Delta = 2**10 +
+    sqrt(5) + 2**-20 (any-two-apart rounding of 5 coordinates: j = 10, the
+    first with 2**j >= 256 sqrt(5)); the release gets the rest of mu^2."""
+    import skdpval._mechanism as module
+
+    draws = _recording_gaussian(monkeypatch, module)
+    X, y, X_val, y_val, _ = _data()
+    share = 0.2
+    scorer = DPLabelQuality(epsilon=2.0, delta=DELTA, public_model="private",
+                            public_model_share=share, random_state=0)
+    scorer.fit(X, y, X_val=X_val, y_val=y_val)
+    # delta net of the sampler's share (500 + 1 draws a party) moves mu by < 1e-5
+    mu = gdp_mu(2.0, DELTA)
+    delta_grid = 2.0**10 + math.sqrt(5) + 2.0**-20
+    fit_draws = [d for d in draws if d[0] == 5]
+    assert len(fit_draws) == 1
+    _, n_streams, shape, std = fit_draws[0]
+    assert n_streams == 100 and shape == (100, 5)
+    assert std == pytest.approx(10 * delta_grid / (math.sqrt(share) * mu), rel=1e-5)
+    # The one score release: sensitivity 2**6 grid units, mu^2 (1 - share).
+    assert [d[3] for d in draws if d[0] == 2] == [
+        pytest.approx(64 / (math.sqrt(1 - share) * mu), rel=1e-5)]
+    report = scorer.privacy_report_
+    assert report["mu"] == pytest.approx(mu, rel=1e-5)
+    assert scorer.epsilon_ == pytest.approx(2.0, rel=1e-5)
+    fit_part, = [p for p in report["parts"] if p["name"] == "public model fit"]
+    assert fit_part["mu"] == pytest.approx(math.sqrt(share) * mu, rel=1e-5)
+
+
+def test_walk_after_a_private_fit_draws_at_the_rest_of_the_budget(monkeypatch):
+    import skdpval._mechanism as module
+    import skdpval._walk as walk_module
+
+    fit_draws = _recording_gaussian(monkeypatch, module)
+    walk_draws = _recording_gaussian(monkeypatch, walk_module)
+    X, y, X_val, y_val, _ = _data(n=1500)
+    k = 8
+    valuator = DPDataValuator(n_permutations=k, epsilon=2.0, delta=DELTA,
+                              public_model="private", random_state=0)
+    valuator.fit(X, y, X_val=X_val, y_val=y_val)
+    mu = gdp_mu(2.0, DELTA)
+    assert [d[0] for d in fit_draws] == [5]
+    assert fit_draws[0][3] == pytest.approx(
+        10 * (2.0**10 + math.sqrt(5) + 2.0**-20) / (math.sqrt(0.05) * mu), rel=1e-5)
+    # One coordinate a release (the public line): Delta = 2**6.
+    assert walk_draws and all(d[3] == pytest.approx(
+        math.sqrt(k) * 64 / (math.sqrt(0.95) * mu), rel=1e-5) for d in walk_draws)
+    assert valuator.privacy_report_["mu"] == pytest.approx(mu, rel=1e-5)
+    assert valuator.public_model_fitted_privately_
+
+
+def test_public_fit_noise_is_what_the_report_claims(monkeypatch):
+    """The empirical std of the fit's drawn noise (100 steps x 5
+    coordinates, in data units) against the report's noise_std for the
+    part: the noise scaled by 0.8 fails (5 standard errors)."""
+    import skdpval._mechanism as module
+
+    draws = []
+    _recording_gaussian(monkeypatch, module, draws)
+    X, y, X_val, y_val, _ = _data(n=6000)
+    scorer = DPLabelQuality(epsilon=1.0, delta=DELTA, public_model="private",
+                            random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+    fit_part, = [p for p in scorer.privacy_report_["parts"]
+                 if p["name"] == "public model fit"]
+    noise = np.concatenate([d.ravel() for kind, d in draws if kind == 5])
+    assert len(noise) == 500
+    ratio = np.std(noise) * fit_part["grid"] / fit_part["noise_std"]
+    assert ratio == pytest.approx(1.0, abs=5 / math.sqrt(2 * len(noise)))
+
+
+# --- what the fit does -------------------------------------------------------------
+
+def _objective(model, X, y, n):
+    """Mean logistic loss plus LogisticRegression's L2 term over n (C = 1)."""
+    margin = (X @ model.coef_.ravel() + model.intercept_[0]) * np.where(y == 1, 1, -1)
+    return float(np.mean(np.logaddexp(0.0, -margin)) + 0.5 * model.coef_.ravel() @
+                 model.coef_.ravel() / n)
+
+
+def test_private_fit_reduces_the_training_objective():
+    X, y, X_val, y_val, _ = _data(n=20000, n_val=20)
+    scorer = DPLabelQuality(epsilon=3.0, delta=DELTA, public_model="private",
+                            random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+    mean, std = X_val.mean(axis=0), X_val.std(axis=0)
+    Xs = (X - mean) / std
+    before = _objective(scorer.estimator_, Xs, y, len(y))
+    after = _objective(scorer.public_model_, Xs, y, len(y))
+    best = _objective(LogisticRegression().fit(Xs, y), Xs, y, len(y))
+    assert after < before - 0.5 * (before - best)
+    assert scorer.public_model_ is not scorer.estimator_
+
+
+def test_private_fit_of_a_regressor_and_multiclass():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4000, 3))
+    y = X @ np.array([1.0, 2.0, -1.0]) * 10 + 5 + rng.normal(size=4000)
+    X_val = rng.normal(size=(30, 3))
+    y_val = X_val @ np.array([1.0, 2.0, -1.0]) * 10 + 5
+    reg = DPLabelQuality(Ridge(), epsilon=3.0, delta=DELTA, public_model="private",
+                         random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+    assert reg.public_model_fitted_privately_
+    assert np.all(np.isfinite(reg.values_))
+    classes = (X[:, 0] > 0.5).astype(int) + (X[:, 1] > 0).astype(int)
+    classes_val = (X_val[:, 0] > 0.5).astype(int) + (X_val[:, 1] > 0).astype(int)
+    multi = DPLabelQuality(epsilon=3.0, delta=DELTA, public_model="private",
+                           random_state=0).fit(X, classes, X_val=X_val, y_val=classes_val)
+    assert multi.public_model_.coef_.shape == (3, 3)
+    Xs = (X - X_val.mean(0)) / X_val.std(0)
+    private = (multi.public_model_.predict(Xs) == classes).mean()
+    validation = (multi.estimator_.predict(Xs) == classes).mean()
+    best = (LogisticRegression().fit(Xs, classes).predict(Xs) == classes).mean()
+    assert private > validation + 0.5 * (best - validation)
+
+
+def test_auto_keeps_the_validation_model_on_small_sets_and_fits_on_large():
+    X, y = load_breast_cancer(return_X_y=True)
+    scorer = DPLabelQuality(epsilon=1.0, delta=DELTA, random_state=0).fit(
+        X[:400], y[:400], X_val=X[400:], y_val=y[400:])
+    assert not scorer.public_model_fitted_privately_
+    assert scorer.public_model_ is scorer.estimator_
+    assert "keeps the validation model" in scorer.privacy_report_["details"][
+        "public_model"]
+    X, y, X_val, y_val, _ = _data(n=20000, n_val=50)
+    assert DPLabelQuality(epsilon=1.0, delta=DELTA, random_state=0).fit(
+        X, y, X_val=X_val, y_val=y_val).public_model_fitted_privately_
+
+
+def test_auto_keeps_the_validation_model_for_models_it_cannot_fit():
+    X, y, X_val, y_val, _ = _data(n=6000, n_val=50)
+    forest = DPLabelQuality(RandomForestClassifier(n_estimators=5), epsilon=1.0,
+                            delta=DELTA, random_state=0).fit(X, y, X_val=X_val,
+                                                              y_val=y_val)
+    assert not forest.public_model_fitted_privately_
+    assert "RandomForestClassifier" in forest.public_model_reason_
+
+
+def test_validation_public_model_is_todays_label_score():
+    """public_model="validation": the clipped margins of a model fitted on
+    the standardised validation rows (no noise), computed here by hand."""
+    X, y, X_val, y_val, _ = _data(n=5000, n_val=60, flip=0.2)
+    scorer = DPLabelQuality(epsilon=np.inf, public_model="validation", random_state=0)
+    scorer.fit(X, y, X_val=X_val, y_val=y_val)
+    mean, std = X_val.mean(axis=0), X_val.std(axis=0)
+    model = LogisticRegression(random_state=0).fit((X_val - mean) / std, y_val)
+    margins = model.decision_function((X - mean) / std) * np.where(y == 1, 1, -1)
+    np.testing.assert_allclose(scorer.values_, np.clip(margins, -1, 1), rtol=1e-6,
+                               atol=1e-9)
+    noisy = DPLabelQuality(epsilon=1.0, delta=DELTA, public_model="validation",
+                           random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+    assert "public_model_fit" not in noisy.privacy_report_["details"]
+    assert [p["name"] for p in noisy.privacy_report_["parts"]] == ["label score"]
+    assert noisy.privacy_report_["noise_std"] == pytest.approx(
+        noisy.privacy_report_["sensitivity"] / gdp_mu(1.0, DELTA), rel=1e-5)
+
+
+# --- bad input -------------------------------------------------------------------
+
+@pytest.mark.parametrize("Valuator", [DPLabelQuality, DPDataValuator])
+@pytest.mark.parametrize("params, match", [
+    ({"public_model": "privat"}, "public_model"),
+    ({"public_model": None}, "public_model"),
+    ({"public_model_share": 0.0}, "public_model_share"),
+    ({"public_model_share": 1.0}, "public_model_share"),
+    ({"public_model_share": 1.5}, "public_model_share"),
+])
+def test_bad_public_model_parameters_fail_before_any_work(Valuator, params, match):
+    X = np.array([[np.nan, 1.0]])  # would fail validation if read first
+    with pytest.raises(ValueError, match=match):
+        Valuator(epsilon=1.0, **params).fit(X, [0])
+
+
+@pytest.mark.parametrize("valuator, match", [
+    (DPLabelQuality(RandomForestClassifier(), public_model="private", epsilon=1.0),
+     "RandomForestClassifier"),
+    (DPLabelQuality(MLPClassifier(), public_model="private", epsilon=1.0), "network"),
+    (DPDataValuator(MLPClassifier(), public_model="private", epsilon=1.0), "network"),
+    (DPDataValuator(public_model="private", subspace=None, epsilon=1.0),
+     "subspace='public'"),
+    (DPDataValuator(public_model="private", noise_multiplier=2.0), "noise_multiplier"),
+])
+def test_private_public_model_it_cannot_fit_is_refused_before_any_work(valuator, match):
+    with pytest.raises(ValueError, match=match):
+        valuator.fit(np.array([[np.nan, 1.0]]), [0])
+
+
+# --- composition -------------------------------------------------------------------
+
+def test_privacy_spent_of_a_filter_with_a_private_fit_is_the_hand_composition():
+    X, y, X_val, y_val, _ = _data(n=4000, n_val=40, flip=0.2)
+    filt = DPValueFilter(DPLabelQuality(epsilon=1.0, delta=DELTA,
+                                        public_model="private", random_state=0))
+    filt.fit_resample(X, y, X_val=X_val, y_val=y_val)
+    report = filt.valuator_.privacy_report_
+    parts = {p["name"]: p for p in report["parts"]}
+    mu_fit, mu_release = parts["public model fit"]["mu"], parts["label score"]["mu"]
+    assert parts["public model fit"]["share"] == 0.05
+    spent = privacy_spent(filt, delta=DELTA)
+    hand = math.sqrt(mu_fit**2 + mu_release**2)
+    assert spent["mu"] == pytest.approx(hand, rel=1e-9)
+    assert hand == pytest.approx(gdp_mu(1.0, DELTA), rel=1e-5)
+    assert spent["epsilon"] == pytest.approx(gdp_epsilon(hand, DELTA), rel=1e-3)
+
+
+@pytest.mark.parametrize("loss_name, l2", [("LOGISTIC", 0.0), ("LOGISTIC", 0.3),
+                                           ("SQUARED", 0.1), ("HINGE", 0.05)])
+def test_one_row_kernel_equals_the_general_clipped_sum(loss_name, l2):
+    """The fast path (one-row parties, one output) against the general
+    kernel: each row's gradient clipped, then summed."""
+    import skdpval._kernels as K
+    from skdpval._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(size=(300, 4)) * 3, np.ones(300)]
+    T = np.where(rng.random((300, 1)) < 0.5, -1.0, 1.0)
+    theta = rng.normal(size=(1, 5))
+    weights = rng.uniform(0.5, 2.0, 300)
+    loss = getattr(K, loss_name)
+    general, fast = np.empty((1, 5)), np.empty((1, 5))
+    clipped_gradient_sum(theta, X, T, weights, np.arange(301), loss, 0.0, l2, 0.0, 4,
+                         1.5, np.empty(1), np.empty(1), np.empty((1, 5)), general)
+    clipped_row_gradient_sum(theta, X, T, weights, loss, 0.0, l2, 4, 1.5, fast)
+    np.testing.assert_allclose(fast, general, rtol=1e-10, atol=1e-10)
