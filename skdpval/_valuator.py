@@ -707,7 +707,10 @@ class DPDataValuator(BaseValuator):
         if self.threat_model == "joint":
             declare_joint(
                 mechanism,
-                billboard="every noisy release of every owner (they move the "
+                billboard=("the private fit of the public model (it gives the "
+                           "line), " if self.public_model_fitted_privately_
+                           else "") +
+                          "every noisy release of every owner (they move the "
                           "walks' states), and the public line, the learning "
                           "rate and the permutations (public)",
                 owner_value="the mean of its weighted marginals, each U(z + its "
