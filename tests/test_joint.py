@@ -381,3 +381,34 @@ def test_federated_joint_report(planes):
     assert "global model" in report["details"]["joint"]["billboard"]
     assert valuator.owner_value(2) == valuator.values_[2]
     assert not hasattr(valuator, "rank_")
+
+
+# --- a privately fitted public model ------------------------------------------
+
+def test_joint_label_score_with_a_private_public_model(planes):
+    """The private fit is the whole billboard (all of mu^2); each owner's
+    value is its own margin under that model, without noise or clip."""
+    X, y, *_ = planes
+    joint = fit(DPLabelQuality(epsilon=1.0, threat_model="joint",
+                               public_model="private", random_state=0), planes)
+    report = joint.privacy_report_
+    assert [part["name"] for part in report["parts"]] == ["public model fit"]
+    assert report["parts"][0]["share"] == 1.0
+    assert "fitted privately" in report["details"]["joint"]["billboard"]
+    central = fit(DPLabelQuality(epsilon=1.0, public_model="private",
+                                 random_state=0), planes)
+    assert report["mu"] == pytest.approx(central.privacy_report_["mu"])
+    model = joint.public_model_
+    margins = np.where(y == 1, 1.0, -1.0) * model.decision_function(
+        (X - planes[3].mean(axis=0)) / planes[3].std(axis=0))
+    np.testing.assert_allclose(joint.values_, margins * joint.margin_scale_,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_joint_walk_with_a_private_public_model(planes):
+    valuator = fit(DPDataValuator(epsilon=1.0, n_permutations=10, random_state=0,
+                                  threat_model="joint", public_model="private"),
+                   planes)
+    report = valuator.privacy_report_
+    assert [part["name"] for part in report["parts"]] == ["public model fit", "walk"]
+    assert "private fit" in report["details"]["joint"]["billboard"]
