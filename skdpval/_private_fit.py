@@ -235,7 +235,9 @@ PUBLIC_MODEL_CONSTRAINTS = {
     "public_model_share": [Interval(Real, 0.0, 1.0, closed="neither")],
 }
 
-PUBLIC_MODEL_DOC = """public_model : {"auto", "validation", "private"}, default="auto"
+PUBLIC_MODEL_DOCS = {
+    "public_model": """\
+    public_model : {"auto", "validation", "private"}, default="auto"
         Which public model the mechanism reads. ``"validation"``: the
         wrapped model fitted on the validation set alone. ``"private"``: the
         wrapped model's own objective fitted on the *training* rows with
@@ -244,29 +246,35 @@ PUBLIC_MODEL_DOC = """public_model : {"auto", "validation", "private"}, default=
         warm-started from the validation model), spending
         ``public_model_share`` of the budget's ``mu^2``; the mechanism's own
         release(s) get the rest, so the per-party guarantee is the same
-        ``(epsilon, delta)`` (exact GDP composition; ``privacy_report_
-        ["public_model_fit"]`` states the fit's part). Linear models of the
-        registry only; for others (a network, a Pipeline, a model the
+        ``(epsilon, delta)`` (exact GDP composition: the fit is the part
+        "public model fit" of ``privacy_report_["parts"]``). Linear models
+        of the registry only; for others (a network, a Pipeline, a model the
         valuators do not map) ``"private"`` is an error naming why.
         ``"auto"``: fit privately where it pays, from public quantities only
         (the number of training parties, the validation set's size, the
         number of parameters, the budget): when the training parties are at
         least 5 times the validation rows and the fit's noise index ``n
         mu_fit / sqrt(100 d)`` is at least 6 (measured: benchmarks/quality.py
-        --suite regime and the small-set check); otherwise, and for models
-        the fit does not cover, the validation model.
-
+        --suite regime_rule and --suite regime_small); otherwise, and for
+        models the fit does not cover, the validation model
+        (``privacy_report_["details"]["public_model"]`` says which and why).
+""",
+    "public_model_share": """\
     public_model_share : float in (0, 1), default=0.05
         Share of ``mu^2`` spent on the private fit of the public model (when
         it is fitted privately).
-"""
+""",
+}
 
 
 def document_public_model(cls):
-    """Put :data:`PUBLIC_MODEL_DOC` in ``cls``'s docstring at the line
-    ``    %(public_model)s`` (one text for every valuator)."""
-    cls.__doc__ = cls.__doc__.replace("    %(public_model)s\n",
-                                      "    " + PUBLIC_MODEL_DOC)
+    """Put the entries of :data:`PUBLIC_MODEL_DOCS` in ``cls``'s docstring at
+    the lines ``    %(public_model)s`` and ``    %(public_model_share)s`` (one
+    text for every valuator)."""
+    doc = cls.__doc__
+    for name, text in PUBLIC_MODEL_DOCS.items():
+        doc = doc.replace(f"    %({name})s\n", text)
+    cls.__doc__ = doc
     return cls
 
 
