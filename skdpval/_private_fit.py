@@ -16,8 +16,7 @@ the sum over parties of each party's clipped gradient (its mean loss plus the
 penalty), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
 (:class:`~skdpval._secure_noise.Grid`), drawn by the fit's
 :class:`~skdpval._mechanism.PrivacyMechanism` (stream kind ``PUBLIC_FIT``),
-and steps
-``theta_{t+1} = theta_t - lr S~_t / n``. Under zero-out adjacency one
+and steps ``theta_{t+1} = theta_t - lr S~_t / n``. Under zero-out adjacency one
 party's slot changes ``S_t`` by at most ``C``; after rounding, by the padded
 sensitivity ``gamma Delta`` (``Delta = 2**j + sqrt(d)`` grid units). So the
 ``n_steps`` adaptive releases are exactly ``mu_fit``-GDP per party with
@@ -27,9 +26,9 @@ valuator's mechanism with the share ``public_model_share`` of ``mu^2``
 with the rest, so that the whole fit is ``sqrt(mu_fit^2 + mu_release^2) =
 mu``-GDP (Dong, Roth and Su 2022, Corollary 3.3), the same per-party total
 as with the validation model; the mechanism calibrates both and reports
-both (``privacy_report_["parts"]``). The
-model returned is the mean of the iterates of the second half (Polyak
-averaging: post-processing of the releases).
+both (``privacy_report_["parts"]``). The model returned is the mean of the
+iterates of the second half (Polyak averaging: post-processing of the
+releases).
 
 Privacy units: with groups and ``privacy_unit="record"`` every record is a
 party of the fit (each record's gradient clipped: a record's sensitivity);
@@ -40,13 +39,12 @@ Where the fit pays (``public_model="auto"``): :func:`auto_fits_privately`.
 
 import copy
 import math
+from collections import namedtuple
 from numbers import Real
 
 import numpy as np
 from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
-
-from collections import namedtuple
 
 from . import _kernels as K
 from ._accounting import gdp_mu
@@ -334,8 +332,8 @@ def _theta_of(model, n_outputs, n_columns, fit_intercept, intercept_scaling):
     theta = np.zeros((n_outputs, n_columns))
     theta[:, :n_features] = coef
     if fit_intercept:
-        theta[:, -1] = np.broadcast_to(
-            np.asarray(model.intercept_, dtype=np.float64), (n_outputs,)) / intercept_scaling
+        intercept = np.asarray(model.intercept_, dtype=np.float64)
+        theta[:, -1] = np.broadcast_to(intercept, (n_outputs,)) / intercept_scaling
     return theta
 
 
