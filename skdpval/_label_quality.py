@@ -125,6 +125,12 @@ class DPLabelQuality(BaseValuator):
         Class labels of a classifier; ``None`` takes them from ``y_val``.
 
     %(public_model)s
+        A privately fitted classifier's margins are scaled so that the
+        validation rows' median absolute margin is 3 clips
+        (``margin_scale_``).
+
+    %(public_model_share)s
+
     random_state : int, RandomState instance or None, default=None
         Public randomness: the split and an unset ``random_state`` of the
         estimator. It never seeds the noise.

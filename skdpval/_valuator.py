@@ -284,6 +284,8 @@ class DPDataValuator(BaseValuator):
         ``subspace``, or ``noise_multiplier`` (no budget to share), the
         validation model is kept (``"private"`` is an error).
 
+    %(public_model_share)s
+
     random_state : int, RandomState instance or None, default=None
         Seeds the public randomness: the split, the learning-rate search and
         the permutations. It never seeds the noise.
