@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from ._accounting import (add_record_level, chosen_epsilon, noise_std_for_budget,
                           privacy_report)
 from ._base import BaseValuator
+from ._dask import map_row_blocks
 from ._data import call_on_private_data, check_epsilon
 from ._models import fit_on_validation
 from ._noise import gaussian_noise, noise_source
@@ -198,6 +199,8 @@ class DPLabelQuality(BaseValuator):
     True
     """
 
+    _dask_input = True  # rows scored on their blocks (skdpval._dask)
+
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"]), None],
         "epsilon": [Interval(Real, 0.0, None, closed="neither"), None,
@@ -299,15 +302,22 @@ class DPLabelQuality(BaseValuator):
         features are first clipped to the float32 range, past which models
         that compute in float32 (trees, forests) raise an error.
         """
-        X = np.clip(parties.X, -_FLOAT32_MAX, _FLOAT32_MAX)
-        with np.errstate(all="ignore"):
-            row_scores = call_on_private_data(
-                lambda: self._row_scores(X, parties.y), self._scoring_failed,
-                catch=Exception)
-        row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip,
-                             self.clip) - centre
+        row_scores = map_row_blocks(self._clipped_row_scores, parties.X,
+                                    parties.y) - centre
         sums = np.add.reduceat(row_scores, parties.offsets[:-1])
         return sums if record_level else sums / np.diff(parties.offsets)
+
+    def _clipped_row_scores(self, X, y):
+        """The rows' scores, not-a-number as 0, clipped (see
+        :meth:`_party_scores`). The rows come in aligned blocks of
+        ``SCORE_BLOCK_ROWS``, in memory and on Dask alike (a model's BLAS
+        call may round a row differently in a block of another size)."""
+        X = np.clip(X, -_FLOAT32_MAX, _FLOAT32_MAX)
+        with np.errstate(all="ignore"):
+            row_scores = call_on_private_data(
+                lambda: self._row_scores(X, y), self._scoring_failed,
+                catch=Exception)
+        return np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip, self.clip)
 
     def _scoring_failed(self, error):
         return (f"{type(self.estimator_).__name__} failed to score the private "

@@ -41,6 +41,7 @@ from ._semivalues import check_semivalue, semivalue_weights, warn_if_loo_misses_
 from ._secure_noise import Grid, check_noise_std, noise_key
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
+from ._dask import walk_client
 from ._walk import SeededDraws, one_blas_thread, run_walks
 from .exceptions import SkdpvalWarning
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
@@ -569,6 +570,7 @@ class DPDataValuator(BaseValuator):
         return self._fit(X, y, X_val, y_val, groups, sample_weight=sample_weight)
 
     _n_seeds = 3  # the split, the learning-rate search, the walks
+    _dask_input = True  # rows projected on their blocks (skdpval._dask)
 
     def _check_parameters(self):
         check_semivalue(self.semivalue)
@@ -630,7 +632,7 @@ class DPDataValuator(BaseValuator):
                 self.n_permutations, len(parties.train_parties), noise_std, grid),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
-            verbose=self.verbose)
+            verbose=self.verbose, client=walk_client(game.X))
         return self._walk_statistics(result, game, parties)
 
     def _game(self, estimator, spec, parties, sample_weight):
@@ -676,6 +678,10 @@ class DPDataValuator(BaseValuator):
         """``(subspace_, line_center, space)``: a network's family builds its own
         (:func:`skdpval._mlp_space.network_space`), a linear model's is built here."""
         if spec.network is not None:
+            if hasattr(game.X, "project_on"):
+                raise ValueError("DPDataValuator on Dask input does not support a "
+                                 "neural network's walk (it reads whole rows at "
+                                 "every step): pass numpy arrays.")
             return network_space(spec.network, game, self.subspace, seed)
         basis, line_center = self._subspace_basis(estimator, game)
         return basis, line_center, space_of(basis)

@@ -434,7 +434,7 @@ def _threads_map(pool):
 
 
 def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
-              n_jobs=None, verbose=0):
+              n_jobs=None, verbose=0, client=None):
     """Walk all permutations in waves; return each party's marginal statistics.
 
     ``problem`` is a walk problem (see the module's docstring); ``draw``
@@ -442,7 +442,9 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     permutation ``t``'s fresh release; ``counted[t]`` whether its marginals
     count (past the burn-in). Returns the mean and the sum of squared
     deviations (``marginal_m2``) of each party's counted marginals, their
-    number and every permutation's final utility.
+    number and every permutation's final utility. ``client``: a distributed
+    Client to walk on (for Dask input, :func:`skdpval._dask.walk_client`),
+    whatever ``n_jobs`` and the joblib backend say.
     """
     n_permutations = len(x_tt)
     x_tt = np.asarray(x_tt, dtype=np.float64)
@@ -456,10 +458,14 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     if isinstance(backend, ThreadingBackend) and (
             problem.work_per_permutation < MIN_PARALLEL_WORK):
         n_workers = 1  # the values do not depend on it
-    depth = math.ceil(math.log2(n_workers))
+    if client is not None:
+        n_workers = len(client.scheduler_info()["workers"])
+    depth = math.ceil(math.log2(max(n_workers, 1)))
     progress = _Progress(n_permutations, verbose)
     args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
-    if n_workers == 1 or isinstance(backend, SequentialBackend):
+    if client is not None:
+        state = _run_on_dask(client, *args)
+    elif n_workers == 1 or isinstance(backend, SequentialBackend):
         state = _run_locally(lambda tasks: [fn(*a) for fn, a in tasks], *args)
     elif isinstance(backend, ThreadingBackend):
         with ThreadPoolExecutor(n_workers - 1, thread_name_prefix="skdpval") as pool:
