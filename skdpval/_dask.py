@@ -244,7 +244,8 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     if not is_dask_collection(X):
         X = da.from_array(np.asarray(X))  # y, say, came as a Dask collection
     if hasattr(X, "columns"):  # a data frame: its partitions
-        _check_feature_names(estimator, X, reset=True)
+        # Its names from its empty pandas frame (scikit-learn reads pandas).
+        _check_feature_names(estimator, X._meta, reset=True)
         blocks, n_columns = list(X.to_delayed()), len(X.columns)
     else:
         if hasattr(estimator, "feature_names_in_"):
@@ -256,7 +257,8 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         X = X.rechunk({1: -1})
         blocks, n_columns = list(X.to_delayed().ravel()), X.shape[1]
     report = dask.delayed(_block_report, pure=False)
-    reports, y = dask.compute([report(block) for block in blocks], y)
+    reports = dask.compute(*[report(block) for block in blocks])
+    y = _in_memory(y)
     lengths = [r[0] for r in reports]
     n_rows = int(sum(lengths))
     _raise_as_in_memory(estimator, reports, n_rows, n_columns, y)
