@@ -32,6 +32,9 @@ Cases:
   a fresh process: time and peak memory.
 - ``losses``: the walk kernel's cost per step for each loss (and an L1
   term, row weights) against binary logistic, on the Table 8 job's size.
+- ``dask_input``: Dask-array input (rows persisted on a LocalCluster of 2
+  processes x 1 thread, the walk on its workers) against numpy input in one
+  process with n_jobs=1, n = 100,000 and 1,000,000, k = 128.
 - ``noise_cost``: the fit with the shipped noise (ChaCha20, rounded Gaussian
   on a grid) against the float Gaussian it replaced, and the sampler alone.
 
@@ -837,11 +840,91 @@ def mlp(repeats=3, n=300, k=1000):
          seconds=round(seconds, 3), vs_logistic=round(seconds / base, 2))
 
 
+def _cluster_cpu(processes):
+    """CPU seconds (user + system) of ``processes`` so far."""
+    total = 0.0
+    for process in processes:
+        try:
+            total += sum(process.cpu_times()[:2])
+        except Exception:  # a process that ended
+            pass
+    return total
+
+
+def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
+    """Dask-array input on a LocalCluster of 2 processes x 1 thread against
+    numpy input in one process with n_jobs=1: the default walk.
+
+    The rows live on the workers (``persist``), in ``chunks`` blocks; the
+    Dask fit projects them there, gathers one number a party, and walks the
+    waves on the workers (:func:`skdpval._dask.walk_client`). The two fits
+    run in turn, ``rounds`` times, after a warm-up each (compilation on the
+    workers); the speed-up is the median of the pairs' ratios. CPU: the
+    seconds of the client process (which runs the scheduler) and of the
+    workers during each fit; on a machine shared with other jobs, the CPU
+    ratio says what the fit would reach with both cores to itself.
+    """
+    import dask.array as da
+    import distributed
+    import psutil
+
+    walk_seconds = []
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        me = psutil.Process()
+        workers = me.children(recursive=True)
+        for n in ns:
+            X, y, X_val, y_val = classification(n, n_val=2000)
+            rows = -(-n // chunks)
+            X_dask = client.persist(da.from_array(X, chunks=(rows, X.shape[1])))
+            y_dask = client.persist(da.from_array(y, chunks=rows))
+            distributed.wait([X_dask, y_dask])
+            make = lambda **kw: DPDataValuator(
+                n_permutations=k, learning_rate=CLASSIFICATION_LEARNING_RATE,
+                epsilon=1.0, random_state=0, noise_seed=0, **kw)
+            local, on_dask = make(n_jobs=1), make()
+            local.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # compiles
+            on_dask.fit(X_dask[:2000], y_dask[:2000], X_val=X_val, y_val=y_val)
+            seconds = {"local": [], "dask": []}
+            cpu = {"local": [], "dask_client": [], "dask_workers": []}
+            walk_seconds.clear()
+            for _ in range(rounds):
+                started, cpu_started = time.perf_counter(), _cluster_cpu([me])
+                with timed_walks(walk_seconds):
+                    local.fit(X, y, X_val=X_val, y_val=y_val)
+                seconds["local"].append(time.perf_counter() - started)
+                cpu["local"].append(_cluster_cpu([me]) - cpu_started)
+                client_cpu, workers_cpu = _cluster_cpu([me]), _cluster_cpu(workers)
+                started = time.perf_counter()
+                on_dask.fit(X_dask, y_dask, X_val=X_val, y_val=y_val)
+                seconds["dask"].append(time.perf_counter() - started)
+                cpu["dask_client"].append(_cluster_cpu([me]) - client_cpu)
+                cpu["dask_workers"].append(_cluster_cpu(workers) - workers_cpu)
+            one, two = np.array(seconds["local"]), np.array(seconds["dask"])
+            median = lambda values: round(float(np.median(values)), 3)
+            dask_cpu = np.array(cpu["dask_client"]) + np.array(cpu["dask_workers"])
+            emit(case="dask_input", walk="default", n=n, k=k, d=X.shape[1],
+                 n_val=len(X_val), chunks=chunks, workers="2 processes x 1 thread",
+                 baseline="numpy input, one process, n_jobs=1", repeats=rounds,
+                 seconds_1_job=median(one), walk_seconds_1_job=median(walk_seconds),
+                 seconds_dask=median(two), speedup=median(one / two),
+                 speedup_range=[round(float(np.min(one / two)), 3),
+                                round(float(np.max(one / two)), 3)],
+                 values_identical=bool(np.array_equal(local.values_, on_dask.values_)),
+                 cpu_seconds_1_job=median(cpu["local"]),
+                 cpu_seconds_dask_client=median(cpu["dask_client"]),
+                 cpu_seconds_dask_workers=median(cpu["dask_workers"]),
+                 cpu_ratio=median(dask_cpu / np.array(cpu["local"])),
+                 load_before=round(os.getloadavg()[0], 2))
+            del X_dask, y_dask
+
+
 CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
          "vs_reference": vs_reference, "floor": floor, "threads": threads,
          "dask": dask, "scale": scale, "multiclass": multiclass,
          "randomness": randomness, "large": large, "losses": losses,
-         "noise_cost": noise_cost, "mlp": mlp}
+         "noise_cost": noise_cost, "mlp": mlp, "dask_input": dask_input}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)

@@ -27,11 +27,13 @@ Where the tasks run:
 - threads (the default, and joblib's threading backend): a thread pool kept
   for the whole fit (the kernels release the GIL; a joblib call per wave
   costs about 10 ms, more than a small wave's work);
-- Dask (``joblib.parallel_config(backend="dask")``): the problem and the
-  draws are sent to every worker once, each task is pinned to a worker, and
-  the waves are merged on a worker, so that per wave only the nodes' sums
-  and the new rolling means cross the network (without a rolling mean,
-  i.i.d. noise, a node waits for no merge);
+- Dask (``joblib.parallel_config(backend="dask")``, or Dask input with a
+  distributed Client, :mod:`skdpval._dask`): the problem and the draws are
+  sent to every worker once, each task is pinned to a worker, and every
+  worker keeps its own copy of the rolling means, updated from the wave's
+  nodes, so that per wave only the nodes' sums cross the network, once
+  (without a rolling mean, i.i.d. noise, a node waits for no merge); the
+  counted marginals are merged on one worker, off the critical path;
 - any other joblib backend (loky, multiprocessing): ``joblib.Parallel``.
 """
 
@@ -248,25 +250,42 @@ def end_wave(state, start, stop, depth, *nodes):
                      end_utility)
 
 
-# On Dask, a wave's tasks take the state before the wave, or for the first
-# wave the arguments of WalkState.start, so that no task builds the start
-# state (a scheduler round trip, ~5 ms, before the first node could run).
+# On Dask every worker keeps its own copy of the rolling means, updated from
+# the wave's nodes by the same arithmetic as :func:`end_wave` (so the copies
+# are bit-identical): a wave's nodes then wait for one exchange of the
+# nodes' raw sums, not for a merge on one worker and a copy sent back. The
+# counted marginals and the final utilities are merged on one worker, off
+# the waves' critical path. Before the first wave a copy is None (zeros).
 
-def _state_or_start(state):
-    return state if isinstance(state, WalkState) else WalkState.start(*state)
+def walk_node_of_mean(problem, draw, lo, hi, x_tt, counted, rolling_mean,
+                      release_shape):
+    """:func:`walk_node` with a worker's copy of the rolling means (None
+    before the first wave; ``release_shape`` None: no rolling mean)."""
+    if release_shape is not None and rolling_mean is None:
+        rolling_mean = np.zeros((problem.n_parties, *release_shape))
+    return walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean)
 
 
-def walk_node_of_state(problem, draw, lo, hi, x_tt, counted, state):
-    """:func:`walk_node` with the rolling mean of ``state`` (for Dask)."""
-    return walk_node(problem, draw, lo, hi, x_tt, counted,
-                     _state_or_start(state).rolling_mean)
+def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape,
+                      *nodes):
+    """A worker's copy of the rolling means after the wave of ``nodes``: the
+    operations of :func:`end_wave` on the raw sums, in its order."""
+    by_start = {a: node.raw_sum
+                for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth))}
+    if rolling_mean is None:
+        rolling_mean = np.zeros((n_parties, *release_shape))
+    with _diverged_walks_are_reported_later():
+        raw_sum = reduce_tree(start, stop, depth, lambda a, b: by_start[a],
+                              lambda left, right: left + right)
+        return (start * rolling_mean + raw_sum) / stop
 
 
-def end_wave_of_state(state, start, stop, depth, last, *nodes):
-    """:func:`end_wave` (for Dask); after the ``last`` wave, the result
-    without its rolling mean, which then never leaves the worker."""
-    state = end_wave(_state_or_start(state), start, stop, depth, *nodes)
-    return state.result() if last else state
+def end_wave_of_state(state, start, stop, depth, *nodes):
+    """:func:`end_wave` without the rolling means (for Dask): ``state`` is a
+    WalkState, or before the first wave the arguments of WalkState.start."""
+    if not isinstance(state, WalkState):
+        state = WalkState.start(*state)
+    return end_wave(state, start, stop, depth, *nodes)
 
 
 # --- where the tasks run --------------------------------------------------------
@@ -289,30 +308,34 @@ def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, initial,
 
 def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                  progress):
-    """Waves on a Dask cluster: data sent once, tasks pinned, merges on a worker."""
+    """Waves on a Dask cluster: data sent once, tasks pinned, each worker
+    keeping its copy of the rolling means (see :func:`next_rolling_mean`)."""
     from distributed import wait
 
     workers = sorted(client.scheduler_info()["workers"])
-    home = workers[0]
+    n_parties, release_shape, n_permutations = initial
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
     problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)
-    state = initial
-    use_rolling = initial[1] is not None
+
+    def on(i):
+        return dict(workers=[workers[i % len(workers)]], allow_other_workers=True,
+                    pure=False)
+
+    means = [None] * len(workers)
+    state = (n_parties, None, n_permutations)
     pending = []
     for start, stop in waves:
-        # Nodes read the rolling mean from the state (the state's other parts
-        # are O(n) numbers, sent with it rather than split off by a task);
-        # without one (i.i.d. noise) a wave's nodes wait for nothing.
-        walk, source = ((walk_node_of_state, state) if use_rolling
-                        else (walk_node, None))
-        nodes = [client.submit(walk, problem, draw, lo, hi, x_tt[lo:hi],
-                               counted[lo:hi], source, workers=[workers[i % len(workers)]],
-                               allow_other_workers=True, pure=False)
+        nodes = [client.submit(walk_node_of_mean, problem, draw, lo, hi, x_tt[lo:hi],
+                               counted[lo:hi], means[i % len(workers)], release_shape,
+                               **on(i))
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
-        state = client.submit(end_wave_of_state, state, start, stop, depth,
-                              stop == waves[-1][1], *nodes,
-                              workers=[home], allow_other_workers=True, pure=False)
-        # Keep one wave queued behind the running one; report finished waves.
+        if release_shape is not None and stop < waves[-1][1]:
+            means = [client.submit(next_rolling_mean, means[w], start, stop, depth,
+                                   n_parties, release_shape, *nodes, **on(w))
+                     for w in range(len(workers))]
+        state = client.submit(end_wave_of_state, state, start, stop, depth, *nodes,
+                              **on(0))
+        # Keep a wave queued behind the running one; report finished waves.
         pending.append((state, stop - start))
         if len(pending) == 2:
             finished, size = pending.pop(0)
@@ -321,7 +344,7 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
     result = state.result()
     for _, size in pending:
         progress.update(size)
-    return result
+    return result.result()
 
 
 class _CompileClock(numba_event.Listener):
