@@ -211,3 +211,39 @@ def test_dask_is_not_imported_for_numpy_input():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim):
+    """A worker process killed after the second wave (the first worker keeps
+    the counted sums, every worker a copy of the rolling means): the lost
+    tasks are recomputed from their lineage, and the values are the same."""
+    import os
+    import signal
+
+    import skdpval._walk as walk_module
+
+    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
+                                                    random_state=5), 300)
+    params = dict(n_permutations=24, batch_permutations=4)
+    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        target = pids[sorted(pids)[victim]]
+        waves = []
+        original = walk_module._Progress.update
+
+        def kill_after_the_second_wave(self, n):
+            waves.append(n)
+            if len(waves) == 2:
+                os.kill(target, signal.SIGKILL)
+            return original(self, n)
+
+        monkeypatch.setattr(walk_module._Progress, "update", kill_after_the_second_wave)
+        got = valuator(**params).fit(*chunked(X, y, 250), X_val=X_val, y_val=y_val)
+        assert len(waves) == 6
+        assert target not in client.run(os.getpid).values()  # it did die
+    assert_array_equal(got.values_, expected.values_)
+    assert_array_equal(got.final_utilities_, expected.final_utilities_)
