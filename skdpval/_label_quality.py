@@ -236,7 +236,10 @@ class DPLabelQuality(BaseValuator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training samples (private).
+            Training samples (private). A Dask array or data frame is
+            scored where its blocks live (``X_val`` in memory); the noise
+            is drawn in the client. The values equal the numpy path's (the
+            user guide's "Data held by Dask").
         y : array-like of shape (n_samples,)
             Their labels or targets.
         X_val, y_val : array-like, default=None

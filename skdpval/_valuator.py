@@ -540,7 +540,13 @@ class DPDataValuator(BaseValuator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training samples (the private data, one party per sample).
+            Training samples (the private data, one party per sample). A
+            Dask array or data frame is read where its blocks live (with
+            ``y`` and ``sample_weight`` Dask or in memory, ``X_val`` in
+            memory): the rows are projected there and the walk runs on one
+            number a party, on the distributed Client's workers when there
+            is one; the values equal the numpy path's (the user guide's
+            "Data held by Dask").
         y : array-like of shape (n_samples,)
             Their targets.
         X_val : array-like of shape (n_val, n_features), default=None
