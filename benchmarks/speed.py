@@ -35,6 +35,9 @@ Cases:
 - ``dask_input``: Dask-array input (rows persisted on a LocalCluster of 2
   processes x 1 thread, the walk on its workers) against numpy input in one
   process with n_jobs=1, n = 100,000 and 1,000,000, k = 128.
+- ``dask_scale``: Dask input read from Parquet (written by the workers),
+  workers limited to 1 GiB each: the label score and the default walk,
+  time and peak memory per process.
 - ``noise_cost``: the fit with the shipped noise (ChaCha20, rounded Gaussian
   on a grid) against the float Gaussian it replaced, and the sampler alone.
 
@@ -931,11 +934,91 @@ def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
             del X_dask, y_dask
 
 
+DASK_SCALE = """
+import json, os, resource, tempfile, time
+import numpy as np
+
+def peak_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def main():
+    import dask.array as da
+    import dask.dataframe as dd
+    import distributed
+    from skdpval import DPDataValuator, DPLabelQuality
+    n, d, k, chunk_rows = {n}, {d}, {k}, {chunk_rows}
+    with tempfile.TemporaryDirectory(dir={directory!r}) as path, \\
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     memory_limit={memory_limit!r},
+                                     dashboard_address=None) as cluster, \\
+            distributed.Client(cluster) as client:
+        # The data set, written to Parquet by the workers (never in the client).
+        rng = da.random.default_rng(0)
+        X = rng.normal(size=(n, d), chunks=(chunk_rows, d))
+        w = np.linspace(-1.0, 1.0, d)
+        y = ((X @ w + rng.normal(size=n, chunks=chunk_rows)) > 0).astype(np.int64)
+        frame = dd.from_dask_array(da.concatenate([X, y[:, None]], axis=1),
+                                   columns=[f"x{{i}}" for i in range(d)] + ["y"])
+        frame.to_parquet(path, write_index=False)
+        X_val = np.random.default_rng(1).normal(size=(2000, d))
+        y_val = ((X_val @ w + np.random.default_rng(2).normal(size=2000)) > 0) * 1
+        data = dd.read_parquet(path)
+        X, y = data[[f"x{{i}}" for i in range(d)]], data["y"]
+        before = peak_mib()
+        started = time.perf_counter()
+        scorer = DPLabelQuality(epsilon=1.0, random_state=0).fit(X, y, X_val=X_val,
+                                                                 y_val=y_val)
+        label_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        valuator = DPDataValuator(n_permutations=k, learning_rate=0.005, epsilon=1.0,
+                                  random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+        valuator_seconds = time.perf_counter() - started
+        workers = client.run(peak_mib)
+        print(json.dumps(dict(
+            label_seconds=label_seconds, valuator_seconds=valuator_seconds,
+            finite=bool(np.all(np.isfinite(valuator.values_))
+                        and np.all(np.isfinite(scorer.values_))),
+            client_peak_mib=peak_mib(), client_peak_before_fits_mib=before,
+            worker_peak_mib=sorted(workers.values()))))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def dask_scale(ns=(1_000_000,), k=100, d=20, memory_limit="1GiB",
+               chunk_rows=250_000):
+    """Dask input read from Parquet on disk (written by the workers), a
+    LocalCluster of 2 processes x 1 thread with ``memory_limit`` each: the
+    label score and the default walk; time and peak memory per process (the
+    client's in a fresh process: it runs the scheduler too)."""
+    for n in ns:
+        with tempfile.TemporaryDirectory() as directory:
+            script = os.path.join(directory, "scale.py")
+            with open(script, "w") as f:
+                f.write(DASK_SCALE.format(n=n, d=d, k=k, chunk_rows=chunk_rows,
+                                          memory_limit=memory_limit,
+                                          directory=directory))
+            out = subprocess.run([sys.executable, script], capture_output=True,
+                                 text=True)
+        if out.returncode != 0:
+            emit(case="dask_scale", n=n, k=k, d=d, memory_limit=memory_limit,
+                 failed=out.stderr.strip().splitlines()[-3:])
+            continue
+        measured = json.loads(out.stdout.strip().splitlines()[-1])
+        emit(case="dask_scale", n=n, k=k, d=d, data_mib=round(n * d * 8 / 2**20),
+             memory_limit=memory_limit, chunk_rows=chunk_rows,
+             workers="2 processes x 1 thread", source="Parquet on disk",
+             **{key: round(value, 1) if isinstance(value, float) else value
+                for key, value in measured.items()})
+
+
 CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
          "vs_reference": vs_reference, "floor": floor, "threads": threads,
          "dask": dask, "scale": scale, "multiclass": multiclass,
          "randomness": randomness, "large": large, "losses": losses,
-         "noise_cost": noise_cost, "mlp": mlp, "dask_input": dask_input}
+         "noise_cost": noise_cost, "mlp": mlp, "dask_input": dask_input,
+         "dask_scale": dask_scale}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
