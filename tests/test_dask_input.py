@@ -247,3 +247,16 @@ def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim):
         assert target not in client.run(os.getpid).values()  # it did die
     assert_array_equal(got.values_, expected.values_)
     assert_array_equal(got.final_utilities_, expected.final_utilities_)
+
+
+def test_the_value_filter_keeps_the_same_rows_of_a_dask_array(binary):
+    """DPValueFilter values Dask rows and returns the kept rows, still lazy."""
+    from skdpval import DPValueFilter
+
+    X, y, X_val, y_val = binary
+    make = lambda: DPValueFilter(valuator(), drop_fraction=0.2)
+    X_kept, y_kept = make().fit_resample(X, y, X_val=X_val, y_val=y_val)
+    X_dask, y_dask = make().fit_resample(*chunked(X, y, 30), X_val=X_val, y_val=y_val)
+    assert hasattr(X_dask, "dask")
+    assert_array_equal(X_dask.compute(), X_kept)
+    assert_array_equal(y_dask.compute(), y_kept)
