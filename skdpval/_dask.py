@@ -154,21 +154,24 @@ class DaskRows:
         return self._over_blocks(self.array, _project_block, self.steps, basis,
                                  n_outputs)
 
-    def map_rows(self, function, *row_args, block_rows=SCORE_BLOCK_ROWS):
+    def map_rows(self, function, *row_args, block_rows=None):
         """``function(X, *row_args)`` over aligned blocks of ``block_rows``
-        rows (the last one shorter), concatenated in the client.
+        (default ``SCORE_BLOCK_ROWS``) rows (the last one shorter),
+        concatenated in the client.
 
         ``row_args`` are in-memory arrays with one entry per row, cut into
         the same blocks.
         """
-        aligned = self.array.rechunk({0: block_rows})
+        aligned = self.array.rechunk({0: block_rows or SCORE_BLOCK_ROWS})
         return self._over_blocks(aligned, _map_block, self.steps, function,
                                  row_args=row_args)
 
 
-def map_row_blocks(function, X, *row_args, block_rows=SCORE_BLOCK_ROWS):
+def map_row_blocks(function, X, *row_args, block_rows=None):
     """``function(X_block, *row_args_block)`` over aligned blocks of
-    ``block_rows`` rows of ``X`` (in memory or :class:`DaskRows`), concatenated."""
+    ``block_rows`` (default ``SCORE_BLOCK_ROWS``) rows of ``X`` (in memory or
+    :class:`DaskRows`), concatenated."""
+    block_rows = block_rows or SCORE_BLOCK_ROWS
     if isinstance(X, DaskRows):
         return X.map_rows(function, *row_args, block_rows=block_rows)
     return np.concatenate(

@@ -49,17 +49,37 @@ def chunked(X, y, rows):
     return da.from_array(X, chunks=(rows, 2)), da.from_array(y, chunks=rows)
 
 
+# Without noise the releases are not rounded to the noise's grid, which
+# would absorb a difference in the last bits of a row's projection.
+@pytest.mark.parametrize("noise", ["correlated", "none"])
 @pytest.mark.parametrize("rows", [1, 7, 64, 1000])
 @pytest.mark.parametrize("case", ["binary", "three_classes", "regression"])
-def test_valuator_values_equal_the_numpy_path(case, rows, request):
+def test_valuator_values_equal_the_numpy_path(case, rows, noise, request):
     X, y, X_val, y_val = request.getfixturevalue(case)
     params = {"estimator": Ridge()} if case == "regression" else {}
+    params["noise"] = noise
     expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
     got = valuator(**params).fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val)
     assert_array_equal(got.values_, expected.values_)
     assert_array_equal(got.values_stderr_, expected.values_stderr_)
     assert got.privacy_report_ == expected.privacy_report_
     assert got.n_features_in_ == X.shape[1]
+
+
+def test_rows_projected_on_the_blocks_equal_project_rows():
+    """The projection itself, bit for bit: several outputs and directions,
+    any chunking (the walk's values could hide a last-bit difference)."""
+    from skdpval._dask import DaskRows
+    from skdpval._subspace import project_rows
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(301, 9))
+    for m, n_outputs in ((1, 1), (2, 1), (1, 3), (3, 4)):
+        basis = rng.normal(size=(m, n_outputs * 10))
+        expected = project_rows(basis, np.hstack([X, np.ones((len(X), 1))]), n_outputs)
+        for rows in (1, 2, 50, 301):
+            got = DaskRows(da.from_array(X, chunks=(rows, 9))).with_column(1.0)
+            assert_array_equal(project_rows(basis, got, n_outputs), expected)
 
 
 def test_valuator_with_a_basis_weights_and_a_data_frame(binary):
@@ -80,11 +100,13 @@ def test_valuator_with_a_basis_weights_and_a_data_frame(binary):
     assert list(got.feature_names_in_) == names
 
 
+@pytest.mark.parametrize("epsilon", [1.0, None])  # None: no noise, no grid
 @pytest.mark.parametrize("case", ["binary", "three_classes", "regression"])
-def test_label_quality_equals_the_numpy_path(case, request):
+def test_label_quality_equals_the_numpy_path(case, epsilon, request):
     X, y, X_val, y_val = request.getfixturevalue(case)
     estimator = Ridge() if case == "regression" else LogisticRegression()
-    scorer = lambda: DPLabelQuality(estimator, epsilon=1.0, random_state=0, noise_seed=1)
+    scorer = lambda: DPLabelQuality(estimator, epsilon=epsilon, random_state=0,
+                                    noise_seed=1)
     expected = scorer().fit(X, y, X_val=X_val, y_val=y_val).values_
     for rows in (1, 13, 1000):
         got = scorer().fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val).values_
@@ -99,11 +121,23 @@ def test_label_quality_scores_aligned_blocks_past_one_block(monkeypatch):
     monkeypatch.setattr(dask_module, "SCORE_BLOCK_ROWS", 100)
     X, y, X_val, y_val = split(*make_classification(n_samples=1100, n_features=8,
                                                     random_state=4), 100)
-    scorer = lambda: DPLabelQuality(epsilon=1.0, random_state=0, noise_seed=1)
+    scorer = lambda: DPLabelQuality(epsilon=None, random_state=0)  # no grid
     expected = scorer().fit(X, y, X_val=X_val, y_val=y_val).values_
     for rows in (1, 37, 333):
         got = scorer().fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val).values_
         assert_array_equal(got, expected)
+    # Both paths scored blocks of 100 rows (the patch took effect).
+    sizes = []
+    original = DPLabelQuality._clipped_row_scores
+
+    def recording(self, X, y):
+        sizes.append(len(X))
+        return original(self, X, y)
+
+    monkeypatch.setattr(DPLabelQuality, "_clipped_row_scores", recording)
+    scorer().fit(X, y, X_val=X_val, y_val=y_val)
+    scorer().fit(*chunked(X, y, 37), X_val=X_val, y_val=y_val)
+    assert sizes == [100] * 20
 
 
 def no_release(monkeypatch):
