@@ -306,6 +306,11 @@ def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, initial,
     return state
 
 
+# Nodes of a wave per Dask worker, each pinned loosely to a worker in turn:
+# more than one lets an idle worker take a busy one's node.
+DASK_NODES_PER_WORKER = 1
+
+
 def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                  progress):
     """Waves on a Dask cluster: data sent once, tasks pinned, each worker
@@ -313,6 +318,8 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
     from distributed import wait
 
     workers = sorted(client.scheduler_info()["workers"])
+    # The values do not depend on the tree's depth (its merges are fixed).
+    depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
     n_parties, release_shape, n_permutations = initial
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
     problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)

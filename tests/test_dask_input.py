@@ -235,6 +235,20 @@ def test_the_walk_runs_on_the_cluster_with_the_same_values(binary):
     assert_array_equal(got.final_utilities_, expected.final_utilities_)
 
 
+def test_more_nodes_per_worker_change_no_value(binary, monkeypatch):
+    """Two nodes a worker (a deeper tree of the same merges): the same bits."""
+    import skdpval._walk as walk_module
+
+    X, y, X_val, y_val = binary
+    expected = valuator().fit(X, y, X_val=X_val, y_val=y_val).values_
+    monkeypatch.setattr(walk_module, "DASK_NODES_PER_WORKER", 2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        got = valuator().fit(*chunked(X, y, 30), X_val=X_val, y_val=y_val).values_
+    assert_array_equal(got, expected)
+
+
 def test_dask_is_not_imported_for_numpy_input():
     code = ("import sys, numpy as np; from skdpval import DPDataValuator, DPLabelQuality\n"
             "X = np.random.default_rng(0).normal(size=(60, 3)); y = (X[:, 0] > 0) * 1\n"
