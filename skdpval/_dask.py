@@ -15,9 +15,11 @@ chunked (the label score's model is applied to aligned blocks of
 ``SCORE_BLOCK_ROWS`` rows in both paths: a BLAS call may round a row
 differently in blocks of another size).
 
-The noise is drawn in the client; with a distributed Client the walk's
-waves run on its workers, which then hold the noise key (as with
-``joblib.parallel_config(backend="dask")``): they are trusted.
+The noise key is made in the client (fresh OS entropy, or ``noise_seed``).
+The label score's noise is drawn there; the walk's noise is drawn where its
+waves run: with a distributed Client, on its workers, which then hold the
+key (as with ``joblib.parallel_config(backend="dask")``) and must be as
+trusted as the client.
 
 Not supported on Dask input (a clear error before any work): ``groups``
 (a group's rows are summed in an order read from their content),
@@ -28,8 +30,6 @@ rows would have to come from ``X``).
 Dask is imported only when an input is a Dask collection (checked by the
 module of its type); ``pip install "skdpval[dask]"`` installs it.
 """
-
-from collections import namedtuple
 
 import numpy as np
 from sklearn.utils.validation import (
@@ -206,10 +206,10 @@ def check_supported(valuator, groups, X_val, preprocessor=None):
                          f"support {refused}.")
 
 
-def _raise_as_in_memory(estimator, reports, n_rows, n_columns, y):
-    """The error ``validate_data`` raises on the whole input, if any, from the
+def _raise_as_in_memory(estimator, reports, n_rows, n_columns):
+    """The error ``validate_data`` raises on the whole ``X``, if any, from the
     blocks' reports: the first block that fails to convert, else NaN (in
-    any block) before infinity, then the shape, then ``y``'s checks."""
+    any block) before infinity, then the shape."""
     name = type(estimator).__name__
     for *_, error in reports:
         if error is not None:
@@ -255,7 +255,8 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
             del estimator.feature_names_in_
         if X.ndim != 2:  # the in-memory message (its first line: no values)
             call_on_private_data(
-                lambda: check_array(np.zeros(X.shape[:1]), input_name="X"),
+                lambda: check_array(np.zeros([min(size, 2) for size in X.shape]),
+                                    input_name="X", estimator=estimator),
                 _first_line_without_value)
         X = X.rechunk({1: -1})
         blocks, n_columns = list(X.to_delayed().ravel()), X.shape[1]
@@ -264,7 +265,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     y = _in_memory(y)
     lengths = [r[0] for r in reports]
     n_rows = int(sum(lengths))
-    _raise_as_in_memory(estimator, reports, n_rows, n_columns, y)
+    _raise_as_in_memory(estimator, reports, n_rows, n_columns)
     y = call_on_private_data(
         lambda: _check_y(np.asarray(y), y_numeric=not is_classifier,
                          estimator=estimator),

@@ -308,3 +308,14 @@ def test_the_value_filter_keeps_the_same_rows_of_a_dask_array(binary):
     assert hasattr(X_dask, "dask")
     assert_array_equal(X_dask.compute(), X_kept)
     assert_array_equal(y_dask.compute(), y_kept)
+
+
+@pytest.mark.parametrize("shape", [(200,), (200, 6, 1)])
+def test_a_wrong_number_of_dimensions_gives_the_in_memory_error(binary, shape):
+    X, y, X_val, y_val = binary
+    bad = X.ravel()[:np.prod(shape)].reshape(shape)
+    with pytest.raises(ValueError) as in_memory:
+        DPDataValuator(epsilon=1.0).fit(bad, y, X_val=X_val, y_val=y_val)
+    with pytest.raises(ValueError) as on_dask:
+        DPDataValuator(epsilon=1.0).fit(da.from_array(bad), y, X_val=X_val, y_val=y_val)
+    assert str(on_dask.value) == str(in_memory.value)
