@@ -849,6 +849,24 @@ def _own_cpu():
     return times.user + times.system
 
 
+def _wave_timings(tasks, n_nodes):
+    """From a Dask task stream of one fit: the waves' node times and the gaps
+    between a wave's last node ending and the next wave's first starting
+    (the wait for the exchange of sums and the rolling means' update)."""
+    nodes = sorted((entry["startstops"][-1]["start"], entry["startstops"][-1]["stop"])
+                   for entry in tasks if str(entry["key"]).startswith("walk_node"))
+    waves = [nodes[i:i + n_nodes] for i in range(0, len(nodes), n_nodes)]
+    gaps = [min(a for a, _ in later) - max(b for _, b in wave)
+            for wave, later in zip(waves, waves[1:])]
+    longest = [max(b - a for a, b in wave) for wave in waves]
+    shortest = [min(b - a for a, b in wave) for wave in waves]
+    return dict(waves=len(waves),
+                node_seconds_per_wave_max=round(float(np.median(longest)), 3),
+                node_seconds_per_wave_min=round(float(np.median(shortest)), 3),
+                gap_ms_between_waves=round(1e3 * float(np.median(gaps)), 1)
+                if gaps else None)
+
+
 def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
     """Dask-array input on a LocalCluster of 2 processes x 1 thread against
     numpy input in one process with n_jobs=1: the default walk.
@@ -905,8 +923,10 @@ def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
                 cpu["local"].append(_own_cpu() - cpu_started)
                 client_cpu, worker_cpu = _own_cpu(), workers_cpu()
                 started = time.perf_counter()
-                on_dask.fit(X_dask, y_dask, X_val=X_val, y_val=y_val)
+                with distributed.get_task_stream() as stream:
+                    on_dask.fit(X_dask, y_dask, X_val=X_val, y_val=y_val)
                 seconds["dask"].append(time.perf_counter() - started)
+                waves = _wave_timings(stream.data, n_nodes=2)
                 cpu["dask_client"].append(_own_cpu() - client_cpu)
                 cpu["dask_workers"].append(workers_cpu() - worker_cpu)
             one, two = np.array(seconds["local"]), np.array(seconds["dask"])
@@ -930,7 +950,8 @@ def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
                  idle_cpu_per_second_workers=[round(r, 4) for r in idle_rate_workers],
                  speedup_from_cpu=median(np.array(cpu["local"])
                                          / (client_cpu + worker_cpu.max(axis=1))),
-                 load_average_before=[round(load, 2) for load in loads])
+                 load_average_before=[round(load, 2) for load in loads],
+                 **waves)
             del X_dask, y_dask
 
 
