@@ -507,9 +507,10 @@ def dask():
                                                    if who is None) / rounds),
                  bound_bytes_per_wave=3 * 8 * n * (d + 1),
                  loopback_bytes_per_fit=round(loopback / rounds),
-                 note="bytes_per_wave: the wave's state (rolling means) to the "
-                      "second worker and its node's sums back; loopback counts "
-                      "every process on the machine")
+                 note="bytes_per_wave: each node's sums to the other worker "
+                      "(which updates its own copy of the rolling means) and to "
+                      "the first (the counted sums); loopback counts every "
+                      "process on the machine")
 
 
 SCALE = """
