@@ -8,6 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import STEP_TO_USER, BaseValuator
+from ._dask import map_row_blocks
 from ._data import call_on_private_data
 from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._models import fit_on_validation
@@ -231,6 +232,8 @@ class DPLabelQuality(BaseValuator):
     True
     """
 
+    _dask_input = True  # rows scored on their blocks (skdpval._dask)
+
     _parameter_constraints: dict = {
         **PRIVACY_CONSTRAINTS,
         "estimator": [HasMethods(["fit", "predict"]), None],
@@ -269,7 +272,10 @@ class DPLabelQuality(BaseValuator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training samples (private).
+            Training samples (private). A Dask array or data frame is
+            scored where its blocks live (``X_val`` in memory); the noise
+            is drawn in the client. The values equal the numpy path's (the
+            user guide's "Data held by Dask").
         y : array-like of shape (n_samples,)
             Their labels or targets.
         X_val, y_val : array-like, default=None
@@ -357,7 +363,8 @@ class DPLabelQuality(BaseValuator):
                      else 1)
         fits, self.public_model_reason_ = resolve_public_model(
             self, estimator, n_parties=n_parties, n_val=len(parties.X_val),
-            n_params=n_outputs * (parties.X.shape[1] + 1), mu=budget_mu(mechanism))
+            n_params=n_outputs * (parties.X.shape[1] + 1), mu=budget_mu(mechanism),
+            rows=parties.X)
         self.public_model_fitted_privately_ = fits
         if not fits:
             return None
@@ -388,15 +395,22 @@ class DPLabelQuality(BaseValuator):
         features are first clipped to the float32 range, past which models
         that compute in float32 (trees, forests) raise an error.
         """
-        X = np.clip(parties.X, -_FLOAT32_MAX, _FLOAT32_MAX)
-        with np.errstate(all="ignore"):
-            row_scores = call_on_private_data(
-                lambda: self._row_scores(X, parties.y), self._scoring_failed,
-                catch=Exception)
-        row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip,
-                             self.clip) - centre
+        row_scores = map_row_blocks(self._clipped_row_scores, parties.X,
+                                    parties.y) - centre
         sums = np.add.reduceat(row_scores, parties.offsets[:-1])
         return sums if record_level else sums / np.diff(parties.offsets)
+
+    def _clipped_row_scores(self, X, y):
+        """The rows' scores, not-a-number as 0, clipped (see
+        :meth:`_party_scores`). The rows come in aligned blocks of
+        ``SCORE_BLOCK_ROWS``, in memory and on Dask alike (a model's BLAS
+        call may round a row differently in a block of another size)."""
+        X = np.clip(X, -_FLOAT32_MAX, _FLOAT32_MAX)
+        with np.errstate(all="ignore"):
+            row_scores = call_on_private_data(
+                lambda: self._row_scores(X, y), self._scoring_failed,
+                catch=Exception)
+        return np.clip(np.nan_to_num(row_scores, nan=0.0), -self.clip, self.clip)
 
     def _scoring_failed(self, error):
         return (f"{type(self.public_model_).__name__} failed to score the private "

@@ -292,13 +292,24 @@ def private_fit_unsupported(estimator):
     return None
 
 
-def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu):
+def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu,
+                         rows=None):
     """``(fit_privately, why)`` for ``valuator.public_model`` (public only).
 
     ``"private"`` for an estimator the fit does not cover raises a
-    ValueError naming why; ``"auto"`` keeps the validation model then.
+    ValueError naming why; ``"auto"`` keeps the validation model then. So
+    for training ``rows`` held by Dask (:mod:`skdpval._dask`): the fit
+    reads every row at each of its steps, which does not run on the blocks
+    yet.
     """
     option = valuator.public_model
+    if option != "validation" and hasattr(rows, "project_on"):
+        if option == "private":
+            raise ValueError("public_model='private' reads the training rows at "
+                             "each of its steps, which does not run on Dask input "
+                             "yet: use public_model='validation' (or 'auto').")
+        return False, ("public_model='auto' keeps the validation model: Dask "
+                       "input (the private fit does not run on the blocks yet)")
     if option == "validation":
         return False, "public_model='validation'"
     if mu is None:
