@@ -32,6 +32,12 @@ Cases:
   a fresh process: time and peak memory.
 - ``losses``: the walk kernel's cost per step for each loss (and an L1
   term, row weights) against binary logistic, on the Table 8 job's size.
+- ``dask_input``: Dask-array input (rows persisted on a LocalCluster of 2
+  processes x 1 thread, the walk on its workers) against numpy input in one
+  process with n_jobs=1, n = 100,000 and 1,000,000, k = 128.
+- ``dask_scale``: Dask input read from Parquet (written by the workers),
+  workers limited to 1 GiB each: the label score and the default walk,
+  time and peak memory per process.
 - ``noise_cost``: the fit with the shipped noise (ChaCha20, rounded Gaussian
   on a grid) against the float Gaussian it replaced, and the sampler alone.
 
@@ -501,9 +507,10 @@ def dask():
                                                    if who is None) / rounds),
                  bound_bytes_per_wave=3 * 8 * n * (d + 1),
                  loopback_bytes_per_fit=round(loopback / rounds),
-                 note="bytes_per_wave: the wave's state (rolling means) to the "
-                      "second worker and its node's sums back; loopback counts "
-                      "every process on the machine")
+                 note="bytes_per_wave: each node's sums to the other worker "
+                      "(which updates its own copy of the rolling means) and to "
+                      "the first (the counted sums); loopback counts every "
+                      "process on the machine")
 
 
 SCALE = """
@@ -837,11 +844,203 @@ def mlp(repeats=3, n=300, k=1000):
          seconds=round(seconds, 3), vs_logistic=round(seconds / base, 2))
 
 
+def _own_cpu():
+    """CPU seconds (user + system) of this process so far."""
+    times = os.times()
+    return times.user + times.system
+
+
+def _wave_timings(tasks, n_nodes):
+    """From a Dask task stream of one fit: the waves' node times and the gaps
+    between a wave's last node ending and the next wave's first starting
+    (the wait for the exchange of sums and the rolling means' update)."""
+    nodes = sorted((entry["startstops"][-1]["start"], entry["startstops"][-1]["stop"])
+                   for entry in tasks if str(entry["key"]).startswith("walk_node"))
+    waves = [nodes[i:i + n_nodes] for i in range(0, len(nodes), n_nodes)]
+    gaps = [min(a for a, _ in later) - max(b for _, b in wave)
+            for wave, later in zip(waves, waves[1:])]
+    longest = [max(b - a for a, b in wave) for wave in waves]
+    shortest = [min(b - a for a, b in wave) for wave in waves]
+    return dict(waves=len(waves),
+                node_seconds_per_wave_max=round(float(np.median(longest)), 3),
+                node_seconds_per_wave_min=round(float(np.median(shortest)), 3),
+                gap_ms_between_waves=round(1e3 * float(np.median(gaps)), 1)
+                if gaps else None)
+
+
+def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
+    """Dask-array input on a LocalCluster of 2 processes x 1 thread against
+    numpy input in one process with n_jobs=1: the default walk.
+
+    The rows live on the workers (``persist``), in ``chunks`` blocks; the
+    Dask fit projects them there, gathers one number a party, and walks the
+    waves on the workers (:func:`skdpval._dask.walk_client`). The two fits
+    run in turn, ``rounds`` times, after a warm-up each (compilation on the
+    workers); the speed-up is the median of the pairs' ratios. CPU: the
+    seconds of the client process (which runs the scheduler) and of each
+    worker during each fit. On a machine shared with other jobs the wall
+    ratio depends on the others (two worker processes get two shares of the
+    cores, the one-process fit one); ``speedup_from_cpu`` estimates it with
+    both cores free: the local fit's CPU seconds over the client's plus the
+    busier worker's. It is pessimistic under load: Dask's event loops burn
+    CPU while idle (``idle_cpu_per_second``, measured for 5 s before the
+    fits), for as long as the load stretches the fit.
+    """
+    import dask.array as da
+    import distributed
+
+    walk_seconds = []
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        workers_cpu = lambda: np.array(list(client.run(_own_cpu).values()))
+        idle_started, idle_client, idle_workers = time.perf_counter(), _own_cpu(), workers_cpu()
+        time.sleep(5)
+        idle_wall = time.perf_counter() - idle_started
+        idle_rate_client = (_own_cpu() - idle_client) / idle_wall
+        idle_rate_workers = (workers_cpu() - idle_workers) / idle_wall
+        for n in ns:
+            X, y, X_val, y_val = classification(n, n_val=2000)
+            rows = -(-n // chunks)
+            X_dask = client.persist(da.from_array(X, chunks=(rows, X.shape[1])))
+            y_dask = client.persist(da.from_array(y, chunks=rows))
+            distributed.wait([X_dask, y_dask])
+            make = lambda **kw: DPDataValuator(
+                n_permutations=k, learning_rate=CLASSIFICATION_LEARNING_RATE,
+                epsilon=1.0, random_state=0, noise_seed=0, **kw)
+            local, on_dask = make(n_jobs=1), make()
+            local.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # compiles
+            on_dask.fit(X_dask[:2000], y_dask[:2000], X_val=X_val, y_val=y_val)
+            seconds = {"local": [], "dask": []}
+            cpu = {"local": [], "dask_client": [], "dask_workers": []}
+            loads = []
+            walk_seconds.clear()
+            for _ in range(rounds):
+                loads.append(os.getloadavg()[0])
+                started, cpu_started = time.perf_counter(), _own_cpu()
+                with timed_walks(walk_seconds):
+                    local.fit(X, y, X_val=X_val, y_val=y_val)
+                seconds["local"].append(time.perf_counter() - started)
+                cpu["local"].append(_own_cpu() - cpu_started)
+                client_cpu, worker_cpu = _own_cpu(), workers_cpu()
+                started = time.perf_counter()
+                with distributed.get_task_stream() as stream:
+                    on_dask.fit(X_dask, y_dask, X_val=X_val, y_val=y_val)
+                seconds["dask"].append(time.perf_counter() - started)
+                waves = _wave_timings(stream.data, n_nodes=2)
+                cpu["dask_client"].append(_own_cpu() - client_cpu)
+                cpu["dask_workers"].append(workers_cpu() - worker_cpu)
+            one, two = np.array(seconds["local"]), np.array(seconds["dask"])
+            median = lambda values: round(float(np.median(values)), 3)
+            client_cpu = np.array(cpu["dask_client"])
+            worker_cpu = np.array(cpu["dask_workers"])
+
+            emit(case="dask_input", walk="default", n=n, k=k, d=X.shape[1],
+                 n_val=len(X_val), chunks=chunks, workers="2 processes x 1 thread",
+                 baseline="numpy input, one process, n_jobs=1", repeats=rounds,
+                 seconds_1_job=median(one), walk_seconds_1_job=median(walk_seconds),
+                 seconds_dask=median(two), speedup=median(one / two),
+                 speedup_range=[round(float(np.min(one / two)), 3),
+                                round(float(np.max(one / two)), 3)],
+                 values_identical=bool(np.array_equal(local.values_, on_dask.values_)),
+                 cpu_seconds_1_job=median(cpu["local"]),
+                 cpu_seconds_dask_client=median(client_cpu),
+                 cpu_seconds_dask_workers=[median(worker_cpu[:, i])
+                                           for i in range(worker_cpu.shape[1])],
+                 idle_cpu_per_second_client=round(idle_rate_client, 4),
+                 idle_cpu_per_second_workers=[round(r, 4) for r in idle_rate_workers],
+                 speedup_from_cpu=median(np.array(cpu["local"])
+                                         / (client_cpu + worker_cpu.max(axis=1))),
+                 load_average_before=[round(load, 2) for load in loads],
+                 **waves)
+            del X_dask, y_dask
+
+
+DASK_SCALE = """
+import json, os, resource, tempfile, time
+import numpy as np
+
+def peak_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def main():
+    import dask.array as da
+    import dask.dataframe as dd
+    import distributed
+    from skdpval import DPDataValuator, DPLabelQuality
+    n, d, k, chunk_rows = {n}, {d}, {k}, {chunk_rows}
+    with tempfile.TemporaryDirectory(dir={directory!r}) as path, \\
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     memory_limit={memory_limit!r},
+                                     dashboard_address=None) as cluster, \\
+            distributed.Client(cluster) as client:
+        # The data set, written to Parquet by the workers (never in the client).
+        rng = da.random.default_rng(0)
+        X = rng.normal(size=(n, d), chunks=(chunk_rows, d))
+        w = np.linspace(-1.0, 1.0, d)
+        y = ((X @ w + rng.normal(size=n, chunks=chunk_rows)) > 0).astype(np.int64)
+        frame = dd.from_dask_array(da.concatenate([X, y[:, None]], axis=1),
+                                   columns=[f"x{{i}}" for i in range(d)] + ["y"])
+        frame.to_parquet(path, write_index=False)
+        X_val = np.random.default_rng(1).normal(size=(2000, d))
+        y_val = ((X_val @ w + np.random.default_rng(2).normal(size=2000)) > 0) * 1
+        data = dd.read_parquet(path)
+        X, y = data[[f"x{{i}}" for i in range(d)]], data["y"]
+        before = peak_mib()
+        started = time.perf_counter()
+        scorer = DPLabelQuality(epsilon=1.0, random_state=0).fit(X, y, X_val=X_val,
+                                                                 y_val=y_val)
+        label_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        valuator = DPDataValuator(n_permutations=k, learning_rate=0.005, epsilon=1.0,
+                                  random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+        valuator_seconds = time.perf_counter() - started
+        workers = client.run(peak_mib)
+        print(json.dumps(dict(
+            label_seconds=label_seconds, valuator_seconds=valuator_seconds,
+            finite=bool(np.all(np.isfinite(valuator.values_))
+                        and np.all(np.isfinite(scorer.values_))),
+            client_peak_mib=peak_mib(), client_peak_before_fits_mib=before,
+            worker_peak_mib=sorted(workers.values()))))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def dask_scale(ns=(1_000_000,), k=100, d=20, memory_limit="1GiB",
+               chunk_rows=250_000):
+    """Dask input read from Parquet on disk (written by the workers), a
+    LocalCluster of 2 processes x 1 thread with ``memory_limit`` each: the
+    label score and the default walk; time and peak memory per process (the
+    client's in a fresh process: it runs the scheduler too)."""
+    for n in ns:
+        with tempfile.TemporaryDirectory() as directory:
+            script = os.path.join(directory, "scale.py")
+            with open(script, "w") as f:
+                f.write(DASK_SCALE.format(n=n, d=d, k=k, chunk_rows=chunk_rows,
+                                          memory_limit=memory_limit,
+                                          directory=directory))
+            out = subprocess.run([sys.executable, script], capture_output=True,
+                                 text=True)
+        if out.returncode != 0:
+            emit(case="dask_scale", n=n, k=k, d=d, memory_limit=memory_limit,
+                 failed=out.stderr.strip().splitlines()[-3:])
+            continue
+        measured = json.loads(out.stdout.strip().splitlines()[-1])
+        emit(case="dask_scale", n=n, k=k, d=d, data_mib=round(n * d * 8 / 2**20),
+             memory_limit=memory_limit, chunk_rows=chunk_rows,
+             workers="2 processes x 1 thread", source="Parquet on disk",
+             **{key: round(value, 1) if isinstance(value, float) else value
+                for key, value in measured.items()})
+
+
 CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
          "vs_reference": vs_reference, "floor": floor, "threads": threads,
          "dask": dask, "scale": scale, "multiclass": multiclass,
          "randomness": randomness, "large": large, "losses": losses,
-         "noise_cost": noise_cost, "mlp": mlp}
+         "noise_cost": noise_cost, "mlp": mlp, "dask_input": dask_input,
+         "dask_scale": dask_scale}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)

@@ -21,6 +21,7 @@ import sys
 import time
 
 from ._accounting import gdp_mu
+from ._cli import _HelpFormatter, _OneLineErrorParser
 from ._label_quality import DPLabelQuality
 from ._valuator import DPDataValuator
 from .datasets import load_noisy_classification
@@ -62,18 +63,6 @@ DATASETS = ("breast_cancer", "diabetes", "digits_3_vs_8", "classification",
 # q=0.9 leaves a tenth of the permutations counted; two are needed for a
 # standard error.
 MIN_PERMUTATIONS = 20
-
-
-class _OneLineErrorParser(argparse.ArgumentParser):
-    """argparse, but a bad argument prints one line (no usage block)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                     argparse.RawDescriptionHelpFormatter):
-    pass
 
 
 def _bounded(kind, low, high=None, *, low_closed=False, high_closed=False):

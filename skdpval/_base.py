@@ -44,6 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from . import _dask
 from ._data import check_classes_parameter, prepare_parties
 from ._mechanism import PrivacyMechanism
 from ._threat_model import OwnerValues, refuse_in_joint_mode
@@ -168,9 +169,22 @@ class BaseValuator(OwnerValues, BaseEstimator):
         """Keyword arguments of :func:`~skdpval._data.prepare_parties`."""
         raise NotImplementedError
 
+    # Whether fit takes Dask collections (skdpval._dask): the valuators whose
+    # row-reading steps run on the blocks say so.
+    _dask_input = False
+
     def _parties(self, X, y, X_val, y_val, groups, options, split_seed):
         """The validated parties and validation set (and ``classes_``)."""
-        parties = prepare_parties(
+        prepare = prepare_parties
+        if _dask.any_dask(X, y, groups):
+            if not self._dask_input:
+                raise TypeError(
+                    f"{type(self).__name__} takes numpy arrays, sparse matrices or "
+                    "data frames in memory; Dask collections are taken by "
+                    "DPDataValuator and DPLabelQuality. Compute the collection "
+                    "first (X.compute()).")
+            prepare = _dask.prepare_parties
+        parties = prepare(
             self, X, y, X_val, y_val, groups, classes=self.classes,
             validation_fraction=self.validation_fraction, split_seed=split_seed,
             stacklevel=STEP_TO_USER, **options)

@@ -161,7 +161,7 @@ def build_parser():
     parser.add_argument("--delta", type=_fraction, default=None,
                         help="privacy parameter delta, in (0, 1); keep it well "
                              "below 1 / (number of training rows) (None: the "
-                             "valuator's default)")
+                             "valuator's default, min(5e-5, 1 / (10 n)))")
     parser.add_argument("--groups", default=None, metavar="COLUMN",
                         help="a column of TRAIN naming each row's group: each "
                              "group is valued as one party")

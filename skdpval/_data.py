@@ -194,7 +194,8 @@ def with_intercept(spec, *arrays):
     ones, or liblinear's ``intercept_scaling``."""
     if not (spec.fit_intercept and spec.intercept_column):
         return arrays
-    return tuple(np.hstack([A, np.full((len(A), 1), spec.intercept_scaling)])
+    return tuple(A.with_column(spec.intercept_scaling) if hasattr(A, "with_column")
+                 else np.hstack([A, np.full((len(A), 1), spec.intercept_scaling)])
                  for A in arrays)
 
 

@@ -8,6 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import STEP_TO_USER, BaseValuator
+from ._dask import map_row_blocks
 from ._data import call_on_private_data
 from ._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._models import fit_on_validation
@@ -142,6 +143,12 @@ class DPLabelQuality(BaseValuator):
         Class labels of a classifier; ``None`` takes them from ``y_val``.
 
     %(public_model)s
+        A privately fitted classifier's margins are scaled so that the
+        validation rows' median absolute margin is 3 clips
+        (``margin_scale_``).
+
+    %(public_model_share)s
+
     random_state : int, RandomState instance or None, default=None
         Public randomness: the split and an unset ``random_state`` of the
         estimator. It never seeds the noise.
@@ -247,6 +254,8 @@ class DPLabelQuality(BaseValuator):
     True
     """
 
+    _dask_input = True  # rows scored on their blocks (skdpval._dask)
+
     _parameter_constraints: dict = {
         **PRIVACY_CONSTRAINTS,
         "estimator": [HasMethods(["fit", "predict"]), None],
@@ -287,7 +296,10 @@ class DPLabelQuality(BaseValuator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training samples (private).
+            Training samples (private). A Dask array or data frame is
+            scored where its blocks live (``X_val`` in memory); the noise
+            is drawn in the client. The values equal the numpy path's (the
+            user guide's "Data held by Dask").
         y : array-like of shape (n_samples,)
             Their labels or targets.
         X_val, y_val : array-like, default=None
@@ -399,7 +411,7 @@ class DPLabelQuality(BaseValuator):
         fits, self.public_model_reason_ = resolve_public_model(
             self, estimator, n_parties=n_parties, n_val=len(parties.X_val),
             n_params=n_outputs * (parties.X.shape[1] + 1), mu=budget_mu(mechanism),
-            share=1.0 if self.threat_model == "joint" else None)
+            rows=parties.X, share=1.0 if self.threat_model == "joint" else None)
         self.public_model_fitted_privately_ = fits
         if not fits:
             return None
@@ -431,19 +443,26 @@ class DPLabelQuality(BaseValuator):
         features are first clipped to the float32 range, past which models
         that compute in float32 (trees, forests) raise an error.
         """
-        X = np.clip(parties.X, -_FLOAT32_MAX, _FLOAT32_MAX)
+        row_scores = map_row_blocks(self._clipped_row_scores, parties.X,
+                                    parties.y) - centre
+        sums = np.add.reduceat(row_scores, parties.offsets[:-1])
+        return sums if record_level else sums / np.diff(parties.offsets)
+
+    def _clipped_row_scores(self, X, y):
+        """The rows' scores, not-a-number as 0, clipped (see
+        :meth:`_party_scores`). The rows come in aligned blocks of
+        ``SCORE_BLOCK_ROWS``, in memory and on Dask alike (a model's BLAS
+        call may round a row differently in a block of another size)."""
+        X = np.clip(X, -_FLOAT32_MAX, _FLOAT32_MAX)
         with np.errstate(all="ignore"):
             row_scores = call_on_private_data(
-                lambda: self._row_scores(X, parties.y), self._scoring_failed,
+                lambda: self._row_scores(X, y), self._scoring_failed,
                 catch=Exception)
         # The clip bounds a release's sensitivity; under the joint threat
         # model no score is released to anyone but its owner, and a clip
         # would only tie the scores it reaches: they are kept finite only.
         bound = _JOINT_SCORE_BOUND if self.threat_model == "joint" else self.clip
-        row_scores = np.clip(np.nan_to_num(row_scores, nan=0.0), -bound,
-                             bound) - centre
-        sums = np.add.reduceat(row_scores, parties.offsets[:-1])
-        return sums if record_level else sums / np.diff(parties.offsets)
+        return np.clip(np.nan_to_num(row_scores, nan=0.0), -bound, bound)
 
     def _scoring_failed(self, error):
         return (f"{type(self.public_model_).__name__} failed to score the private "

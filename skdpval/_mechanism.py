@@ -54,7 +54,7 @@ from ._secure_noise import (
     check_noise_std,
     noise_key,
     releases_on_grid,
-    rounded_gaussian_table,
+    rounded_gaussian_eta,
     sampler_delta,
 )
 from .exceptions import NoiseSeedWarning
@@ -169,7 +169,7 @@ class GaussianPart:
         """The sampler's total variation from the exact noise, over a party's draws."""
         if self.noise_std == 0:
             return 0.0
-        eta = rounded_gaussian_table(self.noise_std / self.grid.gamma).eta
+        eta = rounded_gaussian_eta(self.noise_std / self.grid.gamma)
         return float(self.n_releases * self.grid.dimension * eta)
 
     def describe(self):

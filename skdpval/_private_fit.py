@@ -16,8 +16,7 @@ the sum over parties of each party's clipped gradient (its mean loss plus the
 penalty), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
 (:class:`~skdpval._secure_noise.Grid`), drawn by the fit's
 :class:`~skdpval._mechanism.PrivacyMechanism` (stream kind ``PUBLIC_FIT``),
-and steps
-``theta_{t+1} = theta_t - lr S~_t / n``. Under zero-out adjacency one
+and steps ``theta_{t+1} = theta_t - lr S~_t / n``. Under zero-out adjacency one
 party's slot changes ``S_t`` by at most ``C``; after rounding, by the padded
 sensitivity ``gamma Delta`` (``Delta = 2**j + sqrt(d)`` grid units). So the
 ``n_steps`` adaptive releases are exactly ``mu_fit``-GDP per party with
@@ -27,9 +26,9 @@ valuator's mechanism with the share ``public_model_share`` of ``mu^2``
 with the rest, so that the whole fit is ``sqrt(mu_fit^2 + mu_release^2) =
 mu``-GDP (Dong, Roth and Su 2022, Corollary 3.3), the same per-party total
 as with the validation model; the mechanism calibrates both and reports
-both (``privacy_report_["parts"]``). The
-model returned is the mean of the iterates of the second half (Polyak
-averaging: post-processing of the releases).
+both (``privacy_report_["parts"]``). The model returned is the mean of the
+iterates of the second half (Polyak averaging: post-processing of the
+releases).
 
 Privacy units: with groups and ``privacy_unit="record"`` every record is a
 party of the fit (each record's gradient clipped: a record's sensitivity);
@@ -40,13 +39,12 @@ Where the fit pays (``public_model="auto"``): :func:`auto_fits_privately`.
 
 import copy
 import math
+from collections import namedtuple
 from numbers import Real
 
 import numpy as np
 from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
-
-from collections import namedtuple
 
 from . import _kernels as K
 from ._accounting import gdp_mu
@@ -235,7 +233,9 @@ PUBLIC_MODEL_CONSTRAINTS = {
     "public_model_share": [Interval(Real, 0.0, 1.0, closed="neither")],
 }
 
-PUBLIC_MODEL_DOC = """public_model : {"auto", "validation", "private"}, default="auto"
+PUBLIC_MODEL_DOCS = {
+    "public_model": """\
+    public_model : {"auto", "validation", "private"}, default="auto"
         Which public model the mechanism reads. ``"validation"``: the
         wrapped model fitted on the validation set alone. ``"private"``: the
         wrapped model's own objective fitted on the *training* rows with
@@ -244,29 +244,35 @@ PUBLIC_MODEL_DOC = """public_model : {"auto", "validation", "private"}, default=
         warm-started from the validation model), spending
         ``public_model_share`` of the budget's ``mu^2``; the mechanism's own
         release(s) get the rest, so the per-party guarantee is the same
-        ``(epsilon, delta)`` (exact GDP composition; ``privacy_report_
-        ["public_model_fit"]`` states the fit's part). Linear models of the
-        registry only; for others (a network, a Pipeline, a model the
+        ``(epsilon, delta)`` (exact GDP composition: the fit is the part
+        "public model fit" of ``privacy_report_["parts"]``). Linear models
+        of the registry only; for others (a network, a Pipeline, a model the
         valuators do not map) ``"private"`` is an error naming why.
         ``"auto"``: fit privately where it pays, from public quantities only
         (the number of training parties, the validation set's size, the
         number of parameters, the budget): when the training parties are at
         least 5 times the validation rows and the fit's noise index ``n
         mu_fit / sqrt(100 d)`` is at least 6 (measured: benchmarks/quality.py
-        --suite regime and the small-set check); otherwise, and for models
-        the fit does not cover, the validation model.
-
+        --suite regime_rule and --suite regime_small); otherwise, and for
+        models the fit does not cover, the validation model
+        (``privacy_report_["details"]["public_model"]`` says which and why).
+""",
+    "public_model_share": """\
     public_model_share : float in (0, 1), default=0.05
         Share of ``mu^2`` spent on the private fit of the public model (when
         it is fitted privately).
-"""
+""",
+}
 
 
 def document_public_model(cls):
-    """Put :data:`PUBLIC_MODEL_DOC` in ``cls``'s docstring at the line
-    ``    %(public_model)s`` (one text for every valuator)."""
-    cls.__doc__ = cls.__doc__.replace("    %(public_model)s\n",
-                                      "    " + PUBLIC_MODEL_DOC)
+    """Put the entries of :data:`PUBLIC_MODEL_DOCS` in ``cls``'s docstring at
+    the lines ``    %(public_model)s`` and ``    %(public_model_share)s`` (one
+    text for every valuator)."""
+    doc = cls.__doc__
+    for name, text in PUBLIC_MODEL_DOCS.items():
+        doc = doc.replace(f"    %({name})s\n", text)
+    cls.__doc__ = doc
     return cls
 
 
@@ -287,15 +293,25 @@ def private_fit_unsupported(estimator):
 
 
 def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu,
-                         share=None):
+                         rows=None, share=None):
     """``(fit_privately, why)`` for ``valuator.public_model`` (public only);
     ``share`` of mu^2 for the fit (default ``valuator.public_model_share``;
     1 under the joint threat model, where the fit is the whole billboard).
 
     ``"private"`` for an estimator the fit does not cover raises a
-    ValueError naming why; ``"auto"`` keeps the validation model then.
+    ValueError naming why; ``"auto"`` keeps the validation model then. So
+    for training ``rows`` held by Dask (:mod:`skdpval._dask`): the fit
+    reads every row at each of its steps, which does not run on the blocks
+    yet.
     """
     option = valuator.public_model
+    if option != "validation" and hasattr(rows, "project_on"):
+        if option == "private":
+            raise ValueError("public_model='private' reads the training rows at "
+                             "each of its steps, which does not run on Dask input "
+                             "yet: use public_model='validation' (or 'auto').")
+        return False, ("public_model='auto' keeps the validation model: Dask "
+                       "input (the private fit does not run on the blocks yet)")
     if option == "validation":
         return False, "public_model='validation'"
     if mu is None:
@@ -330,8 +346,8 @@ def _theta_of(model, n_outputs, n_columns, fit_intercept, intercept_scaling):
     theta = np.zeros((n_outputs, n_columns))
     theta[:, :n_features] = coef
     if fit_intercept:
-        theta[:, -1] = np.broadcast_to(
-            np.asarray(model.intercept_, dtype=np.float64), (n_outputs,)) / intercept_scaling
+        intercept = np.asarray(model.intercept_, dtype=np.float64)
+        theta[:, -1] = np.broadcast_to(intercept, (n_outputs,)) / intercept_scaling
     return theta
 
 

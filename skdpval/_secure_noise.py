@@ -217,15 +217,23 @@ class RoundedGaussianTable:
         last = int(np.flatnonzero(counts)[-1])
         self.cdf = np.cumsum(counts[:last + 1], dtype=np.uint64)
         assert int(self.cdf[-1]) == 2**63
-        # Mass of |m| > top in the exact law: 2 Phi(-(top + 1/2) / sigma).
-        tail = 2.0 * math.exp(float(log_ndtr(-(top + 0.5) / self.sigma)))
-        self.eta = (PROBABILITY_RELATIVE_ERROR + len(magnitudes) * 2.0**-64 + tail)
+        self.eta = rounded_gaussian_eta(self.sigma)
         # A guide cell holds at most 2 / len(cdf) of the mass, about half of a
         # central entry's (1 / (2.5 sigma)): one or two steps of the scan.
         bits = max(1, int(math.ceil(math.log2(len(self.cdf)))) - 1)
         self.shift = 63 - bits
         starts = np.arange(2**bits, dtype=np.uint64) << np.uint64(self.shift)
         self.guide = np.searchsorted(self.cdf, starts, side="right").astype(np.int64)
+
+
+def rounded_gaussian_eta(sigma):
+    """The table's total variation bound ``eta`` for ``sigma``, without
+    building the table: the probabilities' relative error, the rounding of
+    each of its ``ceil(10 sigma) + 2`` entries (``2**-64``) and the mass of
+    ``|m| > top`` in the exact law, ``2 Phi(-(top + 1/2) / sigma)``."""
+    top = int(math.ceil(TAIL_SIGMAS * sigma)) + 1
+    tail = 2.0 * math.exp(float(log_ndtr(-(top + 0.5) / sigma)))
+    return PROBABILITY_RELATIVE_ERROR + (top + 1) * 2.0**-64 + tail
 
 
 @lru_cache(maxsize=8)

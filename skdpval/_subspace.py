@@ -429,7 +429,13 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
 # --- Python side ----------------------------------------------------------------
 
 def project_rows(basis, X, n_outputs):
-    """``F[r, i, k] = <basis_i[k, :], X[r]>``: ``(n_rows, m, n_outputs)``."""
+    """``F[r, i, k] = <basis_i[k, :], X[r]>``: ``(n_rows, m, n_outputs)``.
+
+    Rows of a Dask collection (:class:`skdpval._dask.DaskRows`) are
+    projected on their blocks, by this function, and gathered.
+    """
+    if hasattr(X, "project_on"):
+        return X.project_on(basis, n_outputs)
     per_output = np.reshape(basis, (basis.shape[0], n_outputs, -1))
     return _f64(np.einsum("ikc,rc->rik", per_output, X))
 

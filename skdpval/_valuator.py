@@ -43,6 +43,7 @@ from ._secure_noise import WALK, Grid
 from ._mlp_space import network_space
 from ._space import check_basis, space_of
 from ._uncertainty import shared_noise_variance
+from ._dask import walk_client
 from ._walk import SeededDraws, one_blas_thread, run_walks
 from ._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
                             with_threat_model_doc)
@@ -298,6 +299,8 @@ class DPDataValuator(BaseValuator):
         is centred (the walk still starts from zero). With another
         ``subspace``, or ``noise_multiplier`` (no budget to share), the
         validation model is kept (``"private"`` is an error).
+
+    %(public_model_share)s
 
     random_state : int, RandomState instance or None, default=None
         Seeds the public randomness: the split, the learning-rate search and
@@ -585,7 +588,13 @@ class DPDataValuator(BaseValuator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training samples (the private data, one party per sample).
+            Training samples (the private data, one party per sample). A
+            Dask array or data frame is read where its blocks live (with
+            ``y`` and ``sample_weight`` Dask or in memory, ``X_val`` in
+            memory): the rows are projected there and the walk runs on one
+            number a party, on the distributed Client's workers when there
+            is one; the values equal the numpy path's (the user guide's
+            "Data held by Dask").
         y : array-like of shape (n_samples,)
             Their targets.
         X_val : array-like of shape (n_val, n_features), default=None
@@ -615,6 +624,7 @@ class DPDataValuator(BaseValuator):
         return self._fit(X, y, X_val, y_val, groups, sample_weight=sample_weight)
 
     _n_seeds = 3  # the split, the learning-rate search, the walks
+    _dask_input = True  # rows projected on their blocks (skdpval._dask)
 
     def _check_parameters(self):
         check_semivalue(self.semivalue)
@@ -726,7 +736,7 @@ class DPDataValuator(BaseValuator):
                 walk.grid),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
-            verbose=self.verbose)
+            verbose=self.verbose, client=walk_client(game.X))
         return self._walk_statistics(
             result, game, parties, noise_std,
             unseen_noise_factor(x_tt, counted, self.batch_permutations))
@@ -796,6 +806,10 @@ class DPDataValuator(BaseValuator):
         """``(subspace_, line_center, space)``: a network's family builds its own
         (:func:`skdpval._mlp_space.network_space`), a linear model's is built here."""
         if spec.network is not None:
+            if hasattr(game.X, "project_on"):
+                raise ValueError("DPDataValuator on Dask input does not support a "
+                                 "neural network's walk (it reads whole rows at "
+                                 "every step): pass numpy arrays.")
             return network_space(spec.network, game, self.subspace, seed)
         basis, line_center = self._subspace_basis(estimator, game, mechanism, fit)
         return basis, line_center, space_of(basis)
@@ -819,7 +833,7 @@ class DPDataValuator(BaseValuator):
         self.public_model_fitted_privately_, self.public_model_reason_ = (
             resolve_public_model(self, estimator, n_parties=n_parties,
                                  n_val=len(game.X_val), n_params=game.X.shape[1]
-                                 * game.T.shape[1], mu=mu))
+                                 * game.T.shape[1], mu=mu, rows=game.X))
         mechanism.details["public_model"] = self.public_model_reason_
         if not self.public_model_fitted_privately_:
             return None, None

@@ -27,11 +27,13 @@ Where the tasks run:
 - threads (the default, and joblib's threading backend): a thread pool kept
   for the whole fit (the kernels release the GIL; a joblib call per wave
   costs about 10 ms, more than a small wave's work);
-- Dask (``joblib.parallel_config(backend="dask")``): the problem and the
-  draws are sent to every worker once, each task is pinned to a worker, and
-  the waves are merged on a worker, so that per wave only the nodes' sums
-  and the new rolling means cross the network (without a rolling mean,
-  i.i.d. noise, a node waits for no merge);
+- Dask (``joblib.parallel_config(backend="dask")``, or Dask input with a
+  distributed Client, :mod:`skdpval._dask`): the problem and the draws are
+  sent to every worker once, each task is pinned to a worker, and every
+  worker keeps its own copy of the rolling means, updated from the wave's
+  nodes, so that per wave only the nodes' sums cross the network, once
+  (without a rolling mean, i.i.d. noise, a node waits for no merge); the
+  counted marginals are merged on one worker, off the critical path;
 - any other joblib backend (loky, multiprocessing): ``joblib.Parallel``.
 """
 
@@ -244,23 +246,42 @@ def end_wave(state, start, stop, depth, *nodes):
                      end_utility)
 
 
-# On Dask, a wave's tasks take the state before the wave, or for the first
-# wave the arguments of WalkState.start, so that no task builds the start
-# state (a scheduler round trip, ~5 ms, before the first node could run).
+# On Dask every worker keeps its own copy of the rolling means, updated from
+# the wave's nodes by the same arithmetic as :func:`end_wave` (so the copies
+# are bit-identical): a wave's nodes then wait for one exchange of the
+# nodes' raw sums, not for a merge on one worker and a copy sent back. The
+# counted marginals and the final utilities are merged on one worker, off
+# the waves' critical path. Before the first wave a copy is None (zeros).
 
-def _state_or_start(state):
-    return state if isinstance(state, WalkState) else WalkState.start(*state)
+def walk_node_of_mean(problem, draw, lo, hi, x_tt, counted, rolling_mean,
+                      release_shape):
+    """:func:`walk_node` with a worker's copy of the rolling means (None
+    before the first wave; ``release_shape`` None: no rolling mean)."""
+    if release_shape is not None and rolling_mean is None:
+        rolling_mean = np.zeros((problem.n_parties, *release_shape))
+    return walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean)
 
 
-def walk_node_of_state(problem, draw, lo, hi, x_tt, counted, state):
-    """:func:`walk_node` with the rolling mean of ``state`` (for Dask)."""
-    return walk_node(problem, draw, lo, hi, x_tt, counted,
-                     _state_or_start(state).rolling_mean)
+def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape,
+                      *nodes):
+    """A worker's copy of the rolling means after the wave of ``nodes``: the
+    operations of :func:`end_wave` on the raw sums, in its order."""
+    by_start = {a: node.raw_sum
+                for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth))}
+    if rolling_mean is None:
+        rolling_mean = np.zeros((n_parties, *release_shape))
+    with _diverged_walks_are_reported_later():
+        raw_sum = reduce_tree(start, stop, depth, lambda a, b: by_start[a],
+                              lambda left, right: left + right)
+        return (start * rolling_mean + raw_sum) / stop
 
 
 def end_wave_of_state(state, start, stop, depth, *nodes):
-    """:func:`end_wave` (for Dask)."""
-    return end_wave(_state_or_start(state), start, stop, depth, *nodes)
+    """:func:`end_wave` without the rolling means (for Dask): ``state`` is a
+    WalkState, or before the first wave the arguments of WalkState.start."""
+    if not isinstance(state, WalkState):
+        state = WalkState.start(*state)
+    return end_wave(state, start, stop, depth, *nodes)
 
 
 # --- where the tasks run --------------------------------------------------------
@@ -281,31 +302,47 @@ def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, initial,
     return state
 
 
+# Nodes of a wave per Dask worker, each pinned loosely to a worker in turn:
+# more than one lets an idle worker take a busy one's node.
+DASK_NODES_PER_WORKER = 1
+
+
 def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                  progress):
-    """Waves on a Dask cluster: data sent once, tasks pinned, merges on a worker."""
+    """Waves on a Dask cluster: data sent once, tasks pinned, each worker
+    keeping its copy of the rolling means (see :func:`next_rolling_mean`)."""
     from distributed import wait
 
     workers = sorted(client.scheduler_info()["workers"])
-    home = workers[0]
+    # The values do not depend on the tree's depth (its merges are fixed).
+    depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
+    n_parties, release_shape, n_permutations = initial
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
     problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)
-    state = initial
-    use_rolling = initial[1] is not None
+
+    def on(i):
+        return dict(workers=[workers[i % len(workers)]], allow_other_workers=True,
+                    pure=False)
+
+    means = [None] * len(workers)
+    state = (n_parties, None, n_permutations)
     pending = []
     for start, stop in waves:
-        # Nodes read the rolling mean from the state (the state's other parts
-        # are O(n) numbers, sent with it rather than split off by a task);
-        # without one (i.i.d. noise) a wave's nodes wait for nothing.
-        walk, source = ((walk_node_of_state, state) if use_rolling
-                        else (walk_node, None))
-        nodes = [client.submit(walk, problem, draw, lo, hi, x_tt[lo:hi],
-                               counted[lo:hi], source, workers=[workers[i % len(workers)]],
-                               allow_other_workers=True, pure=False)
+        nodes = [client.submit(walk_node_of_mean, problem, draw, lo, hi, x_tt[lo:hi],
+                               counted[lo:hi], means[i % len(workers)], release_shape,
+                               **on(i))
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
+        if release_shape is not None:
+            # Every worker's copy for the next wave; after the last, the first
+            # worker's alone: each party's mean of all its releases, which
+            # the caller reads (values_stderr_).
+            last = stop == waves[-1][1]
+            means = [client.submit(next_rolling_mean, means[w], start, stop, depth,
+                                   n_parties, release_shape, *nodes, **on(w))
+                     for w in range(1 if last else len(workers))]
         state = client.submit(end_wave_of_state, state, start, stop, depth, *nodes,
-                              workers=[home], allow_other_workers=True, pure=False)
-        # Keep one wave queued behind the running one; report finished waves.
+                              **on(0))
+        # Keep a wave queued behind the running one; report finished waves.
         pending.append((state, stop - start))
         if len(pending) == 2:
             finished, size = pending.pop(0)
@@ -314,7 +351,8 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
     result = state.result()
     for _, size in pending:
         progress.update(size)
-    return result
+    rolling_mean = None if release_shape is None else means[0].result()
+    return result.result()._replace(rolling_mean=rolling_mean)
 
 
 class _CompileClock(numba_event.Listener):
@@ -427,7 +465,7 @@ def _threads_map(pool):
 
 
 def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
-              n_jobs=None, verbose=0):
+              n_jobs=None, verbose=0, client=None):
     """Walk all permutations in waves; return each party's marginal statistics.
 
     ``problem`` is a walk problem (see the module's docstring); ``draw``
@@ -437,6 +475,9 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     deviations (``marginal_m2``) of each party's counted marginals, their
     number, every permutation's final utility and, with ``use_rolling``,
     each party's mean of all its raw releases (``rolling_mean``, else None).
+    ``client``: a distributed
+    Client to walk on (for Dask input, :func:`skdpval._dask.walk_client`),
+    whatever ``n_jobs`` and the joblib backend say.
     """
     n_permutations = len(x_tt)
     x_tt = np.asarray(x_tt, dtype=np.float64)
@@ -450,10 +491,14 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     if isinstance(backend, ThreadingBackend) and (
             problem.work_per_permutation < MIN_PARALLEL_WORK):
         n_workers = 1  # the values do not depend on it
-    depth = math.ceil(math.log2(n_workers))
+    if client is not None:
+        n_workers = len(client.scheduler_info()["workers"])
+    depth = math.ceil(math.log2(max(n_workers, 1)))
     progress = _Progress(n_permutations, verbose)
     args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
-    if n_workers == 1 or isinstance(backend, SequentialBackend):
+    if client is not None:
+        state = _run_on_dask(client, *args)
+    elif n_workers == 1 or isinstance(backend, SequentialBackend):
         state = _run_locally(lambda tasks: [fn(*a) for fn, a in tasks], *args)
     elif isinstance(backend, ThreadingBackend):
         with ThreadPoolExecutor(n_workers - 1, thread_name_prefix="skdpval") as pool:

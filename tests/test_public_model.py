@@ -268,3 +268,30 @@ def test_one_row_kernel_equals_the_general_clipped_sum(loss_name, l2):
                          1.5, np.empty(1), np.empty(1), np.empty((1, 5)), general)
     clipped_row_gradient_sum(theta, X, T, weights, loss, 0.0, l2, 4, 1.5, fast)
     np.testing.assert_allclose(fast, general, rtol=1e-10, atol=1e-10)
+
+
+def test_auto_keeps_the_validation_model_for_a_network_and_says_why():
+    X, y, X_val, y_val, _ = _data(n=3000, n_val=40)
+    valuator = DPDataValuator(MLPClassifier((4,), random_state=0), n_permutations=2,
+                              epsilon=3.0, delta=DELTA, random_state=0)
+    valuator.fit(X, y, X_val=X_val, y_val=y_val)
+    assert not valuator.public_model_fitted_privately_
+    assert "network" in valuator.public_model_reason_
+    assert "network" in valuator.privacy_report_["details"]["public_model"]
+
+
+def test_data_valuator_private_line_of_a_multiclass_model():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 3))
+    y = (X[:, 0] > 0.5).astype(int) + (X[:, 1] > 0).astype(int)
+    X_val = rng.normal(size=(40, 3))
+    y_val = (X_val[:, 0] > 0.5).astype(int) + (X_val[:, 1] > 0).astype(int)
+    valuator = DPDataValuator(n_permutations=4, epsilon=3.0, delta=DELTA,
+                              public_model="private", random_state=0)
+    valuator.fit(X, y, X_val=X_val, y_val=y_val)
+    assert valuator.public_model_.shape == (3, 4)
+    assert np.all(np.isfinite(valuator.values_))
+    parts = [p["name"] for p in valuator.privacy_report_["parts"]]
+    assert parts == ["public model fit", "walk"]
+    # Net of the sampler's share of delta (1,200 draws a party for the fit).
+    assert valuator.privacy_report_["mu"] == pytest.approx(gdp_mu(3.0, DELTA), rel=1e-4)

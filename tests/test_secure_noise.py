@@ -373,3 +373,9 @@ def test_a_noise_std_the_sampler_cannot_draw_is_refused(std, clip):
     with pytest.raises(ValueError, match="outside the floats the sampler draws"):
         check_noise_std(std, Grid(clip, 1), "noise_multiplier * clip_norm")
     assert check_noise_std(0.5, Grid(1.0, 1), "noise_multiplier * clip_norm") == 0.5
+
+
+@pytest.mark.parametrize("sigma", [0.3, 2.0, 150.3, 3e5])
+def test_eta_without_the_table_is_the_tables(sigma):
+    """The mechanism bounds the sampler's share without building the table."""
+    assert sn.rounded_gaussian_eta(sigma) == sn.RoundedGaussianTable(sigma).eta

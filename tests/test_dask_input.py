@@ -1,0 +1,321 @@
+"""Dask collections as input: the numpy path's values, bit for bit, however chunked."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.datasets import make_classification, make_regression
+from sklearn.linear_model import LogisticRegression, Ridge
+
+from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+pd = pytest.importorskip("pandas")
+distributed = pytest.importorskip("distributed")
+
+
+def split(X, y, n_val):
+    return X[n_val:], y[n_val:], X[:n_val], y[:n_val]
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return split(*make_classification(n_samples=260, n_features=6, random_state=0), 60)
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    X, y = make_classification(n_samples=300, n_features=6, n_informative=4,
+                               n_classes=3, random_state=1)
+    return split(X, y, 90)
+
+
+@pytest.fixture(scope="module")
+def regression():
+    X, y = make_regression(n_samples=240, n_features=5, noise=5.0, random_state=2)
+    return split(X, y + 50.0, 60)
+
+
+def valuator(**params):
+    return DPDataValuator(**{"n_permutations": 12, "batch_permutations": 4,
+                             "epsilon": 1.0, "random_state": 0, "noise_seed": 3,
+                             **params})
+
+
+def chunked(X, y, rows):
+    return da.from_array(X, chunks=(rows, 2)), da.from_array(y, chunks=rows)
+
+
+# Without noise the releases are not rounded to the noise's grid, which
+# would absorb a difference in the last bits of a row's projection.
+@pytest.mark.parametrize("noise", ["correlated", "none"])
+@pytest.mark.parametrize("rows", [1, 7, 64, 1000])
+@pytest.mark.parametrize("case", ["binary", "three_classes", "regression"])
+def test_valuator_values_equal_the_numpy_path(case, rows, noise, request):
+    X, y, X_val, y_val = request.getfixturevalue(case)
+    params = {"estimator": Ridge()} if case == "regression" else {}
+    params["noise"] = noise
+    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    got = valuator(**params).fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val)
+    assert_array_equal(got.values_, expected.values_)
+    assert_array_equal(got.values_stderr_, expected.values_stderr_)
+    assert got.privacy_report_ == expected.privacy_report_
+    assert got.n_features_in_ == X.shape[1]
+
+
+def test_rows_projected_on_the_blocks_equal_project_rows():
+    """The projection itself, bit for bit: several outputs and directions,
+    any chunking (the walk's values could hide a last-bit difference)."""
+    from skdpval._dask import DaskRows
+    from skdpval._subspace import project_rows
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(301, 9))
+    for m, n_outputs in ((1, 1), (2, 1), (1, 3), (3, 4)):
+        basis = rng.normal(size=(m, n_outputs * 10))
+        expected = project_rows(basis, np.hstack([X, np.ones((len(X), 1))]), n_outputs)
+        for rows in (1, 2, 50, 301):
+            got = DaskRows(da.from_array(X, chunks=(rows, 9))).with_column(1.0)
+            assert_array_equal(project_rows(basis, got, n_outputs), expected)
+
+
+def test_valuator_with_a_basis_weights_and_a_data_frame(binary):
+    """Two directions, Dask sample weights, a data frame with column names."""
+    X, y, X_val, y_val = binary
+    rng = np.random.default_rng(0)
+    basis = np.linalg.qr(rng.normal(size=(X.shape[1] + 1, 2)))[0].T
+    weights = rng.uniform(0.5, 2.0, len(y))
+    names = [f"f{i}" for i in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    expected = valuator(subspace=basis).fit(frame, y, X_val=pd.DataFrame(X_val, columns=names),
+                                            y_val=y_val, sample_weight=weights)
+    got = valuator(subspace=basis).fit(
+        dd.from_pandas(frame, npartitions=3), dd.from_pandas(pd.Series(y), npartitions=2),
+        X_val=pd.DataFrame(X_val, columns=names), y_val=y_val,
+        sample_weight=da.from_array(weights, chunks=50))
+    assert_array_equal(got.values_, expected.values_)
+    assert list(got.feature_names_in_) == names
+
+
+@pytest.mark.parametrize("epsilon", [1.0, None])  # None: no noise, no grid
+@pytest.mark.parametrize("case", ["binary", "three_classes", "regression"])
+def test_label_quality_equals_the_numpy_path(case, epsilon, request):
+    X, y, X_val, y_val = request.getfixturevalue(case)
+    estimator = Ridge() if case == "regression" else LogisticRegression()
+    scorer = lambda: DPLabelQuality(estimator, epsilon=epsilon, random_state=0,
+                                    noise_seed=1)
+    expected = scorer().fit(X, y, X_val=X_val, y_val=y_val).values_
+    for rows in (1, 13, 1000):
+        got = scorer().fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val).values_
+        assert_array_equal(got, expected)
+
+
+def test_label_quality_scores_aligned_blocks_past_one_block(monkeypatch):
+    """Past SCORE_BLOCK_ROWS rows both paths score the same aligned blocks:
+    chunks that straddle them give the same bits."""
+    import skdpval._dask as dask_module
+
+    monkeypatch.setattr(dask_module, "SCORE_BLOCK_ROWS", 100)
+    X, y, X_val, y_val = split(*make_classification(n_samples=1100, n_features=8,
+                                                    random_state=4), 100)
+    scorer = lambda: DPLabelQuality(epsilon=None, random_state=0)  # no grid
+    expected = scorer().fit(X, y, X_val=X_val, y_val=y_val).values_
+    for rows in (1, 37, 333):
+        got = scorer().fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val).values_
+        assert_array_equal(got, expected)
+    # Both paths scored blocks of 100 rows (the patch took effect).
+    sizes = []
+    original = DPLabelQuality._clipped_row_scores
+
+    def recording(self, X, y):
+        sizes.append(len(X))
+        return original(self, X, y)
+
+    monkeypatch.setattr(DPLabelQuality, "_clipped_row_scores", recording)
+    scorer().fit(X, y, X_val=X_val, y_val=y_val)
+    scorer().fit(*chunked(X, y, 37), X_val=X_val, y_val=y_val)
+    assert sizes == [100] * 20
+
+
+def no_release(monkeypatch):
+    """Fail on any noise draw: errors must come before any release."""
+    import skdpval._label_quality as label_module
+    import skdpval._valuator as valuator_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("noise was drawn before the error")
+
+    monkeypatch.setattr(valuator_module, "noise_key", refuse)
+    monkeypatch.setattr(label_module, "noise_key", refuse)
+
+
+@pytest.mark.parametrize("defect", ["nan", "inf", "nan and inf", "label", "y nan"])
+@pytest.mark.parametrize("estimator", [DPDataValuator, DPLabelQuality])
+def test_bad_input_in_a_chunk_gives_the_in_memory_error(binary, defect, estimator,
+                                                        monkeypatch):
+    X, y, X_val, y_val = binary
+    X, y = X.copy(), y.astype(float)
+    if "inf" in defect:
+        X[45, 2] = np.inf
+    if "nan" in defect and defect != "y nan":
+        X[150, 1] = np.nan  # a later chunk than the infinity: NaN still wins
+    if defect == "label":
+        y[120] = 7
+    if defect == "y nan":
+        y[120] = np.nan
+    with pytest.raises(ValueError) as in_memory:
+        estimator(epsilon=1.0).fit(X, y, X_val=X_val, y_val=y_val)
+    no_release(monkeypatch)
+    with pytest.raises(ValueError) as on_dask:
+        estimator(epsilon=1.0).fit(*chunked(X, y, 40), X_val=X_val, y_val=y_val)
+    assert str(on_dask.value) == str(in_memory.value)
+    assert "private data" in str(on_dask.value) or "class set" in str(on_dask.value)
+
+
+def test_text_in_a_chunk_is_refused_without_its_value(binary):
+    X, y, X_val, y_val = binary
+    X = X.astype(object)
+    X[77, 0] = "salary=183000"
+    with pytest.raises(ValueError) as error:
+        DPDataValuator(epsilon=1.0).fit(da.from_array(X, chunks=(50, 6)), y,
+                                        X_val=X_val, y_val=y_val)
+    assert "could not convert" in str(error.value)
+    assert "183000" not in str(error.value)
+
+
+@pytest.mark.parametrize("params, fit_params, match", [
+    ({"subspace": None}, {}, "subspace=None"),
+    ({}, {"groups": np.arange(200) // 10}, "groups"),
+    ({}, {"X_val": None, "y_val": None}, "X_val"),
+])
+def test_what_dask_input_does_not_support_is_refused(binary, params, fit_params,
+                                                      match, monkeypatch):
+    X, y, X_val, y_val = binary
+    no_release(monkeypatch)
+    fit_params = {"X_val": X_val, "y_val": y_val, **fit_params}
+    with pytest.raises(ValueError, match=match):
+        DPDataValuator(epsilon=1.0, **params).fit(*chunked(X, y, 50), **fit_params)
+
+
+def test_other_valuators_refuse_dask_input(binary):
+    X, y, X_val, y_val = binary
+    with pytest.raises(TypeError, match="DPDataValuator and DPLabelQuality"):
+        DPFederatedValuator(epsilon=1.0).fit(*chunked(X, y, 50), X_val=X_val,
+                                             y_val=y_val, groups=np.arange(200) // 20)
+
+
+def test_the_walk_runs_on_the_cluster_with_the_same_values(binary):
+    """With a distributed Client the rows are projected on its workers and the
+    waves walked there; values as the numpy path's."""
+    X, y, X_val, y_val = binary
+    expected = valuator(noise="correlated").fit(X, y, X_val=X_val, y_val=y_val)
+    import skdpval._walk as walk_module
+
+    walked_on = []
+    original = walk_module._run_on_dask
+
+    def recording(client, *args):
+        walked_on.append(client)
+        return original(client, *args)
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        walk_module._run_on_dask = recording
+        try:
+            got = valuator(noise="correlated").fit(*chunked(X, y, 30), X_val=X_val,
+                                                   y_val=y_val)
+        finally:
+            walk_module._run_on_dask = original
+    assert walked_on == [client]
+    assert_array_equal(got.values_, expected.values_)
+    assert_array_equal(got.final_utilities_, expected.final_utilities_)
+
+
+def test_more_nodes_per_worker_change_no_value(binary, monkeypatch):
+    """Two nodes a worker (a deeper tree of the same merges): the same bits."""
+    import skdpval._walk as walk_module
+
+    X, y, X_val, y_val = binary
+    expected = valuator().fit(X, y, X_val=X_val, y_val=y_val).values_
+    monkeypatch.setattr(walk_module, "DASK_NODES_PER_WORKER", 2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        got = valuator().fit(*chunked(X, y, 30), X_val=X_val, y_val=y_val).values_
+    assert_array_equal(got, expected)
+
+
+def test_dask_is_not_imported_for_numpy_input():
+    code = ("import sys, numpy as np; from skdpval import DPDataValuator, DPLabelQuality\n"
+            "X = np.random.default_rng(0).normal(size=(60, 3)); y = (X[:, 0] > 0) * 1\n"
+            "DPLabelQuality(epsilon=1.0).fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])\n"
+            "DPDataValuator(epsilon=1.0, n_permutations=2).fit(X[:40], y[:40], "
+            "X_val=X[40:], y_val=y[40:])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim):
+    """A worker process killed after the second wave (the first worker keeps
+    the counted sums, every worker a copy of the rolling means): the lost
+    tasks are recomputed from their lineage, and the values are the same."""
+    import os
+    import signal
+
+    import skdpval._walk as walk_module
+
+    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
+                                                    random_state=5), 300)
+    params = dict(n_permutations=24, batch_permutations=4)
+    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        target = pids[sorted(pids)[victim]]
+        waves = []
+        original = walk_module._Progress.update
+
+        def kill_after_the_second_wave(self, n):
+            waves.append(n)
+            if len(waves) == 2:
+                os.kill(target, signal.SIGKILL)
+            return original(self, n)
+
+        monkeypatch.setattr(walk_module._Progress, "update", kill_after_the_second_wave)
+        got = valuator(**params).fit(*chunked(X, y, 250), X_val=X_val, y_val=y_val)
+        assert len(waves) == 6
+        assert target not in client.run(os.getpid).values()  # it did die
+    assert_array_equal(got.values_, expected.values_)
+    assert_array_equal(got.final_utilities_, expected.final_utilities_)
+
+
+def test_the_value_filter_keeps_the_same_rows_of_a_dask_array(binary):
+    """DPValueFilter values Dask rows and returns the kept rows, still lazy."""
+    from skdpval import DPValueFilter
+
+    X, y, X_val, y_val = binary
+    make = lambda: DPValueFilter(valuator(), drop_fraction=0.2)
+    X_kept, y_kept = make().fit_resample(X, y, X_val=X_val, y_val=y_val)
+    X_dask, y_dask = make().fit_resample(*chunked(X, y, 30), X_val=X_val, y_val=y_val)
+    assert hasattr(X_dask, "dask")
+    assert_array_equal(X_dask.compute(), X_kept)
+    assert_array_equal(y_dask.compute(), y_kept)
+
+
+@pytest.mark.parametrize("shape", [(200,), (200, 6, 1)])
+def test_a_wrong_number_of_dimensions_gives_the_in_memory_error(binary, shape):
+    X, y, X_val, y_val = binary
+    bad = X.ravel()[:np.prod(shape)].reshape(shape)
+    with pytest.raises(ValueError) as in_memory:
+        DPDataValuator(epsilon=1.0).fit(bad, y, X_val=X_val, y_val=y_val)
+    with pytest.raises(ValueError) as on_dask:
+        DPDataValuator(epsilon=1.0).fit(da.from_array(bad), y, X_val=X_val, y_val=y_val)
+    assert str(on_dask.value) == str(in_memory.value)
