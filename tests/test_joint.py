@@ -412,3 +412,20 @@ def test_joint_walk_with_a_private_public_model(planes):
     report = valuator.privacy_report_
     assert [part["name"] for part in report["parts"]] == ["public model fit", "walk"]
     assert "private fit" in report["details"]["joint"]["billboard"]
+
+
+def test_joint_on_dask_input_equals_the_numpy_path(planes):
+    """The rows' own work (the projection, the scores) runs on the blocks,
+    the joint marginals and unclipped scores alike."""
+    da = pytest.importorskip("dask.array")
+    X, y, _, X_val, y_val = planes
+    for valuator in (DPDataValuator(n_permutations=10, noise_seed=1),
+                     DPLabelQuality(noise_seed=1)):
+        valuator.set_params(threat_model="joint", epsilon=1.0, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            in_memory = valuator.fit(X, y, X_val=X_val, y_val=y_val).values_
+            blocks = valuator.fit(da.from_array(X, chunks=70),
+                                  da.from_array(y, chunks=70),
+                                  X_val=X_val, y_val=y_val).values_
+        np.testing.assert_array_equal(blocks, in_memory)
