@@ -147,7 +147,7 @@ ax.errorbar(budget * 1.03, split, split_sd, marker="s", capsize=3,
 ax.axhline(plain, color="gray", linestyle="--", label="non-private, all rows")
 ax.axhline(cleaned.score(X_test, y_test), color="black", linestyle=":",
            label="non-private, cleaned")
-ax.axhline(validation_only, color="gray", linestyle=":",
+ax.axhline(validation_only, color="gray", linestyle="-.",
            label="non-private, validation rows only")
 ax.set_xscale("log", base=2)
 ax.set_xticks(budget, [f"{b:g}" for b in budget])
