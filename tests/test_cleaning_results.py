@@ -96,3 +96,16 @@ def test_bullets_quote_the_results(cases, section):
     noiseless = case(cases, setting="small", flips="symmetric", epsilon="inf",
                      public_model="validation", final="LogisticRegression")
     assert f"even cleaning without noise ({noiseless['cleaned']:.3f})" in flat
+
+
+@pytest.mark.parametrize("example", ["plot_cleaning_pays.py", "plot_private_cleaning.py"])
+def test_examples_quote_the_results(cases, example):
+    """Every three-decimal accuracy the examples' text quotes is a committed
+    figure (their cells print their own run's numbers, not these). A loose
+    check, unlike the README's: it catches a number found nowhere in the
+    results, not one swapped for another committed figure."""
+    quoted = set(re.findall(r"\b0\.\d{3}\b", (ROOT / "examples" / example).read_text()))
+    assert quoted
+    committed = {f"{value:.3f}" for line in cases for value in line.values()
+                 if isinstance(value, float)}
+    assert quoted <= committed, sorted(quoted - committed)
