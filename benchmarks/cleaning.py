@@ -161,7 +161,8 @@ def summarise(setting, flips, n_train, key, per_seed):
     best_val = arrays[best_val_name]
     cleaned = arrays["cleaned"]
     case = dict(suite="cleaning", setting=setting, flips=flips, n_train=n_train,
-                n_val=n_val, epsilon=epsilon if np.isfinite(epsilon) else "inf", delta=DELTA, public_model=public_model,
+                n_val=n_val, epsilon=epsilon if np.isfinite(epsilon) else "inf",
+                delta=DELTA, public_model=public_model,
                 final_model=final, drop_fraction=DROP_FRACTION, seeds=len(per_seed))
     for k in keys:
         case[k] = round(float(arrays[k].mean()), 4)

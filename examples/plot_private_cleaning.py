@@ -32,12 +32,13 @@ model on all rows; in a real workflow, pick them without the private data.
 
 This shows the workflow, not a case where cleaning pays: with 299 training
 rows, the 100 clean validation rows alone do as well as any pipeline below
-(the dotted gray line: the same non-private model fitted on them). In
-``benchmarks/cleaning.py`` (20 seeds, ``LogisticRegression()``, none of it
-private) the validation rows alone gave 0.967, the noisy rows 0.854 and the
-rows kept by private cleaning at epsilon 3 0.906-0.915. :ref:`sphx_glr_auto_examples_plot_cleaning_pays.py`
-shows where cleaning pays: many training rows with class-dependent flips
-and a flexible final model.
+(the dash-dotted gray line: the same non-private model fitted on them). In
+``benchmarks/cleaning.py`` (20 seeds, a non-private ``LogisticRegression()``
+as the final model) the validation rows alone gave 0.967, the noisy rows
+0.854, and the rows kept by private cleaning at epsilon 3 gave 0.906-0.915.
+:ref:`sphx_glr_auto_examples_plot_cleaning_pays.py` shows where cleaning
+pays: many training rows with class-dependent flips and a flexible final
+model.
 """
 
 # %%
