@@ -51,7 +51,8 @@ from skdpval import DPFilteredClassifier, DPLabelQuality
 
 # One OpenMP thread: gradient boosting's threads spin on a busy machine (this
 # example took 83 s with two threads beside other jobs, 7 s with one).
-threadpool_limits(1)
+# Restored at the end.
+one_thread = threadpool_limits(1)
 start = time.perf_counter()
 boosting = HistGradientBoostingClassifier(max_iter=50, random_state=0)
 linear = LogisticRegression(max_iter=1000)
@@ -186,3 +187,4 @@ ax.set_title("Private cleaning at epsilon 3 (delta 1e-6) against its alternative
              fontsize=10)
 ax.legend(fontsize=7, ncol=4, loc="upper center")
 fig.tight_layout()
+one_thread.restore_original_limits()
