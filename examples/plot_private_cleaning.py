@@ -29,6 +29,16 @@ from the private rows (we set it). Its ``C = 0.1`` and ``data_norm = 2``
 (every row clipped to norm 2) were picked from a small grid (C in
 {0.1, 1, 10}, data_norm in {1, 2, 4}) by the test accuracy of the private
 model on all rows; in a real workflow, pick them without the private data.
+
+This shows the workflow, not a case where cleaning pays: with 299 training
+rows, the 100 clean validation rows alone do as well as any pipeline below
+(the dash-dotted gray line: the same non-private model fitted on them). In
+``benchmarks/cleaning.py`` (20 seeds, a non-private ``LogisticRegression()``
+as the final model) the validation rows alone gave 0.967, the noisy rows
+0.854, and the rows kept by private cleaning at epsilon 3 gave 0.906-0.915.
+:ref:`sphx_glr_auto_examples_plot_cleaning_pays.py` shows where cleaning
+pays: many training rows with class-dependent flips and a flexible final
+model.
 """
 
 # %%
@@ -84,7 +94,9 @@ cleaned = DPFilteredClassifier(
     DPDataValuator(LogisticRegression(), noise="none", q=0.0, n_permutations=200,
                    random_state=0),
     LogisticRegression(C=0.1), drop_fraction=0.3).fit(X_train, y_train, **public)
-print(f"non-private: all rows {plain:.3f}, cleaned {cleaned.score(X_test, y_test):.3f} "
+validation_only = LogisticRegression(C=0.1).fit(X_val, y_val).score(X_test, y_test)
+print(f"non-private: all rows {plain:.3f}, cleaned {cleaned.score(X_test, y_test):.3f}, "
+      f"the validation rows alone {validation_only:.3f} "
       f"(privacy_report_ says: {cleaned.privacy_report_['leaks'][0][:40]}...)")
 
 # %%
@@ -136,6 +148,8 @@ ax.errorbar(budget * 1.03, split, split_sd, marker="s", capsize=3,
 ax.axhline(plain, color="gray", linestyle="--", label="non-private, all rows")
 ax.axhline(cleaned.score(X_test, y_test), color="black", linestyle=":",
            label="non-private, cleaned")
+ax.axhline(validation_only, color="gray", linestyle="-.",
+           label="non-private, validation rows only")
 ax.set_xscale("log", base=2)
 ax.set_xticks(budget, [f"{b:g}" for b in budget])
 ax.set_xlabel("total epsilon (delta = 5e-5)")

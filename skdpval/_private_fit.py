@@ -256,6 +256,12 @@ PUBLIC_MODEL_DOCS = {
         --suite regime_rule and --suite regime_small); otherwise, and for
         models the fit does not cover, the validation model
         (``privacy_report_["details"]["public_model"]`` says which and why).
+        A private fit learns from the noisy training labels: where the label
+        noise depends on the class it inherits that bias, and the validation
+        model finds the bad labels better (``benchmarks/cleaning.py``:
+        class-dependent flips, 20,000 rows, epsilon 3: cleaning with the
+        validation model beat both the noisy and the validation-only model,
+        with the private fit it did not). Pass ``"validation"`` there.
 """,
     "public_model_share": """\
     public_model_share : float in (0, 1), default=0.05

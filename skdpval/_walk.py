@@ -352,7 +352,7 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
     for _, size in pending:
         progress.update(size)
     rolling_mean = None if release_shape is None else means[0].result()
-    return result.result()._replace(rolling_mean=rolling_mean)
+    return result._replace(rolling_mean=rolling_mean)
 
 
 class _CompileClock(numba_event.Listener):

@@ -40,7 +40,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metadata_routing import get_routing_for_object
 from sklearn.utils.validation import check_is_fitted
 
-from ._accounting import epsilon_net_of_sampler, pure_dp_mu
+from ._accounting import composed_epsilon, epsilon_net_of_sampler, pure_dp_mu
 from ._mechanism import PrivacyMechanism
 from ._secure_noise import sampler_delta
 from ._threat_model import refuse_in_joint_mode
@@ -147,6 +147,18 @@ class _Spend:
         tv = sum(tv * count for tv, count in self.sampler_tv)
         epsilon = epsilon_net_of_sampler(gaussian_mu, pure, tv, delta)
         added = sampler_delta(tv, 1, epsilon) if np.isfinite(epsilon) else 0.0
+        notes = list(self.notes)
+        if not np.isfinite(epsilon) and np.isfinite(gaussian_mu) and delta > 0:
+            # Many fits: at their composed epsilon the samplers' share would
+            # take more than half of delta. State the guarantee with it added.
+            epsilon = composed_epsilon(gaussian_mu, pure, delta)
+            added = min(1.0 - delta, sampler_delta(tv, 1, epsilon))
+            notes.append(
+                f"at epsilon {epsilon:.4g} the noise samplers' share of delta, "
+                f"(1 + e^eps) x {tv:.3g} = {added:.3g}, exceeds half of the "
+                f"requested {delta:g}: delta is stated as the requested one plus "
+                "that share")
+            delta = delta + added
         return {
             "mu": mu,
             "epsilon": epsilon,
@@ -161,7 +173,7 @@ class _Spend:
             "pure_epsilons": [(float(e), int(c)) for e, c in pure],
             "private": bool(not leaks and np.isfinite(mu) and np.isfinite(epsilon)),
             "leaks": leaks,
-            "parts": list(self.notes),
+            "parts": notes,
             "adjacency": ADJACENCY,
             "method": METHOD,
         }

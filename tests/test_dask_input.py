@@ -40,9 +40,11 @@ def regression():
 
 
 def valuator(**params):
+    # The validation model on both paths: "auto" keeps it on both here, but
+    # the report's reason differs (Dask input, or a small training set).
     return DPDataValuator(**{"n_permutations": 12, "batch_permutations": 4,
                              "epsilon": 1.0, "random_state": 0, "noise_seed": 3,
-                             **params})
+                             "public_model": "validation", **params})
 
 
 def chunked(X, y, rows):
@@ -100,13 +102,13 @@ def test_valuator_with_a_basis_weights_and_a_data_frame(binary):
     assert list(got.feature_names_in_) == names
 
 
-@pytest.mark.parametrize("epsilon", [1.0, None])  # None: no noise, no grid
+@pytest.mark.parametrize("epsilon", [1.0, np.inf])  # inf: no noise, no grid
 @pytest.mark.parametrize("case", ["binary", "three_classes", "regression"])
 def test_label_quality_equals_the_numpy_path(case, epsilon, request):
     X, y, X_val, y_val = request.getfixturevalue(case)
     estimator = Ridge() if case == "regression" else LogisticRegression()
     scorer = lambda: DPLabelQuality(estimator, epsilon=epsilon, random_state=0,
-                                    noise_seed=1)
+                                    noise_seed=1, public_model="validation")
     expected = scorer().fit(X, y, X_val=X_val, y_val=y_val).values_
     for rows in (1, 13, 1000):
         got = scorer().fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val).values_
@@ -121,7 +123,10 @@ def test_label_quality_scores_aligned_blocks_past_one_block(monkeypatch):
     monkeypatch.setattr(dask_module, "SCORE_BLOCK_ROWS", 100)
     X, y, X_val, y_val = split(*make_classification(n_samples=1100, n_features=8,
                                                     random_state=4), 100)
-    scorer = lambda: DPLabelQuality(epsilon=None, random_state=0)  # no grid
+    # No noise, no grid; the validation model on both paths (without noise
+    # "auto" would fit the in-memory rows plainly, which Dask input cannot).
+    scorer = lambda: DPLabelQuality(epsilon=np.inf, random_state=0,
+                                    public_model="validation")
     expected = scorer().fit(X, y, X_val=X_val, y_val=y_val).values_
     for rows in (1, 37, 333):
         got = scorer().fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val).values_
@@ -141,15 +146,14 @@ def test_label_quality_scores_aligned_blocks_past_one_block(monkeypatch):
 
 
 def no_release(monkeypatch):
-    """Fail on any noise draw: errors must come before any release."""
-    import skdpval._label_quality as label_module
-    import skdpval._valuator as valuator_module
+    """Fail on any noise draw: errors must come before any release (every
+    fit's key comes from its privacy mechanism)."""
+    import skdpval._mechanism as mechanism_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("noise was drawn before the error")
 
-    monkeypatch.setattr(valuator_module, "noise_key", refuse)
-    monkeypatch.setattr(label_module, "noise_key", refuse)
+    monkeypatch.setattr(mechanism_module, "noise_key", refuse)
 
 
 @pytest.mark.parametrize("defect", ["nan", "inf", "nan and inf", "label", "y nan"])
