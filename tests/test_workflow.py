@@ -182,8 +182,11 @@ def test_grid_spend_equals_the_hand_computation(data, n_jobs):
     # that epsilon exceeds half of delta, as here; never below the analytic.
     assert spent["epsilon_replace_one"] >= analytic_epsilon(2 * mu, DELTA)
     # The requested delta, the rounded Gaussian samplers' share over the 9
-    # fits (each about (1 + e^eps) k eta, k eta < 1e-10) included.
-    assert 0 < spent["sampler_delta"] < 9 * 1e-9
+    # fits ((1 + e^eps) times their total variation, at the total epsilon)
+    # included: at most half of it.
+    assert spent["sampler_delta"] == pytest.approx(
+        (1 + np.exp(spent["epsilon"])) * spent["sampler_tv"], rel=1e-9)
+    assert 0 < spent["sampler_delta"] <= 0.5 * DELTA
     assert spent["delta"] == DELTA
     assert spent["private"] is False
     leaks = " ".join(spent["leaks"])
