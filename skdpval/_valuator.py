@@ -752,11 +752,11 @@ class DPDataValuator(BaseValuator):
                 (_mlp.walk, "a network's full-space walk", "20-40 s"))
         elif isinstance(self.subspace, str):
             kernel, what, seconds = (_subspace._line_walk,
-                                     "the default walk along a public line", "6 s")
+                                     "the default walk along a public line", "9 s")
         elif self.subspace is None:
-            kernel, what, seconds = _kernels._walk, "the full-space walk", "6 s"
+            kernel, what, seconds = _kernels._walk, "the full-space walk", "9 s"
         else:
-            kernel, what, seconds = _subspace._walk, "the walk in a subspace", "6 s"
+            kernel, what, seconds = _subspace._walk, "the walk in a subspace", "9 s"
         warn_if_first_compile(kernel, what, seconds, stacklevel=STEP_TO_USER + 1)
 
     def _game(self, estimator, spec, parties, sample_weight):
