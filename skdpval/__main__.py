@@ -15,13 +15,12 @@ the privacy report of the defaults.
 Bad arguments end with exit code 2 and one line on stderr, before any work.
 """
 
-import argparse
 import json
 import sys
 import time
 
 from ._accounting import gdp_mu
-from ._cli import _HelpFormatter, _OneLineErrorParser
+from ._cli import _bounded, _HelpFormatter, _OneLineErrorParser
 from ._label_quality import DPLabelQuality
 from ._valuator import DPDataValuator
 from .datasets import load_noisy_classification
@@ -63,26 +62,6 @@ DATASETS = ("breast_cancer", "diabetes", "digits_3_vs_8", "classification",
 # q=0.9 leaves a tenth of the permutations counted; two are needed for a
 # standard error.
 MIN_PERMUTATIONS = 20
-
-
-def _bounded(kind, low, high=None, *, low_closed=False, high_closed=False):
-    """An argparse type: a ``kind`` number in the given range."""
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {'an integer' if kind is int else 'a number'}")
-        above = value >= low if low_closed else value > low
-        below = (high is None or (value <= high if high_closed else value < high))
-        if not (above and below) or value != value:  # NaN fails too
-            left = "[" if low_closed else "("
-            right = "inf)" if high is None else (f"{high:g}]" if high_closed
-                                                 else f"{high:g})")
-            raise argparse.ArgumentTypeError(
-                f"{text} is outside {left}{low:g}, {right}")
-        return value
-    return parse
 
 
 def build_parser():

@@ -72,37 +72,24 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
     pass
 
 
-def _fraction(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is outside (0, 1)")
-    return value
-
-
-def _positive(kind):
+def _bounded(kind, low, high=None, *, low_closed=False, high_closed=False):
+    """An argparse type: a ``kind`` number in the given range."""
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not {'an integer' if kind is int else 'a number'}")
-        if not value > 0:  # NaN fails too
-            raise argparse.ArgumentTypeError(f"{text} is not > 0")
+        above = value >= low if low_closed else value > low
+        below = (high is None or (value <= high if high_closed else value < high))
+        if not (above and below) or value != value:  # NaN fails too
+            left = "[" if low_closed else "("
+            right = "inf)" if high is None else (f"{high:g}]" if high_closed
+                                                 else f"{high:g})")
+            raise argparse.ArgumentTypeError(
+                f"{text} is outside {left}{low:g}, {right}")
         return value
     return parse
-
-
-def _seed(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is not >= 0")
-    return value
 
 
 def build_parser():
@@ -117,7 +104,7 @@ def build_parser():
     split.add_argument("--validation", metavar="FILE", default=None,
                        help="the validation rows (public, used without noise): a "
                             ".csv or .parquet file with the same columns as TRAIN")
-    split.add_argument("--validation-fraction", type=_fraction, default=None,
+    split.add_argument("--validation-fraction", type=_bounded(float, 0.0, 1.0), default=None,
                        metavar="F",
                        help="without --validation: hold out this fraction of the "
                             "training rows (of the groups, with --groups) at "
@@ -154,11 +141,11 @@ def build_parser():
                              "hidden_layer_sizes=[16]), each value read as a "
                              "JSON or Python literal, else as a string; never "
                              "evaluated as code")
-    parser.add_argument("--epsilon", type=_positive(float), default=None,
+    parser.add_argument("--epsilon", type=_bounded(float, 0.0), default=None,
                         help="privacy budget per row (or per group or record, "
                              "see --privacy-unit) (None: the valuator's default, "
                              "with its warning)")
-    parser.add_argument("--delta", type=_fraction, default=None,
+    parser.add_argument("--delta", type=_bounded(float, 0.0, 1.0), default=None,
                         help="privacy parameter delta, in (0, 1); keep it well "
                              "below 1 / (number of training rows) (None: the "
                              "valuator's default, min(5e-5, 1 / (10 n)))")
@@ -168,14 +155,14 @@ def build_parser():
     parser.add_argument("--privacy-unit", choices=("record", "group"), default=None,
                         help="with --groups: protect one row in any group "
                              "(record) or a whole group (group) (None: record)")
-    parser.add_argument("--n-permutations", type=_positive(int), default=None,
+    parser.add_argument("--n-permutations", type=_bounded(int, 0), default=None,
                         help="--method shapley: permutations of the valuation walk; "
                              "more cost more time, not more privacy (None: the "
                              "valuator's default)")
-    parser.add_argument("--flag-fraction", type=_fraction, default=0.1,
+    parser.add_argument("--flag-fraction", type=_bounded(float, 0.0, 1.0), default=0.1,
                         help="flag this fraction of the valued rows (groups) "
                              "with the lowest values, in (0, 1)")
-    parser.add_argument("--random-state", type=_seed, default=0,
+    parser.add_argument("--random-state", type=_bounded(int, 0, low_closed=True), default=0,
                         help="seed of the public randomness (the held-out split, "
                              "the permutations); the privacy noise is always "
                              "fresh")
