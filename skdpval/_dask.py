@@ -45,16 +45,12 @@ from ._data import (
     _first_line_without_value,
     _standardized,
     call_on_private_data,
+    check_public_targets,
     check_validation_features,
-    check_validation_targets,
-    check_y_val,
-    encode_training_labels,
     flush_subnormals,
-    public_classes,
     standardize_by_validation,
     standardize_targets,
 )
-from .exceptions import warn_if_many_classes, warn_if_unscaled
 
 # The label score's model scores rows in blocks of this many, aligned at
 # row 0, on Dask and in memory alike (see the module docstring).
@@ -281,16 +277,10 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                            for block, length in zip(blocks, lengths)])
     X_val = check_validation_features(estimator, X_val, stacklevel + 1,
                                       dtype=np.float64, order="C")
-    if warn_unscaled:
-        warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)
-    y_val = check_y_val(y_val)
-    if is_classifier:
-        classes = public_classes(y_val, classes)
-        warn_if_many_classes(y_val, classes, stacklevel=stacklevel + 1)
-        y = encode_training_labels(y, classes)
-    else:
-        classes = None
-    y_val = check_validation_targets(y_val, len(X_val), classes)
+    y, y_val, classes = check_public_targets(
+        y, X_val, y_val, is_classifier=is_classifier, classes=classes,
+        standardize=standardize, warn_unscaled=warn_unscaled,
+        stacklevel=stacklevel + 1)
     if n_rows < 2:
         raise ValueError(f"Data valuation needs at least 2 training parties, got "
                          f"{n_rows}.")

@@ -155,6 +155,24 @@ def check_validation_targets(y_val, n_val, classes):
     return index
 
 
+def check_public_targets(y, X_val, y_val, *, is_classifier, classes, standardize,
+                         warn_unscaled, stacklevel):
+    """``(y, y_val, classes)``: the class set from public data, the labels as
+    its indices (or targets as floats), with the warnings about the
+    validation set (``stacklevel`` counted from the caller). For the
+    in-memory and the Dask paths alike."""
+    if warn_unscaled:
+        warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)
+    y_val = check_y_val(y_val)  # once, before the class set is read from it
+    if is_classifier:
+        classes = public_classes(y_val, classes)
+        warn_if_many_classes(y_val, classes, stacklevel=stacklevel + 1)
+        y = encode_training_labels(y, classes)
+    else:
+        classes = None
+    return y, check_validation_targets(y_val, len(X_val), classes), classes
+
+
 def hold_out_parties(n_parties, validation_fraction, seed):
     """``(train, validation)`` parties, sorted, split at random without reading labels.
 
@@ -501,16 +519,10 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                                           dtype=np.float64, order="C")
         train_parties = np.arange(n_all_parties)
         n_unprotected = 0
-    if warn_unscaled:
-        warn_if_unscaled(X_val, standardize=standardize, stacklevel=stacklevel + 1)
-    y_val = check_y_val(y_val)  # once, before the class set is read from it
-    if is_classifier:
-        classes = public_classes(y_val, classes)
-        warn_if_many_classes(y_val, classes, stacklevel=stacklevel + 1)
-        y = encode_training_labels(y, classes)
-    else:
-        classes = None
-    y_val = check_validation_targets(y_val, len(X_val), classes)
+    y, y_val, classes = check_public_targets(
+        y, X_val, y_val, is_classifier=is_classifier, classes=classes,
+        standardize=standardize, warn_unscaled=warn_unscaled,
+        stacklevel=stacklevel + 1)
     if len(train_parties) < 2:
         raise ValueError(f"Data valuation needs at least 2 training parties, got "
                          f"{len(train_parties)}.")
