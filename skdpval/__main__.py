@@ -153,7 +153,14 @@ def main(argv=None):
         started = time.perf_counter()
         estimator = make(args.epsilon, args.delta, args.n_permutations,
                          args.random_state)
-        estimator.fit(data.X_train, data.y_train, X_val=data.X_val, y_val=data.y_val)
+        try:
+            estimator.fit(data.X_train, data.y_train, X_val=data.X_val,
+                          y_val=data.y_val)
+        except ValueError as error:  # past the noise sampler's reach
+            if "out of reach of the noise sampler" not in str(error):
+                raise
+            print(f"  {label:<32} refused: {str(error).split(': ')[-1]}")
+            continue
         auc = noisy_label_auc(estimator.values_, data.is_noisy)
         private = estimator.epsilon_ != float("inf")
         fraction = f"{(auc - 0.5) / (limit - 0.5):9.2f}" if private else ""
