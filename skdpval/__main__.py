@@ -159,7 +159,9 @@ def main(argv=None):
         except ValueError as error:  # past the noise sampler's reach
             if "out of reach of the noise sampler" not in str(error):
                 raise
-            print(f"  {label:<32} refused: {str(error).split(': ')[-1]}")
+            reach = str(error).split("With these releases ")[-1].split(":")[0]
+            print(f"  {label:<32} refused: {reach} (fewer --n-permutations "
+                  "or a lower --epsilon)")
             continue
         auc = noisy_label_auc(estimator.values_, data.is_noisy)
         private = estimator.epsilon_ != float("inf")
