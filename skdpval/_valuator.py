@@ -54,6 +54,14 @@ AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # noisy steps) at most this std, where marginals are first-order in the step
 # and i.i.d. and correlated noise both average out (benchmarks/quality.py).
 AUTO_MARGIN_NOISE = 0.1
+# ... and keeps the walk's drift (n steps of the validation rows' mean clipped
+# step) to at most this much of a validation margin: noisy marginals add up
+# across permutations only while the utility's slope along the walk keeps its
+# sign, and a walk that reaches the validation optimum gives marginals of
+# either sign there. Measured (benchmarks/quality.py --suite regime, 45,000-row
+# sets): limit fraction +0.03 to +0.09 on three of six sets, the same on the
+# others; drift limits 1, 0.1 and 0.03 gave the same values' ranking.
+AUTO_MARGIN_DRIFT = 0.1
 # clip_norm="auto": this percentile of the norms of the (projected) validation
 # gradients at the initial model. Most releases are clipped: under heavy noise
 # the sign of the signal is what a value can carry (10 beat 25 and 50 at
@@ -258,7 +266,12 @@ class DPDataValuator(BaseValuator):
         validation margin by at most about 0.1 (``lr * s_eff * sqrt(n) * r
         <= 0.1``, ``s_eff`` the noise std of a released step in the counted
         permutations, ``r`` the root mean square over validation rows of how
-        far a unit release moves their margins). Small
+        far a unit release moves their margins), and so that the walk's drift
+        moves them by at most about 0.1 as well (``lr * n * |g| * r <= 0.1``,
+        ``g`` the validation rows' mean clipped gradient at the initial
+        model): a walk that reaches the validation optimum gives marginals
+        of either sign there, and noisy marginals add up across permutations
+        only while the utility's slope along the walk keeps its sign. Small
         steps keep each marginal first-order in its own step, which is where
         private values find bad data best (``benchmarks/quality.py``). It
         never reads the training data.
@@ -901,13 +914,7 @@ class DPDataValuator(BaseValuator):
         """``clip_norm``, or for "auto" a percentile of validation gradient norms."""
         if self.clip_norm != "auto":
             return float(self.clip_norm)
-        settings = dict(loss=game.loss, loss_param=game.loss_param,
-                        l2=game.l2, l1=game.l1, n_penalized=game.n_penalized,
-                        row_weights=game.val_weights)
-        rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
-        theta = game.space.initial_theta(game.T.shape[1], game.X.shape[1])
-        gradients = game.space.party_gradients(theta, *rows, **settings)
-        norms = np.linalg.norm(gradients, axis=1)
+        norms = np.linalg.norm(self._start_gradients(game), axis=1)
         norms = norms[norms > 0]  # rows the loss is flat at carry no scale
         if len(norms) == 0 or not np.all(np.isfinite(norms)):
             raise ValueError(
@@ -933,7 +940,8 @@ class DPDataValuator(BaseValuator):
         noisy steps move a validation margin by about ``AUTO_MARGIN_NOISE``:
         ``lr * step_noise * sqrt(n) * margin_scale``, ``margin_scale`` the
         root mean square of how far a unit release moves a validation row's
-        margins. Only the validation set is read. With record-level
+        margins; and so that ``n`` mean validation steps move it by at most
+        ``AUTO_MARGIN_DRIFT``. Only the validation set is read. With record-level
         releases party ``j``'s step noise is ``step_noise / n_j`` (its size,
         public), and ``sqrt(n)`` becomes ``sqrt(sum_j 1 / n_j^2)``.
         """
@@ -958,10 +966,34 @@ class DPDataValuator(BaseValuator):
         rate = float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
         if step_noise > 0:
             sizes = np.diff(game.offsets) if game.record_level else np.ones(n_steps)
+            margin_scale = self._margin_scale(game)
             cap = AUTO_MARGIN_NOISE / (step_noise * np.sqrt(np.sum(1.0 / sizes**2))
-                                       * self._margin_scale(game))
+                                       * margin_scale)
             rate = min(rate, float(cap))
+            drift = n_steps * self._mean_clipped_step(game) * margin_scale
+            if drift > 0:
+                rate = min(rate, AUTO_MARGIN_DRIFT / drift)
         return rate
+
+    def _start_gradients(self, game):
+        """Each validation row's gradient (in the release space) at the
+        walk's initial model: ``(n_val, m)``."""
+        settings = dict(loss=game.loss, loss_param=game.loss_param,
+                        l2=game.l2, l1=game.l1, n_penalized=game.n_penalized,
+                        row_weights=game.val_weights)
+        rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
+        theta = game.space.initial_theta(game.T.shape[1], game.X.shape[1])
+        return game.space.party_gradients(theta, *rows, **settings)
+
+    def _mean_clipped_step(self, game):
+        """Norm of the validation rows' mean clipped gradient at the initial
+        model: a walk's drift per step over the learning rate (public)."""
+        gradients = self._start_gradients(game)
+        norms = np.linalg.norm(gradients, axis=1, keepdims=True)
+        with np.errstate(all="ignore"):
+            scale = np.where(norms > self.clip_norm_, self.clip_norm_ / norms, 1.0)
+        drift = float(np.linalg.norm(np.mean(gradients * scale, axis=0)))
+        return drift if np.isfinite(drift) else 0.0
 
     def _utility(self, game, theta, rows, utility):
         """Utility of ``theta`` on the validation ``rows``, by the walk's kernel."""

@@ -281,6 +281,29 @@ def test_auto_learning_rate_is_sensible_on_real_data():
     assert 1e-3 <= lr <= 1.0
 
 
+def test_auto_learning_rate_keeps_a_noisy_walk_short_of_the_optimum(monkeypatch):
+    # 3,000 separable parties: a rate that converges in n steps would carry
+    # the walk to the validation optimum, where marginals take either sign.
+    # The drift cap keeps every walk near its start: its validation loss
+    # falls, but by little (n mean steps move a margin by about 0.1, and
+    # 30% flipped labels slow the walk further).
+    X, y = make_classification(3050, 10, n_informative=5, class_sep=1.2,
+                               random_state=0)
+    flip = np.random.default_rng(0).random(3000) < 0.3
+    y_train = np.where(flip, 1 - y[:3000], y[:3000])
+
+    def gain(drift):
+        monkeypatch.setattr(valuator_module, "AUTO_MARGIN_DRIFT", drift)
+        fitted = DPDataValuator(epsilon=3, delta=1e-5, n_permutations=8,
+                                public_model="validation", random_state=0).fit(
+            X[:3000], y_train, X_val=X[3000:], y_val=y[3000:])
+        return np.mean(fitted.final_utilities_) - fitted.initial_utility_
+
+    capped = gain(valuator_module.AUTO_MARGIN_DRIFT)
+    assert 0 < capped < 0.05
+    assert gain(np.inf) > 4 * capped  # without the cap the walk goes on
+
+
 @pytest.mark.parametrize("estimator, y_kind, utility", [
     (LogisticRegression(), "multiclass", "accuracy"),
     (SGDClassifier(loss="modified_huber"), "multiclass", "neg_loss"),
