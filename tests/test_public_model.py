@@ -45,8 +45,8 @@ def _recording_gaussian(monkeypatch, module, draws=None):
 # --- calibration (white box) -------------------------------------------------------
 
 def test_public_fit_draws_at_the_calibrated_scale(monkeypatch):
-    """The fit's 100 steps of 5 coordinates (4 features, the intercept) draw
-    at std sqrt(100) Delta / (sqrt(share) mu) in grid units, Delta = 2**10 +
+    """The fit's 20 steps of 5 coordinates (4 features, the intercept) draw
+    at std sqrt(20) Delta / (sqrt(share) mu) in grid units, Delta = 2**10 +
     sqrt(5) + 2**-20 (any-two-apart rounding of 5 coordinates: j = 10, the
     first with 2**j >= 256 sqrt(5)); the release gets the rest of mu^2."""
     import skdpval._mechanism as module
@@ -57,14 +57,14 @@ def test_public_fit_draws_at_the_calibrated_scale(monkeypatch):
     scorer = DPLabelQuality(epsilon=2.0, delta=DELTA, public_model="private",
                             public_model_share=share, random_state=0)
     scorer.fit(X, y, X_val=X_val, y_val=y_val)
-    # delta net of the sampler's share (500 + 1 draws a party) moves mu by < 1e-5
+    # delta net of the sampler's share (100 + 1 draws a party) moves mu by < 1e-5
     mu = gdp_mu(2.0, DELTA)
     delta_grid = 2.0**10 + math.sqrt(5) + 2.0**-20
     fit_draws = [d for d in draws if d[0] == 5]
     assert len(fit_draws) == 1
     _, n_streams, shape, std = fit_draws[0]
-    assert n_streams == 100 and shape == (100, 5)
-    assert std == pytest.approx(10 * delta_grid / (math.sqrt(share) * mu), rel=1e-5)
+    assert n_streams == 20 and shape == (20, 5)
+    assert std == pytest.approx(math.sqrt(20) * delta_grid / (math.sqrt(share) * mu), rel=1e-5)
     # The one score release: sensitivity 2**6 grid units, mu^2 (1 - share).
     assert [d[3] for d in draws if d[0] == 2] == [
         pytest.approx(64 / (math.sqrt(1 - share) * mu), rel=1e-5)]
@@ -89,7 +89,7 @@ def test_walk_after_a_private_fit_draws_at_the_rest_of_the_budget(monkeypatch):
     mu = gdp_mu(2.0, DELTA)
     assert [d[0] for d in fit_draws] == [5]
     assert fit_draws[0][3] == pytest.approx(
-        10 * (2.0**10 + math.sqrt(5) + 2.0**-20) / (math.sqrt(0.05) * mu), rel=1e-5)
+        math.sqrt(20) * (2.0**10 + math.sqrt(5) + 2.0**-20) / (math.sqrt(0.05) * mu), rel=1e-5)
     # One coordinate a release (the public line): Delta = 2**6.
     assert walk_draws and all(d[3] == pytest.approx(
         math.sqrt(k) * 64 / (math.sqrt(0.95) * mu), rel=1e-5) for d in walk_draws)
@@ -98,20 +98,20 @@ def test_walk_after_a_private_fit_draws_at_the_rest_of_the_budget(monkeypatch):
 
 
 def test_public_fit_noise_is_what_the_report_claims(monkeypatch):
-    """The empirical std of the fit's drawn noise (100 steps x 5
+    """The empirical std of the fit's drawn noise (20 steps x 64
     coordinates, in data units) against the report's noise_std for the
-    part: the noise scaled by 0.8 fails (5 standard errors)."""
+    part: the noise scaled by 0.8 fails (5 standard errors: 0.099)."""
     import skdpval._mechanism as module
 
     draws = []
     _recording_gaussian(monkeypatch, module, draws)
-    X, y, X_val, y_val, _ = _data(n=6000)
+    X, y, X_val, y_val, _ = _data(n=6000, n_val=100, d=63)
     scorer = DPLabelQuality(epsilon=1.0, delta=DELTA, public_model="private",
                             random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
     fit_part, = [p for p in scorer.privacy_report_["parts"]
                  if p["name"] == "public model fit"]
     noise = np.concatenate([d.ravel() for kind, d in draws if kind == 5])
-    assert len(noise) == 500
+    assert len(noise) == 20 * 64
     ratio = np.std(noise) * fit_part["grid"] / fit_part["noise_std"]
     assert ratio == pytest.approx(1.0, abs=5 / math.sqrt(2 * len(noise)))
 
@@ -266,7 +266,8 @@ def test_one_row_kernel_equals_the_general_clipped_sum(loss_name, l2):
     general, fast = np.empty((1, 5)), np.empty((1, 5))
     clipped_gradient_sum(theta, X, T, weights, np.arange(301), loss, 0.0, l2, 0.0, 4,
                          1.5, np.empty(1), np.empty(1), np.empty((1, 5)), general)
-    clipped_row_gradient_sum(theta, X, T, weights, loss, 0.0, l2, 4, 1.5, fast)
+    clipped_row_gradient_sum(theta, X, T, weights, np.sum(X * X, axis=1), loss, 0.0,
+                             l2, 4, 1.5, fast)
     np.testing.assert_allclose(fast, general, rtol=1e-10, atol=1e-10)
 
 
@@ -293,5 +294,5 @@ def test_data_valuator_private_line_of_a_multiclass_model():
     assert np.all(np.isfinite(valuator.values_))
     parts = [p["name"] for p in valuator.privacy_report_["parts"]]
     assert parts == ["public model fit", "walk"]
-    # Net of the sampler's share of delta (1,200 draws a party for the fit).
+    # Net of the sampler's share of delta (240 draws a party for the fit).
     assert valuator.privacy_report_["mu"] == pytest.approx(gdp_mu(3.0, DELTA), rel=1e-4)
