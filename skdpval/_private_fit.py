@@ -166,6 +166,7 @@ def clipped_row_gradient_sum(theta, X, T, row_weights, row_sq, loss, loss_param,
         pen_sq += coef[c] * coef[c]
     total = np.zeros(n_columns)
     penalty_total = 0.0
+    clip_sq = clip * clip
     for row in range(X.shape[0]):
         x = X[row]
         dot_pen = 0.0
@@ -176,10 +177,13 @@ def clipped_row_gradient_sum(theta, X, T, row_weights, row_sq, loss, loss_param,
             m += coef[c] * x[c]
         a = row_weights[row] * K._output_dloss(loss, m, T[row, 0], loss_param)
         norm_sq = a * a * row_sq[row] + 2.0 * a * l2 * dot_pen + l2 * l2 * pen_sq
-        norm = np.sqrt(max(norm_sq, 0.0))
-        if not norm < np.inf:
+        scale = 1.0  # the root only for the rows clipped
+        if norm_sq > clip_sq:
+            if not norm_sq < np.inf:
+                continue
+            scale = clip / np.sqrt(norm_sq)
+        elif not norm_sq >= -np.inf:  # NaN
             continue
-        scale = clip / norm if norm > clip else 1.0
         a *= scale
         for c in range(n_columns):
             total[c] += a * x[c]

@@ -296,3 +296,47 @@ def test_data_valuator_private_line_of_a_multiclass_model():
     assert parts == ["public model fit", "walk"]
     # Net of the sampler's share of delta (240 draws a party for the fit).
     assert valuator.privacy_report_["mu"] == pytest.approx(gdp_mu(3.0, DELTA), rel=1e-4)
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "squared", "hinge", "huber"])
+@pytest.mark.parametrize("l2", [0.0, 0.3])
+def test_fit_kernels_equal_a_plain_numpy_clipped_sum(loss_name, l2):
+    """Both kernels of the fit against tests/reference.py's clipped sum
+    (plain numpy, row by row): one-row parties on the fast path, parties
+    of 1-4 rows with an L1 term and three outputs on the general one; some
+    gradients clipped and some not, the intercept column unpenalised."""
+    import skdpval._kernels as K
+    from skdpval._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+
+    from reference import clipped_gradient_sum as reference_sum
+    from reference import loss_and_dloss
+
+    rng = np.random.default_rng(3)
+    n = 400
+    X = np.c_[rng.normal(size=(n, 6)) * rng.uniform(0.05, 3.0, (n, 1)), np.ones(n)]
+    weights = rng.uniform(0.5, 2.0, n)
+    loss = getattr(K, loss_name.upper())
+    T = (np.where(rng.random((n, 1)) < 0.5, -1.0, 1.0) if loss_name in
+         ("logistic", "hinge") else rng.normal(size=(n, 1)) * 2)
+    theta = rng.normal(size=(1, 7)) * 0.3
+    norms = [np.linalg.norm(w * loss_and_dloss(loss_name, theta @ x, t, 0.1)[1] * x)
+             for x, t, w in zip(X, T, weights)]
+    clip = float(np.median(norms))  # half the rows clipped, half not
+    expected = reference_sum(theta, X, T, np.arange(n + 1), loss=loss_name, l2=l2,
+                             n_penalized=6, clip=clip, row_weights=weights)
+    fast = np.empty((1, 7))
+    clipped_row_gradient_sum(theta, X, T, weights, np.sum(X * X, axis=1), loss, 0.1,
+                             l2, 6, clip, fast)
+    np.testing.assert_allclose(fast, expected, rtol=1e-10, atol=1e-10)
+
+    offsets = np.r_[0, np.cumsum(rng.integers(1, 5, n))]
+    offsets = offsets[offsets <= n]
+    offsets[-1] = n
+    theta3 = rng.normal(size=(3, 7))
+    T3 = rng.normal(size=(n, 3)) if loss_name != "logistic" else T.repeat(3, 1)
+    general = np.empty((3, 7))
+    clipped_gradient_sum(theta3, X, T3, weights, offsets, loss, 0.1, l2, 0.05, 6, clip,
+                         np.empty(3), np.empty(3), np.empty((3, 7)), general)
+    expected = reference_sum(theta3, X, T3, offsets, loss=loss_name, l2=l2,
+                             n_penalized=6, clip=clip, row_weights=weights, l1=0.05)
+    np.testing.assert_allclose(general, expected, rtol=1e-10, atol=1e-10)
