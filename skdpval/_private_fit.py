@@ -19,10 +19,12 @@ penalty), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
 and steps ``theta_{t+1} = theta_t - lr P^-1 S~_t / n``, ``P`` a public
 preconditioner: the loss's curvature bound times the validation rows' second
 moments (shrunk toward their mean eigenvalue) plus the L2 penalty, so that
-``FIT_STEPS = 20`` steps go as far as 100 plain ones (``lr = 1/L``, ``L`` from
-the largest eigenvalue) went, at less noise a step. Under zero-out adjacency one
-party's slot changes ``S_t`` by at most ``C``; after rounding, by the padded
-sensitivity ``gamma Delta`` (``Delta = 2**j + sqrt(d)`` grid units). So the
+``FIT_STEPS = 20`` steps go as far as 100 plain ones (a step ``1/L``, ``L`` the
+curvature bound times the moments' largest eigenvalue) went, with less noise
+a step (``mu_fit`` fixed: a step's noise std scales with ``sqrt(n_steps)``).
+Under zero-out adjacency one party's slot changes ``S_t`` by at most ``C``;
+after rounding, by the padded sensitivity ``gamma Delta`` (``Delta = 2**j +
+sqrt(d)`` grid units). So the
 ``n_steps`` adaptive releases are exactly ``mu_fit``-GDP per party with
 ``mu_fit = sqrt(n_steps) gamma Delta / s``. The fit is one part of the
 valuator's mechanism with the share ``public_model_share`` of ``mu^2``
@@ -194,15 +196,6 @@ def clipped_row_gradient_sum(theta, X, T, row_weights, row_sq, loss, loss_param,
         out[0, c] += penalty_total * l2 * coef[c]
 
 
-def step_size(X_val, loss, l2):
-    """``1 / L``: ``L`` the loss's curvature bound times the largest eigenvalue
-    of the validation rows' second moments, plus ``l2`` (public; the plain
-    step, before the preconditioner)."""
-    second = X_val.T @ X_val / len(X_val)
-    top = float(np.linalg.eigvalsh(second)[-1])
-    return 1.0 / (_CURVATURE.get(loss, 1.0) * top + l2)
-
-
 def preconditioner(X_val, loss, l2, shrinkage=FIT_SHRINKAGE):
     """``P^-1``, ``P`` the loss's curvature bound times the validation rows'
     second moments shrunk by ``shrinkage`` toward their mean eigenvalue (so
@@ -283,8 +276,9 @@ PUBLIC_MODEL_DOCS = {
         Which public model the mechanism reads. ``"validation"``: the
         wrapped model fitted on the validation set alone. ``"private"``: the
         wrapped model's own objective fitted on the *training* rows with
-        differential privacy (full-batch noisy gradient descent of 100 steps,
-        each party's gradient clipped to 2 and the sum released on the grid;
+        differential privacy (full-batch noisy gradient descent of 20 steps,
+        each party's gradient clipped to 2 and the sum released on the grid,
+        each step preconditioned by the validation rows' second moments;
         warm-started from the validation model), spending
         ``public_model_share`` of the budget's ``mu^2``; the mechanism's own
         release(s) get the rest, so the per-party guarantee is the same
@@ -297,7 +291,8 @@ PUBLIC_MODEL_DOCS = {
         number of parameters, the budget): when the training parties are at
         least 5 times the validation rows and the fit's noise index ``n
         mu_fit / sqrt(100 d)`` is at least 6 (measured: benchmarks/quality.py
-        --suite regime_rule and --suite regime_small); otherwise, and for
+        --suite regime_rule and --suite regime_small, with a fit of 100 plain
+        steps: the index keeps that normalisation); otherwise, and for
         models the fit does not cover, the validation model
         (``privacy_report_["details"]["public_model"]`` says which and why).
         A private fit learns from the noisy training labels: where the label

@@ -64,7 +64,8 @@ def test_public_fit_draws_at_the_calibrated_scale(monkeypatch):
     assert len(fit_draws) == 1
     _, n_streams, shape, std = fit_draws[0]
     assert n_streams == 20 and shape == (20, 5)
-    assert std == pytest.approx(math.sqrt(20) * delta_grid / (math.sqrt(share) * mu), rel=1e-5)
+    assert std == pytest.approx(math.sqrt(20) * delta_grid / (math.sqrt(share) * mu),
+                                rel=1e-5)
     # The one score release: sensitivity 2**6 grid units, mu^2 (1 - share).
     assert [d[3] for d in draws if d[0] == 2] == [
         pytest.approx(64 / (math.sqrt(1 - share) * mu), rel=1e-5)]
@@ -89,7 +90,8 @@ def test_walk_after_a_private_fit_draws_at_the_rest_of_the_budget(monkeypatch):
     mu = gdp_mu(2.0, DELTA)
     assert [d[0] for d in fit_draws] == [5]
     assert fit_draws[0][3] == pytest.approx(
-        math.sqrt(20) * (2.0**10 + math.sqrt(5) + 2.0**-20) / (math.sqrt(0.05) * mu), rel=1e-5)
+        math.sqrt(20) * (2.0**10 + math.sqrt(5) + 2.0**-20) / (math.sqrt(0.05) * mu),
+        rel=1e-5)
     # One coordinate a release (the public line): Delta = 2**6.
     assert walk_draws and all(d[3] == pytest.approx(
         math.sqrt(k) * 64 / (math.sqrt(0.95) * mu), rel=1e-5) for d in walk_draws)
