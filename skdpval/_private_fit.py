@@ -207,8 +207,10 @@ def preconditioner(X_val, loss, l2, shrinkage=FIT_SHRINKAGE):
     identity = np.eye(n_columns)
     shrunk = ((1.0 - shrinkage) * second
               + shrinkage * np.trace(second) / n_columns * identity)
-    inverse = np.linalg.inv(_CURVATURE.get(loss, 1.0) * shrunk + l2 * identity)
-    return (inverse + inverse.T) / 2.0
+    # pinv: without validation rows' spread and without a penalty (a zero
+    # matrix) no step rather than an error.
+    return np.linalg.pinv(_CURVATURE.get(loss, 1.0) * shrunk + l2 * identity,
+                          hermitian=True)
 
 
 def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
