@@ -16,16 +16,16 @@ the sum over parties of each party's clipped gradient (its mean loss plus the
 penalty), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
 (:class:`~skdpval._secure_noise.Grid`), drawn by the fit's
 :class:`~skdpval._mechanism.PrivacyMechanism` (stream kind ``PUBLIC_FIT``),
-and steps ``theta_{t+1} = theta_t - lr P^-1 S~_t / n``, ``P`` a public
-preconditioner: the loss's curvature bound times the validation rows' second
-moments (shrunk toward their mean eigenvalue) plus the L2 penalty, so that
-``FIT_STEPS = 20`` steps go as far as 100 plain ones (a step ``1/L``, ``L`` the
-curvature bound times the moments' largest eigenvalue) went, with less noise
-a step (``mu_fit`` fixed: a step's noise std scales with ``sqrt(n_steps)``).
-Under zero-out adjacency one party's slot changes ``S_t`` by at most ``C``;
-after rounding, by the padded sensitivity ``gamma Delta`` (``Delta = 2**j +
-sqrt(d)`` grid units). So the
-``n_steps`` adaptive releases are exactly ``mu_fit``-GDP per party with
+and steps ``theta_{t+1} = theta_t - f P^-1 S~_t / n`` (``f =
+FIT_STEP_FACTOR``), ``P`` a public preconditioner: the loss's curvature bound
+times the validation rows' second moments (shrunk toward their mean eigenvalue)
+plus the L2 penalty, so that ``FIT_STEPS = 20`` steps go as far as 100 plain
+ones (a step ``1/L``, ``L`` the curvature bound times the moments' largest
+eigenvalue) went, with less noise a step (``mu_fit`` fixed: a step's noise std
+scales with ``sqrt(n_steps)``). Under zero-out adjacency one party's slot
+changes ``S_t`` by at most ``C``; after rounding, by the padded sensitivity
+``gamma Delta`` (``Delta = 2**j + sqrt(d)`` grid units). So the ``n_steps``
+adaptive releases are exactly ``mu_fit``-GDP per party with
 ``mu_fit = sqrt(n_steps) gamma Delta / s``. The fit is one part of the
 valuator's mechanism with the share ``public_model_share`` of ``mu^2``
 (``mu_fit^2 = share mu^2``), the valuator's own release(s) the other part
@@ -61,9 +61,10 @@ from ._secure_noise import PUBLIC_FIT, releases_on_grid
 PUBLIC_MODEL_OPTIONS = ("auto", "validation", "private")
 
 # The fit's settings. Clip and share: the issue 33 prototype's. Steps, step
-# and shrinkage: measured (benchmarks/results/quality_regime_fit.jsonl: the
-# regime suite; 20 preconditioned steps at 1.5 / L matched or beat 100 plain
-# steps at 1 / L on mean LF, plain 25 steps lost 0.02).
+# factor and shrinkage: measured on the regime suite (2-seed sweep in
+# benchmarks/results/quality_regime_fit_sweep.jsonl: plain 25 steps lost
+# 0.02 of LF, 10-16 preconditioned ones up to 0.01; quality_regime_fit.jsonl:
+# these settings against 100 plain steps on the same noise, 5 seeds, +0.002).
 FIT_STEPS = 20
 FIT_CLIP = 2.0
 DEFAULT_SHARE = 0.05

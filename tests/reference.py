@@ -278,10 +278,11 @@ def clipped_gradient_sum(theta, X, T, offsets, *, loss, l2, n_penalized, clip,
     total = np.zeros_like(theta)
     for start, stop in zip(offsets[:-1], offsets[1:]):
         gradient = penalty.copy()
-        for row in range(start, stop):
-            _, dloss = loss_and_dloss(loss, theta @ X[row], T[row], loss_param)
-            gradient += w[row] * np.outer(dloss, X[row]) / (stop - start)
-        norm = np.sqrt(np.sum(gradient ** 2))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for row in range(start, stop):
+                _, dloss = loss_and_dloss(loss, theta @ X[row], T[row], loss_param)
+                gradient += w[row] * np.outer(dloss, X[row]) / (stop - start)
+            norm = np.sqrt(np.sum(gradient ** 2))
         if not np.isfinite(norm):
             continue
         total += gradient * min(1.0, clip / norm) if norm > 0 else gradient

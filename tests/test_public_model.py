@@ -342,3 +342,35 @@ def test_fit_kernels_equal_a_plain_numpy_clipped_sum(loss_name, l2):
     expected = reference_sum(theta3, X, T3, offsets, loss=loss_name, l2=l2,
                              n_penalized=6, clip=clip, row_weights=weights, l1=0.05)
     np.testing.assert_allclose(general, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_fit_kernels_drop_a_row_whose_gradient_overflows():
+    """A squared-loss row at 1e200 (its gradient infinite) adds nothing to
+    either kernel's sum, as in the plain-numpy reference; the other rows
+    are summed as usual."""
+    import skdpval._kernels as K
+    from skdpval._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+
+    from reference import clipped_gradient_sum as reference_sum
+
+    rng = np.random.default_rng(4)
+    X = np.c_[rng.normal(size=(50, 3)), np.ones(50)]
+    X[7, :3] = 1e200
+    T = rng.normal(size=(50, 1))
+    theta = rng.normal(size=(1, 4))
+    expected = reference_sum(theta, X, T, np.arange(51), loss="squared", l2=0.1,
+                             n_penalized=3, clip=1.0)
+    without = reference_sum(theta, np.delete(X, 7, 0), np.delete(T, 7, 0),
+                            np.arange(50), loss="squared", l2=0.1, n_penalized=3,
+                            clip=1.0)
+    np.testing.assert_allclose(expected, without, rtol=1e-12)
+    fast, general = np.empty((1, 4)), np.empty((1, 4))
+    with np.errstate(over="ignore", invalid="ignore"):
+        row_sq = np.sum(X * X, axis=1)
+    clipped_row_gradient_sum(theta, X, T, np.ones(50), row_sq, K.SQUARED, 0.0, 0.1, 3,
+                             1.0, fast)
+    clipped_gradient_sum(theta, X, T, np.ones(50), np.arange(51), K.SQUARED, 0.0, 0.1,
+                         0.0, 3, 1.0, np.empty(1), np.empty(1), np.empty((1, 4)),
+                         general)
+    np.testing.assert_allclose(fast, expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(general, expected, rtol=1e-10, atol=1e-10)
