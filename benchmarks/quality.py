@@ -130,6 +130,10 @@ the mean over the data sets of each method's mean LF over the seeds::
 
 Runs split by method or seed (``--methods``, ``--first-seed``) are
 concatenated and summarised with ``--suite regime_summary < lines``.
+``--paired`` fixes every fit's noise streams (``noise_seed = 1000 + seed``,
+benchmark only, not private), to compare two versions of the code on the
+same noise (``benchmarks/results/quality_regime_fit.jsonl``: the private
+fit of 100 plain steps against 20 preconditioned ones).
 
 ``--suite regime_small``: "auto" against "validation" where the validation
 model is right (breast_cancer, digits 1 vs 7 and 3 vs 8, wine; 25%
@@ -758,7 +762,8 @@ def regime_reference(d, epsilon, seed):
     return noisy_label_auc(released, d["flipped"]), 2 * accuracy - 1, accuracy
 
 
-def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0):
+def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0,
+               paired=False):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from regime_data import regime_split
     fractions = {}
@@ -789,9 +794,13 @@ def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0):
                         if method == "reference oof":
                             continue
                         estimator = REGIME_METHODS[method](epsilon, seed)
+                        if paired:  # the same noise streams for every code version
+                            estimator.set_params(noise_seed=1000 + seed)
                         started = time.perf_counter()
-                        estimator.fit(d["X_train"], d["y_train"], X_val=d["X_val"],
-                                      y_val=d["y_val"])
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")  # noise_seed's warning
+                            estimator.fit(d["X_train"], d["y_train"], X_val=d["X_val"],
+                                          y_val=d["y_val"])
                         seconds = time.perf_counter() - started
                         auc = noisy_label_auc(estimator.values_, d["flipped"])
                         case = dict(base, method=method, epsilon=epsilon,
@@ -799,7 +808,7 @@ def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0):
                                     limit_fraction=lf(auc),
                                     public_model_private=bool(
                                         estimator.public_model_fitted_privately_),
-                                    seconds=round(seconds, 3),
+                                    seconds=round(seconds, 3), paired=paired,
                                     load=round(os.getloadavg()[0], 2))
                         if isinstance(estimator, DPLabelQuality):
                             predicted = estimator.public_model_.predict(
@@ -945,27 +954,51 @@ def run_regime_rule(datasets, epsilons, seeds, n_trains=(250, 500, 1000, 2000, 5
 
 def run_regime_time(seeds):
     """DPLabelQuality at n = 50,000 (sep_1.2, n_val 200, eps 1): today's
-    (validation model) against the private fit, best of ``seeds`` fits."""
+    (validation model) against the private fit, best of ``seeds`` fits, by
+    the wall clock and by the process's CPU time (steadier on a shared
+    machine); ``private_first_seconds``: best of fits that each build the
+    fit's noise table anew (``rounded_gaussian_table``'s cache cleared), as
+    a process's first fit at a new budget does. Under load, threaded BLAS
+    (the validation model's fit) slows far more than the fit's one-thread
+    kernel: ``OPENBLAS_NUM_THREADS=1`` gives steadier ratios."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from regime_data import regime_split
+    from threadpoolctl import threadpool_info
+
+    from skdpval._secure_noise import rounded_gaussian_table
     d = regime_split("sep_1.2", 0, 200, n_test=0)
     X, y = d["X_train"], d["y_train"]
-    times = {}
-    for method in ("label quality validation", "label quality private"):
+    wall, cpu = {}, {}
+    runs = [("label quality validation", False), ("label quality private", False),
+            ("label quality private", True)]
+    for method, first in runs:
         REGIME_METHODS[method](1.0, 0).fit(X[:2000], y[:2000], X_val=d["X_val"],
                                            y_val=d["y_val"])  # compile
-        best = np.inf
+        wall[method, first] = cpu[method, first] = np.inf
         for seed in range(seeds):
-            started = time.perf_counter()
+            if first:
+                rounded_gaussian_table.cache_clear()
+            started, started_cpu = time.perf_counter(), time.process_time()
             REGIME_METHODS[method](1.0, seed).fit(X, y, X_val=d["X_val"],
                                                   y_val=d["y_val"])
-            best = min(best, time.perf_counter() - started)
-        times[method] = best
+            wall[method, first] = min(wall[method, first],
+                                      time.perf_counter() - started)
+            cpu[method, first] = min(cpu[method, first],
+                                     time.process_time() - started_cpu)
+    validation = ("label quality validation", False)
+    private = ("label quality private", False)
+    blas_threads = max([info["num_threads"] for info in threadpool_info()
+                        if info["user_api"] == "blas"], default=None)
     emit(case="regime time", n=len(y), n_features=X.shape[1], n_val=200,
-         validation_seconds=round(times["label quality validation"], 3),
-         private_seconds=round(times["label quality private"], 3),
-         ratio=round(times["label quality private"] / times["label quality validation"], 2),
-         load=round(os.getloadavg()[0], 2))
+         validation_seconds=round(wall[validation], 3),
+         private_seconds=round(wall[private], 3),
+         ratio=round(wall[private] / wall[validation], 2),
+         validation_cpu_seconds=round(cpu[validation], 3),
+         private_cpu_seconds=round(cpu[private], 3),
+         cpu_ratio=round(cpu[private] / cpu[validation], 2),
+         private_first_seconds=round(wall["label quality private", True], 3),
+         private_first_cpu_seconds=round(cpu["label quality private", True], 3),
+         seeds=seeds, blas_threads=blas_threads, load=round(os.getloadavg()[0], 2))
 
 
 if __name__ == "__main__":
@@ -991,6 +1024,9 @@ if __name__ == "__main__":
     parser.add_argument("--n-vals", nargs="+", type=int, default=[50, 200],
                         help="regime only")
     parser.add_argument("--first-seed", type=int, default=0, help="regime only")
+    parser.add_argument("--paired", action="store_true",
+                        help="regime only: fixed noise streams (noise_seed, not "
+                             "private) to compare code versions on the same noise")
     args = parser.parse_args()
     if args.suite == "regime_summary":  # lines of regime runs on stdin
         summarize_regime(sys.stdin)
@@ -1004,7 +1040,7 @@ if __name__ == "__main__":
         epsilons = [1.0, 3.0] if args.epsilons == [1.0, 3.0, 10.0] else args.epsilons
         if args.suite == "regime":
             run_regime(datasets, methods, epsilons, args.seeds, args.n_vals,
-                       args.first_seed)
+                       args.first_seed, args.paired)
         elif args.suite == "regime_rule":
             run_regime_rule(datasets, epsilons, args.seeds)
         elif args.suite == "regime_small":

@@ -260,3 +260,30 @@ def mlp_objective(theta, sizes, activation, loss, X, T, l2, weights=None):
     grad = np.concatenate([(g + l2 * W).ravel() for g, W in zip(coef_grads, coefs)]
                           + intercept_grads)
     return np.dot(w, values) / n + 0.5 * l2 * penalty, grad
+
+
+def clipped_gradient_sum(theta, X, T, offsets, *, loss, l2, n_penalized, clip,
+                         row_weights=None, l1=0.0, loss_param=0.1):
+    """The private fit's statistic: the sum over parties (rows
+    ``offsets[j]:offsets[j + 1]``) of each party's gradient (its rows'
+    weighted loss derivatives times the rows, over its row count, plus
+    ``l2 theta + l1 sign(theta)`` on the first ``n_penalized`` columns)
+    scaled to L2 norm at most ``clip``; a gradient that is not finite adds
+    nothing."""
+    theta = np.asarray(theta, float)
+    w = np.ones(len(X)) if row_weights is None else np.asarray(row_weights, float)
+    penalty = np.zeros_like(theta)
+    penalty[:, :n_penalized] = (l2 * theta[:, :n_penalized]
+                                + l1 * np.sign(theta[:, :n_penalized]))
+    total = np.zeros_like(theta)
+    for start, stop in zip(offsets[:-1], offsets[1:]):
+        gradient = penalty.copy()
+        with np.errstate(over="ignore", invalid="ignore"):
+            for row in range(start, stop):
+                _, dloss = loss_and_dloss(loss, theta @ X[row], T[row], loss_param)
+                gradient += w[row] * np.outer(dloss, X[row]) / (stop - start)
+            norm = np.sqrt(np.sum(gradient ** 2))
+        if not np.isfinite(norm):
+            continue
+        total += gradient * min(1.0, clip / norm) if norm > 0 else gradient
+    return total

@@ -45,8 +45,8 @@ def _recording_gaussian(monkeypatch, module, draws=None):
 # --- calibration (white box) -------------------------------------------------------
 
 def test_public_fit_draws_at_the_calibrated_scale(monkeypatch):
-    """The fit's 100 steps of 5 coordinates (4 features, the intercept) draw
-    at std sqrt(100) Delta / (sqrt(share) mu) in grid units, Delta = 2**10 +
+    """The fit's 20 steps of 5 coordinates (4 features, the intercept) draw
+    at std sqrt(20) Delta / (sqrt(share) mu) in grid units, Delta = 2**10 +
     sqrt(5) + 2**-20 (any-two-apart rounding of 5 coordinates: j = 10, the
     first with 2**j >= 256 sqrt(5)); the release gets the rest of mu^2."""
     import skdpval._mechanism as module
@@ -57,14 +57,15 @@ def test_public_fit_draws_at_the_calibrated_scale(monkeypatch):
     scorer = DPLabelQuality(epsilon=2.0, delta=DELTA, public_model="private",
                             public_model_share=share, random_state=0)
     scorer.fit(X, y, X_val=X_val, y_val=y_val)
-    # delta net of the sampler's share (500 + 1 draws a party) moves mu by < 1e-5
+    # delta net of the sampler's share (100 + 1 draws a party) moves mu by < 1e-5
     mu = gdp_mu(2.0, DELTA)
     delta_grid = 2.0**10 + math.sqrt(5) + 2.0**-20
     fit_draws = [d for d in draws if d[0] == 5]
     assert len(fit_draws) == 1
     _, n_streams, shape, std = fit_draws[0]
-    assert n_streams == 100 and shape == (100, 5)
-    assert std == pytest.approx(10 * delta_grid / (math.sqrt(share) * mu), rel=1e-5)
+    assert n_streams == 20 and shape == (20, 5)
+    assert std == pytest.approx(math.sqrt(20) * delta_grid / (math.sqrt(share) * mu),
+                                rel=1e-5)
     # The one score release: sensitivity 2**6 grid units, mu^2 (1 - share).
     assert [d[3] for d in draws if d[0] == 2] == [
         pytest.approx(64 / (math.sqrt(1 - share) * mu), rel=1e-5)]
@@ -89,7 +90,8 @@ def test_walk_after_a_private_fit_draws_at_the_rest_of_the_budget(monkeypatch):
     mu = gdp_mu(2.0, DELTA)
     assert [d[0] for d in fit_draws] == [5]
     assert fit_draws[0][3] == pytest.approx(
-        10 * (2.0**10 + math.sqrt(5) + 2.0**-20) / (math.sqrt(0.05) * mu), rel=1e-5)
+        math.sqrt(20) * (2.0**10 + math.sqrt(5) + 2.0**-20) / (math.sqrt(0.05) * mu),
+        rel=1e-5)
     # One coordinate a release (the public line): Delta = 2**6.
     assert walk_draws and all(d[3] == pytest.approx(
         math.sqrt(k) * 64 / (math.sqrt(0.95) * mu), rel=1e-5) for d in walk_draws)
@@ -98,20 +100,20 @@ def test_walk_after_a_private_fit_draws_at_the_rest_of_the_budget(monkeypatch):
 
 
 def test_public_fit_noise_is_what_the_report_claims(monkeypatch):
-    """The empirical std of the fit's drawn noise (100 steps x 5
+    """The empirical std of the fit's drawn noise (20 steps x 64
     coordinates, in data units) against the report's noise_std for the
-    part: the noise scaled by 0.8 fails (5 standard errors)."""
+    part: the noise scaled by 0.8 fails (5 standard errors: 0.099)."""
     import skdpval._mechanism as module
 
     draws = []
     _recording_gaussian(monkeypatch, module, draws)
-    X, y, X_val, y_val, _ = _data(n=6000)
+    X, y, X_val, y_val, _ = _data(n=6000, n_val=100, d=63)
     scorer = DPLabelQuality(epsilon=1.0, delta=DELTA, public_model="private",
                             random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
     fit_part, = [p for p in scorer.privacy_report_["parts"]
                  if p["name"] == "public model fit"]
     noise = np.concatenate([d.ravel() for kind, d in draws if kind == 5])
-    assert len(noise) == 500
+    assert len(noise) == 20 * 64
     ratio = np.std(noise) * fit_part["grid"] / fit_part["noise_std"]
     assert ratio == pytest.approx(1.0, abs=5 / math.sqrt(2 * len(noise)))
 
@@ -266,7 +268,8 @@ def test_one_row_kernel_equals_the_general_clipped_sum(loss_name, l2):
     general, fast = np.empty((1, 5)), np.empty((1, 5))
     clipped_gradient_sum(theta, X, T, weights, np.arange(301), loss, 0.0, l2, 0.0, 4,
                          1.5, np.empty(1), np.empty(1), np.empty((1, 5)), general)
-    clipped_row_gradient_sum(theta, X, T, weights, loss, 0.0, l2, 4, 1.5, fast)
+    clipped_row_gradient_sum(theta, X, T, weights, np.sum(X * X, axis=1), loss, 0.0,
+                             l2, 4, 1.5, fast)
     np.testing.assert_allclose(fast, general, rtol=1e-10, atol=1e-10)
 
 
@@ -293,5 +296,81 @@ def test_data_valuator_private_line_of_a_multiclass_model():
     assert np.all(np.isfinite(valuator.values_))
     parts = [p["name"] for p in valuator.privacy_report_["parts"]]
     assert parts == ["public model fit", "walk"]
-    # Net of the sampler's share of delta (1,200 draws a party for the fit).
+    # Net of the sampler's share of delta (240 draws a party for the fit).
     assert valuator.privacy_report_["mu"] == pytest.approx(gdp_mu(3.0, DELTA), rel=1e-4)
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "squared", "hinge", "huber"])
+@pytest.mark.parametrize("l2", [0.0, 0.3])
+def test_fit_kernels_equal_a_plain_numpy_clipped_sum(loss_name, l2):
+    """Both kernels of the fit against tests/reference.py's clipped sum
+    (plain numpy, row by row): one-row parties on the fast path, parties
+    of 1-4 rows with an L1 term and three outputs on the general one; some
+    gradients clipped and some not, the intercept column unpenalised."""
+    import skdpval._kernels as K
+    from skdpval._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+
+    from reference import clipped_gradient_sum as reference_sum
+    from reference import loss_and_dloss
+
+    rng = np.random.default_rng(3)
+    n = 400
+    X = np.c_[rng.normal(size=(n, 6)) * rng.uniform(0.05, 3.0, (n, 1)), np.ones(n)]
+    weights = rng.uniform(0.5, 2.0, n)
+    loss = getattr(K, loss_name.upper())
+    T = (np.where(rng.random((n, 1)) < 0.5, -1.0, 1.0) if loss_name in
+         ("logistic", "hinge") else rng.normal(size=(n, 1)) * 2)
+    theta = rng.normal(size=(1, 7)) * 0.3
+    norms = [np.linalg.norm(w * loss_and_dloss(loss_name, theta @ x, t, 0.1)[1] * x)
+             for x, t, w in zip(X, T, weights)]
+    clip = float(np.median(norms))  # half the rows clipped, half not
+    expected = reference_sum(theta, X, T, np.arange(n + 1), loss=loss_name, l2=l2,
+                             n_penalized=6, clip=clip, row_weights=weights)
+    fast = np.empty((1, 7))
+    clipped_row_gradient_sum(theta, X, T, weights, np.sum(X * X, axis=1), loss, 0.1,
+                             l2, 6, clip, fast)
+    np.testing.assert_allclose(fast, expected, rtol=1e-10, atol=1e-10)
+
+    offsets = np.r_[0, np.cumsum(rng.integers(1, 5, n))]
+    offsets = offsets[offsets <= n]
+    offsets[-1] = n
+    theta3 = rng.normal(size=(3, 7))
+    T3 = rng.normal(size=(n, 3)) if loss_name != "logistic" else T.repeat(3, 1)
+    general = np.empty((3, 7))
+    clipped_gradient_sum(theta3, X, T3, weights, offsets, loss, 0.1, l2, 0.05, 6, clip,
+                         np.empty(3), np.empty(3), np.empty((3, 7)), general)
+    expected = reference_sum(theta3, X, T3, offsets, loss=loss_name, l2=l2,
+                             n_penalized=6, clip=clip, row_weights=weights, l1=0.05)
+    np.testing.assert_allclose(general, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_fit_kernels_drop_a_row_whose_gradient_overflows():
+    """A squared-loss row at 1e200 (its gradient infinite) adds nothing to
+    either kernel's sum, as in the plain-numpy reference; the other rows
+    are summed as usual."""
+    import skdpval._kernels as K
+    from skdpval._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+
+    from reference import clipped_gradient_sum as reference_sum
+
+    rng = np.random.default_rng(4)
+    X = np.c_[rng.normal(size=(50, 3)), np.ones(50)]
+    X[7, :3] = 1e200
+    T = rng.normal(size=(50, 1))
+    theta = rng.normal(size=(1, 4))
+    expected = reference_sum(theta, X, T, np.arange(51), loss="squared", l2=0.1,
+                             n_penalized=3, clip=1.0)
+    without = reference_sum(theta, np.delete(X, 7, 0), np.delete(T, 7, 0),
+                            np.arange(50), loss="squared", l2=0.1, n_penalized=3,
+                            clip=1.0)
+    np.testing.assert_allclose(expected, without, rtol=1e-12)
+    fast, general = np.empty((1, 4)), np.empty((1, 4))
+    with np.errstate(over="ignore", invalid="ignore"):
+        row_sq = np.sum(X * X, axis=1)
+    clipped_row_gradient_sum(theta, X, T, np.ones(50), row_sq, K.SQUARED, 0.0, 0.1, 3,
+                             1.0, fast)
+    clipped_gradient_sum(theta, X, T, np.ones(50), np.arange(51), K.SQUARED, 0.0, 0.1,
+                         0.0, 3, 1.0, np.empty(1), np.empty(1), np.empty((1, 4)),
+                         general)
+    np.testing.assert_allclose(fast, expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(general, expected, rtol=1e-10, atol=1e-10)
