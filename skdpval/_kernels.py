@@ -349,6 +349,8 @@ def _max(values):
 @njit(**_jit)
 def sample_loss(loss, margins, targets, loss_param):
     """Loss of one sample: summed over outputs (one-vs-rest) or multinomial."""
+    if loss is None:  # binary logistic, compiled alone (see ``kernel_codes``)
+        return 0.0 + softplus(-targets[0] * margins[0])
     n_outputs = margins.shape[0]
     if loss == MULTINOMIAL:
         top = _max(margins)
