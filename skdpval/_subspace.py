@@ -48,6 +48,7 @@ from ._kernels import (
     _scalar,
     clip_l2,
     kernel_codes,
+    logistic_loss_sum_numpy,
     losses_and_gradients,
     noise_or_empty,
     pad_columns,
@@ -214,23 +215,19 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
                                clip_norm, margin_buf, dloss_buf, record, update[g])
     else:
         # One direction, one output, one row a party (``one_row``: offsets 0,
-        # 1, .., n): :func:`_scalar_gradient`.
-        if general is None:
-            for g in range(n_walks):
-                update[g, 0] = _scalar_gradient(
-                    z[g, 0], F, T, row_weights, parties[g], loss, loss_param, l2,
-                    penalty, l1, penalised_basis, margin_buf, dloss_buf)
-        elif m == 1 and F.shape[2] == 1 and one_row:
-            for g in range(n_walks):
-                update[g, 0] = _scalar_gradient(
-                    z[g, 0], F, T, row_weights, parties[g], loss, loss_param, l2,
-                    penalty, l1, penalised_basis, margin_buf, dloss_buf)
-        else:
+        # 1, .., n): :func:`_scalar_gradient`. (One test of ``general`` on
+        # None, which numba resolves when it compiles: one call site each.)
+        if general is not None and not (m == 1 and F.shape[2] == 1 and one_row):
             for g in range(n_walks):
                 j = parties[g]
                 _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
                                 loss, loss_param, l2, penalty, l1, penalised_basis,
                                 margin_buf, dloss_buf, update[g])
+        else:
+            for g in range(n_walks):
+                update[g, 0] = _scalar_gradient(
+                    z[g, 0], F, T, row_weights, parties[g], loss, loss_param, l2,
+                    penalty, l1, penalised_basis, margin_buf, dloss_buf)
         for g in range(n_walks):
             clip_l2(update[g:g + 1], clip_norm)
     if joint is not None:
@@ -734,6 +731,15 @@ def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
     starts = np.reshape(thetas, (len(thetas), -1)) @ basis.T
     F_val = _validation_layout(project_rows(basis, X_val, n_outputs))
     utilities = np.empty(len(starts))
+    codes = kernel_codes(loss, utility, n_outputs)
+    if codes == (None, None):  # the default's: in numpy, nothing to compile
+        T_val_t, n_val = pad_columns(T_val), len(labels_val)
+        for b, z in enumerate(_f64(starts)):
+            margins = 0.0  # :func:`margins_at`'s sums, in its order
+            for i in range(len(z)):
+                margins = margins + z[i] * F_val[i, 0]
+            utilities[b] = -logistic_loss_sum_numpy(margins, T_val_t[0], n_val) / n_val
+        return utilities
     _utilities(_f64(starts), F_val, pad_columns(T_val),
                np.ascontiguousarray(labels_val, np.int64),
                *kernel_codes(loss, utility, n_outputs), float(loss_param),
