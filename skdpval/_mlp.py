@@ -53,6 +53,21 @@ def network_layout(sizes):
     return layout
 
 
+def loss_flag(loss):
+    """The kernels' ``loss`` argument: None for the binary logistic loss
+    (MLPClassifier on two classes), which numba then compiles alone, without
+    the softmax's and the squared loss's code (as
+    :func:`skdpval._kernels.kernel_codes`); the code otherwise."""
+    return None if loss == LOGISTIC else int(loss)
+
+
+def level_flag(record_level):
+    """:func:`line_walk`'s ``record_level``: True, or None at sample level
+    (the record-level path compiled out, as
+    :func:`skdpval._subspace.level_flag`)."""
+    return True if record_level else None
+
+
 def n_parameters(layout):
     """Length of ``theta``."""
     return int(layout[-1, 3] + layout[-1, 1])
@@ -127,8 +142,8 @@ def _sigmoid(x):
 def output_gradient(loss, o, t, d1):
     """``d1`` <- the loss's gradient in the outputs ``o`` at targets ``t``;
     returns the softmax's log-sum-exp (0 for the other losses), which its
-    value needs."""
-    if loss == LOGISTIC:
+    value needs. ``loss`` None is LOGISTIC (:func:`loss_flag`)."""
+    if loss is None or loss == LOGISTIC:
         d1[0] = _logistic_dloss(o[0], t[0])
         return 0.0
     if loss == MULTINOMIAL:
@@ -155,7 +170,7 @@ def output_loss(loss, o, t, d1):
     for the squared loss), 0 for the softmax (its Hessian ``diag p - p
     p^T``, ``p = d1 + t``, is applied by :func:`line_loss`)."""
     lse = output_gradient(loss, o, t, d1)
-    if loss == LOGISTIC:
+    if loss is None or loss == LOGISTIC:
         s = _sigmoid(o[0])
         return softplus(-t[0] * o[0]), s * (1.0 - s)
     if loss == MULTINOMIAL:
@@ -406,7 +421,7 @@ def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, 
     for k in range(n_out):
         first += d1[k] * o1[k]
         second += d1[k] * o2[k]
-    if loss == MULTINOMIAL:  # o1' (diag p - p p^T) o1, p = d1 + t
+    if loss is not None and loss == MULTINOMIAL:  # o1' (diag p - p p^T) o1, p = d1 + t
         mean = square = 0.0
         for k in range(n_out):
             p = d1[k] + t[k]
@@ -471,6 +486,30 @@ def _clipped_statistic(theta, basis, projected, layout, X, T, row_weights, start
                        units, deltas, grad)
         _project(grad, basis, projected, update)
         clip_l2(update.reshape((1, dim)), clip_norm)
+
+
+@njit(**_jit)
+def party_gradients(theta, basis, projected, layout, X, T, row_weights, offsets, act,
+                    loss, l2, units, deltas, grad, out):
+    """``out[j]`` <- party ``j``'s gradient at ``theta`` (projected on ``basis``
+    when ``projected``), zero where it is not finite: :func:`walk`'s
+    statistic at an infinite clip norm, without compiling the walk (a fit's
+    set-up needs only this, :func:`validation_utility` and the line walk)."""
+    for j in range(offsets.shape[0] - 1):
+        party_gradient(theta, layout, X, T, row_weights, offsets[j], offsets[j + 1],
+                       act, loss, l2, units, deltas, grad)
+        _project(grad, basis, projected, out[j])
+        clip_l2(out[j:j + 1], np.inf)
+
+
+@njit(**_jit)
+def validation_utility(theta, layout, X_val, act, units, margins, T_val_t,
+                       labels_val, utility, utility_loss, total_sum_squares, scratch):
+    """The validation utility at ``theta``: what :func:`walk` scores before
+    its first step (``margins`` zero-padded as there)."""
+    output_margins(theta, layout, X_val, act, units, margins)
+    return utility_of_margins(utility, utility_loss, margins, T_val_t, labels_val,
+                              0.0, total_sum_squares, scratch)
 
 
 @njit(**_jit)
@@ -667,18 +706,20 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
               data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
               noise,
               x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
-              end_utility, ends, update, record, u0, u1, u2, d1, joint):
+              end_utility, ends, update_2d, record_2d, u0, u1, u2, d1, joint):
     """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
     :func:`walk` with one direction, a party's gradient in ``z`` by forward
     mode (O(width) in the first layer) and the utility from the table; walk
     ``b`` ends at ``z = ends[b]``. With ``joint`` (True; None compiles it
     out) a party's marginal is read from its own clipped step before the
     noise, from the walk's state before its step (the joint threat model,
-    as :func:`skdpval._subspace._line_walk`)."""
+    as :func:`skdpval._subspace._line_walk`). ``record_level``: True, or
+    None at sample level (:func:`level_flag`); ``update_2d`` and
+    ``record_2d`` are ``(1, 1)`` buffers (a reshape in a kernel costs 0.2
+    s of compilation)."""
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
-    update_2d = update.reshape((1, 1))
-    record_2d = record.reshape((1, 1))
+    update, record = update_2d[0], record_2d[0]
     # Every walk starts at z = 0 (without a table this is a validation pass).
     start_utility = line_utility(0.0, nodes, data, first, inv_cell, A_val, C_val,
                                  T_val, theta0, direction, layout, act, loss, scale,
@@ -690,7 +731,7 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
         for position in range(n_steps):
             j = permutations[b, position]
             start, stop = offsets[j], offsets[j + 1]
-            if record_level:
+            if record_level is not None:
                 update[0] = 0.0
                 for row in range(start, stop):
                     record[0] = line_party_gradient(
@@ -705,9 +746,10 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
                 clip_l2(update_2d, clip_norm)
             own = 0.0
             if joint is not None:
-                own = update[0] / (stop - start) if record_level else update[0]
+                own = (update[0] / (stop - start) if record_level is not None
+                       else update[0])
             release_tail(update, noise, b, j, has_noise, grid, grid_bound,
-                         record_level, stop - start, use_rolling, fresh,
+                         record_level is not None, stop - start, use_rolling, fresh,
                          rolling_mean)
             z_old = z
             z -= learning_rate * update[0]
