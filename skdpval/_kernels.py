@@ -586,10 +586,11 @@ def logistic_loss_sum(margins, targets, n_val, scratch):
 
 
 # --- the same in numpy, for the set-up of a fit -----------------------------
-# A default fit scores its learning-rate candidates on the validation rows
-# 26 times; numpy, operation for operation the kernels' (the same bits:
-# elementwise IEEE arithmetic, the same order, libm's log1p), costs no
-# compilation (0.9 s of a cold first fit) and about 40 us a call.
+# A default fit scores its 13 learning-rate candidates on two halves of the
+# validation rows: numpy, operation for operation the kernels' (the same
+# bits: elementwise IEEE arithmetic, the same order, libm's log1p), all
+# candidates of a half at once, costs no compilation (0.9 s of a cold first
+# fit) and less time than 26 kernel calls.
 
 def _exp_neg_numpy(a):
     """:func:`_exp_neg` elementwise (the same operations, the same bits)."""
@@ -611,33 +612,34 @@ def _exp_neg_numpy(a):
             * ((1023 - (ki - half)) << 52).view(np.float64))
 
 
-def logistic_loss_sum_numpy(margins, targets, n_val):
-    """:func:`logistic_loss_sum` in numpy: the same operations in the same
-    order, so the same bits (its lanes' products in Python floats)."""
-    n_rows = margins.shape[0]
+def logistic_loss_sums_numpy(margins, targets, n_val):
+    """:func:`logistic_loss_sum` of each row of ``margins`` ``(n_sets,
+    n_rows)`` (``targets`` ``(n_rows,)``), in numpy: the kernel's operations
+    in its order, so the same bits; its lanes' recurrence runs over the
+    rows, each step for every set at once."""
+    n_sets, n_rows = margins.shape
     with np.errstate(all="ignore"):  # a diverged candidate: as the kernel, silently
         z = -targets * margins
         exps = _exp_neg_numpy(np.abs(z))
         hinges = np.where(0.0 > z, 0.0, z)  # numba's max(z, 0.0)
-    exps[n_val:] = 0.0  # the padding adds nothing
-    hinges[n_val:] = 0.0
-    exps, hinges = exps.tolist(), hinges.tolist()
-    lanes = [0.0] * (2 * LANES)
-    logs = 0.0
-    for block in range(0, n_rows, _ROWS_PER_LOG):
-        for first in range(block, min(block + _ROWS_PER_LOG, n_rows), LANES):
+        exps[:, n_val:] = 0.0  # the padding adds nothing
+        hinges[:, n_val:] = 0.0
+        products = np.zeros((n_sets, LANES))  # the lanes' ``q = prod - 1``
+        hinge_sums = np.zeros((n_sets, LANES))
+        logs = np.zeros(n_sets)
+        for block in range(0, n_rows, _ROWS_PER_LOG):
+            for first in range(block, min(block + _ROWS_PER_LOG, n_rows), LANES):
+                products = products + exps[:, first:first + LANES] * (1.0 + products)
+                hinge_sums = hinge_sums + hinges[:, first:first + LANES]
+            q = np.zeros(n_sets)
             for lane in range(LANES):
-                q = lanes[lane]
-                lanes[lane] = q + exps[first + lane] * (1.0 + q)
-                lanes[LANES + lane] += hinges[first + lane]
-        q = 0.0
+                q = q + products[:, lane] * (1.0 + q)
+            products = np.zeros((n_sets, LANES))
+            # libm's log1p, as np.log1p in a kernel
+            logs = logs + np.array([math.log1p(value) for value in q.tolist()])
+        total = logs
         for lane in range(LANES):
-            q = q + lanes[lane] * (1.0 + q)
-            lanes[lane] = 0.0
-        logs += math.log1p(q)  # libm's, as np.log1p in a kernel
-    total = logs
-    for lane in range(LANES):
-        total += lanes[LANES + lane]
+            total = total + hinge_sums[:, lane]
     return total
 
 

@@ -433,6 +433,11 @@ class NetworkSpace:
             _i64(labels_val), utility, loss, float(total_sum_squares),
             validation_scratch(len(labels_val)))
 
+    def utilities(self, thetas, X_val, T_val, labels_val, **settings):
+        """:meth:`utility` of each of ``thetas``."""
+        return np.array([self.utility(theta, X_val, T_val, labels_val, **settings)
+                         for theta in thetas])
+
     def margin_scale(self, X_val, n_outputs=None):
         """RMS over validation rows of the norm of d(outputs) / d(release) at
         ``theta0``."""

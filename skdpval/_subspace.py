@@ -48,7 +48,7 @@ from ._kernels import (
     _scalar,
     clip_l2,
     kernel_codes,
-    logistic_loss_sum_numpy,
+    logistic_loss_sums_numpy,
     losses_and_gradients,
     noise_or_empty,
     pad_columns,
@@ -733,15 +733,13 @@ def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
     starts = np.reshape(thetas, (len(thetas), -1)) @ basis.T
     F_val = _validation_layout(project_rows(basis, X_val, n_outputs))
     utilities = np.empty(len(starts))
-    codes = kernel_codes(loss, utility, n_outputs)
-    if codes == (None, None):  # the default's: in numpy, nothing to compile
-        T_val_t, n_val = pad_columns(T_val), len(labels_val)
-        for b, z in enumerate(_f64(starts)):
-            margins = 0.0  # :func:`margins_at`'s sums, in its order
-            for i in range(len(z)):
-                margins = margins + z[i] * F_val[i, 0]
-            utilities[b] = -logistic_loss_sum_numpy(margins, T_val_t[0], n_val) / n_val
-        return utilities
+    if kernel_codes(loss, utility, n_outputs) == (None, None):
+        # The default's (binary logistic, neg_loss): in numpy, nothing to compile.
+        starts, n_val = _f64(starts), len(labels_val)
+        margins = 0.0  # :func:`margins_at`'s sums, in its order
+        for i in range(starts.shape[1]):
+            margins = margins + starts[:, i:i + 1] * F_val[i, 0][None, :]
+        return -logistic_loss_sums_numpy(margins, pad_columns(T_val)[0], n_val) / n_val
     _utilities(_f64(starts), F_val, pad_columns(T_val),
                np.ascontiguousarray(labels_val, np.int64),
                *kernel_codes(loss, utility, n_outputs), float(loss_param),

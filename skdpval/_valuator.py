@@ -950,10 +950,12 @@ class DPDataValuator(BaseValuator):
         orders = [rng.choice(train, size=n_steps, replace=len(train) < n_steps)
                   for train, _ in halves]
         scores = np.zeros(len(AUTO_LEARNING_RATES))
-        for i, rate in enumerate(AUTO_LEARNING_RATES):
-            for (_, test), order in zip(halves, orders):
-                theta = self._sgd_pass(game, game.X_val, game.T_val, rate, order)
-                scores[i] += self._utility(game, theta, test, _kernels.NEG_LOSS)
+        for (_, test), order in zip(halves, orders):
+            # All candidates of a half scored in one call (the default's
+            # scores run in numpy then: nothing to compile at a first fit).
+            thetas = [self._sgd_pass(game, game.X_val, game.T_val, rate, order)
+                      for rate in AUTO_LEARNING_RATES]
+            scores += self._utilities(game, thetas, test, _kernels.NEG_LOSS)
         scores[~np.isfinite(scores)] = -np.inf
         rate = float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
         if step_noise > 0:
@@ -963,13 +965,18 @@ class DPDataValuator(BaseValuator):
             rate = min(rate, float(cap))
         return rate
 
-    def _utility(self, game, theta, rows, utility):
-        """Utility of ``theta`` on the validation ``rows``, by the walk's kernel."""
+    def _utilities(self, game, thetas, rows, utility):
+        """Utility of each of ``thetas`` on the validation ``rows``, as the walk
+        computes it."""
         settings = dict(loss=game.loss, utility=utility,
                         loss_param=game.loss_param,
                         total_sum_squares=game.total_sum_squares)
         data = (game.X_val[rows], game.T_val[rows], game.labels_val[rows])
-        return game.space.utility(theta, *data, **settings)
+        return game.space.utilities(thetas, *data, **settings)
+
+    def _utility(self, game, theta, rows, utility):
+        """Utility of ``theta`` on the validation ``rows``, as the walk computes it."""
+        return self._utilities(game, [theta], rows, utility)[0]
 
     def _margin_scale(self, game):
         """RMS over validation rows of the norm of d(margins) / d(release)."""
