@@ -61,6 +61,13 @@ def loss_flag(loss):
     return None if loss == LOGISTIC else int(loss)
 
 
+def act_flag(act):
+    """The kernels' ``act`` argument: None for relu (the default network's),
+    which numba then compiles alone, without the other activations' code
+    (as :func:`loss_flag`); the code otherwise."""
+    return None if act == RELU else int(act)
+
+
 def level_flag(record_level):
     """:func:`line_walk`'s ``record_level``: True, or None at sample level
     (the record-level path compiled out, as
@@ -86,7 +93,8 @@ def n_units(layout):
 
 @njit(**_scalar)
 def _activate(act, u):
-    if act == RELU:
+    """The hidden activation ``act`` (None is relu, :func:`act_flag`) at ``u``."""
+    if act is None or act == RELU:
         return u if u > 0.0 else 0.0
     if act == TANH:
         return np.tanh(u)
@@ -98,8 +106,8 @@ def _activate(act, u):
 @njit(**_scalar)
 def _derivatives(act, h):
     """``(f'(u), f''(u))`` from the activation's value ``h = f(u)``
-    (relu's derivative at 0 is 0, as in scikit-learn)."""
-    if act == RELU:
+    (relu's derivative at 0 is 0, as in scikit-learn; ``act`` None is relu)."""
+    if act is None or act == RELU:
         return (1.0 if h > 0.0 else 0.0), 0.0
     if act == TANH:
         d = 1.0 - h * h
@@ -310,7 +318,7 @@ def _hidden_unit(z, zp, a, c, act):
     """A first-layer unit along the line: its value and first two derivatives
     in ``z`` (relu: active where it is at ``zp``), for :func:`line_forward`."""
     s1 = c
-    if act == RELU:
+    if act is None or act == RELU:
         # Selects, not branches: a unit's sign is a coin flip to the predictor.
         on = a + zp * c > 0.0
         return (a + z * c if on else 0.0), (s1 if on else 0.0), 0.0
@@ -576,7 +584,7 @@ def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets
         end_utility[b] = previous
 
 
-@njit(**_scalar)
+@njit(**_jit)
 def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
                         layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1):
     """d/dz of rows ``start:stop``'s weighted mean loss plus the L2 term at
@@ -675,7 +683,7 @@ def _interval(z, nodes, first, inv_cell):
     return i
 
 
-@njit(**_scalar)
+@njit(**_jit)
 def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
                  layout, act, loss, scale, offset, u0, u1, u2, d1):
     """``U(z)`` from the table, or from the rows past it."""

@@ -99,7 +99,7 @@ def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility
     utility_loss, utility_code = K.kernel_codes(network.loss, utility, n_out)
     units = _mlp.n_units(layout)
     _mlp.walk(network.theta0, np.zeros((1, 1)) if basis is None else _f64(basis),
-              projected, layout, network.activation, _mlp.loss_flag(network.loss),
+              projected, layout, _mlp.act_flag(network.activation), _mlp.loss_flag(network.loss),
               _f64(X), _f64(T),
               unit_weights(len(X)) if row_weights is None else _f64(row_weights),
               _i64(offsets), _f64(X_val), pad_columns(T_val), _i64(labels_val),
@@ -133,7 +133,7 @@ def network_objective(network, X, T, l2, row_weights=None):
     def objective(theta):
         grad = np.empty(len(network.theta0))
         value = _mlp.party_gradient(_f64(theta), network.layout, X, T, weights, 0,
-                                    len(X), network.activation,
+                                    len(X), _mlp.act_flag(network.activation),
                                     _mlp.loss_flag(network.loss),
                                     float(l2), *buffers, grad)
         return value, grad
@@ -206,7 +206,7 @@ def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
     if relu and len(network.layout) > 2:
         return NO_TABLE
     args = (A_val, C_val, T_val, network.theta0, direction, network.layout,
-            network.activation, _mlp.loss_flag(network.loss), scale, offset,
+            _mlp.act_flag(network.activation), _mlp.loss_flag(network.loss), scale, offset,
             *_buffers(network.layout))
     nodes = np.linspace(lo, hi, 65)
     if relu:
@@ -294,7 +294,7 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
         end_utility = np.empty(n_walks)
         net = self.network
         _mlp.line_walk(
-            net.theta0, self.direction, net.layout, net.activation,
+            net.theta0, self.direction, net.layout, _mlp.act_flag(net.activation),
             _mlp.loss_flag(net.loss), self.A, self.C, self.T, self.row_weights,
             self.offsets, self.l2, self.penalty[0], self.penalty[1], self.clip_norm,
             self.learning_rate, _mlp.level_flag(self.record_level), *self.table,
@@ -365,7 +365,7 @@ class NetworkSpace:
             np.zeros((1, 1)) if self.basis is None else self.basis,
             self.basis is not None, net.layout, _f64(X), _f64(T),
             unit_weights(len(X)) if row_weights is None else _f64(row_weights),
-            _i64(offsets), net.activation, _mlp.loss_flag(net.loss), float(l2),
+            _i64(offsets), _mlp.act_flag(net.activation), _mlp.loss_flag(net.loss), float(l2),
             np.zeros(units), np.zeros(units), np.empty(self.n_params), gradients)
         return z - (z - gradients)
 
@@ -399,7 +399,7 @@ class NetworkSpace:
             no_rows = np.zeros((0, A.shape[1]))
             ends = np.empty(1)
             _mlp.line_walk(
-                net.theta0, self.basis[0], net.layout, net.activation,
+                net.theta0, self.basis[0], net.layout, _mlp.act_flag(net.activation),
                 _mlp.loss_flag(net.loss), A, C,
                 _f64(T), unit_weights(n_rows) if row_weights is None
                 else _f64(row_weights), np.arange(n_rows + 1), float(l2),
@@ -428,15 +428,33 @@ class NetworkSpace:
         units = _mlp.n_units(net.layout)
         return _mlp.validation_utility(
             _f64(self._walk_theta(_f64(self._z(theta)))), net.layout, _f64(X_val),
-            net.activation, np.zeros(units),
+            _mlp.act_flag(net.activation), np.zeros(units),
             np.zeros((n_out, padded_length(len(X_val)))), pad_columns(T_val),
             _i64(labels_val), utility, loss, float(total_sum_squares),
             validation_scratch(len(labels_val)))
 
-    def utilities(self, thetas, X_val, T_val, labels_val, **settings):
-        """:meth:`utility` of each of ``thetas``."""
-        return np.array([self.utility(theta, X_val, T_val, labels_val, **settings)
-                         for theta in thetas])
+    def utilities(self, thetas, X_val, T_val, labels_val, *, utility,
+                  total_sum_squares, **ignored):
+        """:meth:`utility` of each of ``thetas``; for the binary logistic
+        loss's ``neg_loss`` (the default) the outputs by
+        :func:`skdpval._mlp.output_margins` and the utility in numpy, bitwise
+        the kernel's (:func:`skdpval._kernels.logistic_loss_sums_numpy`):
+        nothing more to compile at a first fit."""
+        net = self.network
+        n_out = int(net.layout[-1, 1])
+        if K.kernel_codes(net.loss, utility, n_out) != (None, None):
+            return np.array([self.utility(theta, X_val, T_val, labels_val,
+                                          utility=utility,
+                                          total_sum_squares=total_sum_squares)
+                             for theta in thetas])
+        units, X_val, n_val = _mlp.n_units(net.layout), _f64(X_val), len(labels_val)
+        margins = np.zeros((len(thetas), padded_length(n_val)))
+        for b, theta in enumerate(thetas):
+            _mlp.output_margins(_f64(self._walk_theta(_f64(self._z(theta)))),
+                                net.layout, X_val, _mlp.act_flag(net.activation),
+                                np.zeros(units), margins[b:b + 1])
+        return -K.logistic_loss_sums_numpy(margins, pad_columns(T_val)[0],
+                                           n_val) / n_val
 
     def margin_scale(self, X_val, n_outputs=None):
         """RMS over validation rows of the norm of d(outputs) / d(release) at
@@ -445,7 +463,7 @@ class NetworkSpace:
         units = _mlp.n_units(net.layout)
         projected = self.basis is not None
         total = _mlp.output_gradient_norms(
-            net.theta0, net.layout, _f64(X_val), net.activation,
+            net.theta0, net.layout, _f64(X_val), _mlp.act_flag(net.activation),
             self.basis if projected else np.zeros((1, 1)), projected,
             np.zeros(units), np.zeros(units), np.empty(self.n_params),
             np.empty(self.coordinates()))
