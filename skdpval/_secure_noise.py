@@ -254,14 +254,20 @@ def rounded_gaussian(key, nonce, sigma, out):
     return out
 
 
-@njit(**_jit)
 def walk_noise(key, kind, lo, hi, cdf, guide, shift, out):
     """``out[i]`` (flat per permutation) from stream ``(kind, lo + i)``:
     rounded Gaussian integers (as doubles), 2 words (63 bits and a sign) a
     draw, 8 draws a block."""
-    nonce = np.empty(3, np.uint64)
+    _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, np.empty(3, np.uint64),
+                np.empty(16, np.uint64))
+    return out
+
+
+@njit(**_jit)
+def _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, nonce, block):
+    """:func:`walk_noise` with its buffers (allocating them in the kernel
+    cost 0.1 s of its compilation)."""
     nonce[0] = kind
-    block = np.empty(16, np.uint64)
     low63 = np.uint64(0x7FFFFFFFFFFFFFFF)
     top = np.uint64(63)
     s = np.uint64(shift)
