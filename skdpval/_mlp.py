@@ -305,12 +305,25 @@ def _line_rows(theta0, direction, layout, X, A, C):
 
 def line_rows(theta0, direction, layout, X):
     """``(A, C)``, ``(n_rows, width)``: the first layer's pre-activations
-    ``A + z C``."""
-    X = _f64(X)
-    A = np.empty((X.shape[0], int(layout[0, 1])))
+    ``A + z C``. In numpy, :func:`_line_rows`'s operations in its order (the
+    same bits): once per fit, nothing to compile."""
+    X, theta0, direction = _f64(X), _f64(theta0), _f64(direction)
+    width, intercept = int(layout[0, 1]), int(layout[0, 3])
+    A = np.empty((X.shape[0], width))
     C = np.empty_like(A)
-    _line_rows(_f64(theta0), _f64(direction), layout, X, A, C)
+    A[:] = theta0[intercept:intercept + width]
+    C[:] = direction[intercept:intercept + width]
+    for i in range(int(layout[0, 0])):
+        v = X[:, i:i + 1]
+        A += v * theta0[i * width:(i + 1) * width]
+        C += v * direction[i * width:(i + 1) * width]
     return A, C
+
+
+def sequential_sum(start, values):
+    """``start + values[0] + values[1] + ...``, left to right, as a kernel's
+    loop adds them (numpy's sum adds pairwise)."""
+    return float(np.cumsum(np.concatenate(([start], values)))[-1])
 
 
 @njit(**_scalar)
@@ -494,20 +507,6 @@ def _clipped_statistic(theta, basis, projected, layout, X, T, row_weights, start
                        units, deltas, grad)
         _project(grad, basis, projected, update)
         clip_l2(update.reshape((1, dim)), clip_norm)
-
-
-@njit(**_jit)
-def party_gradients(theta, basis, projected, layout, X, T, row_weights, offsets, act,
-                    loss, l2, units, deltas, grad, out):
-    """``out[j]`` <- party ``j``'s gradient at ``theta`` (projected on ``basis``
-    when ``projected``), zero where it is not finite: :func:`walk`'s
-    statistic at an infinite clip norm, without compiling the walk (a fit's
-    set-up needs only this, :func:`validation_utility` and the line walk)."""
-    for j in range(offsets.shape[0] - 1):
-        party_gradient(theta, layout, X, T, row_weights, offsets[j], offsets[j + 1],
-                       act, loss, l2, units, deltas, grad)
-        _project(grad, basis, projected, out[j])
-        clip_l2(out[j:j + 1], np.inf)
 
 
 @njit(**_jit)

@@ -353,20 +353,32 @@ class NetworkSpace:
                         **ignored):
         """Unclipped gradient (in ``z``) of each party at ``theta``: one step of
         rate 1 from there, as the walk would take it (:func:`skdpval._mlp.walk`
-        from ``z``, its step ``z - g`` and back: ``z - (z - g)``), computed by
-        :func:`skdpval._mlp.party_gradients`, which compiles in a fraction of
-        the walk's time."""
+        from ``z``, its step ``z - g`` and back: ``z - (z - g)``), with the
+        walk's operations: a party's gradient by
+        :func:`skdpval._mlp.party_gradient` (compiled for the fit's objective
+        anyway), projected with the walk's sums in their order and clipped at
+        an infinite norm (zero where not finite) by
+        :func:`skdpval._kernels.clip_l2` (the walk's), one party a call (the
+        validation rows: a few ms), nothing else to compile."""
         net = self.network
         z = _f64(self._z(theta))
         units = _mlp.n_units(net.layout)
+        theta, X, T = _f64(self._walk_theta(z)), _f64(X), _f64(T)
+        weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+        offsets = _i64(offsets)
+        buffers = (np.zeros(units), np.zeros(units))
+        act, loss = _mlp.act_flag(net.activation), _mlp.loss_flag(net.loss)
         gradients = np.empty((len(offsets) - 1, len(z)))
-        _mlp.party_gradients(
-            _f64(self._walk_theta(z)),
-            np.zeros((1, 1)) if self.basis is None else self.basis,
-            self.basis is not None, net.layout, _f64(X), _f64(T),
-            unit_weights(len(X)) if row_weights is None else _f64(row_weights),
-            _i64(offsets), _mlp.act_flag(net.activation), _mlp.loss_flag(net.loss), float(l2),
-            np.zeros(units), np.zeros(units), np.empty(self.n_params), gradients)
+        grad = np.empty(self.n_params)
+        for j in range(len(offsets) - 1):
+            _mlp.party_gradient(theta, net.layout, X, T, weights, offsets[j],
+                                offsets[j + 1], act, loss, float(l2), *buffers, grad)
+            if self.basis is None:
+                gradients[j] = grad
+            else:
+                for i in range(len(z)):
+                    gradients[j, i] = _mlp.sequential_sum(0.0, self.basis[i] * grad)
+            K.clip_l2(gradients[j:j + 1], np.inf)
         return z - (z - gradients)
 
     def _line_rows(self, X):
@@ -459,14 +471,29 @@ class NetworkSpace:
     def margin_scale(self, X_val, n_outputs=None):
         """RMS over validation rows of the norm of d(outputs) / d(release) at
         ``theta0``."""
-        net = self.network
-        units = _mlp.n_units(net.layout)
-        projected = self.basis is not None
-        total = _mlp.output_gradient_norms(
-            net.theta0, net.layout, _f64(X_val), _mlp.act_flag(net.activation),
-            self.basis if projected else np.zeros((1, 1)), projected,
-            np.zeros(units), np.zeros(units), np.empty(self.n_params),
-            np.empty(self.coordinates()))
+        net, layout = self.network, self.network.layout
+        units, deltas = np.zeros(_mlp.n_units(layout)), np.zeros(_mlp.n_units(layout))
+        X_val, act = _f64(X_val), _mlp.act_flag(net.activation)
+        last, n_out = int(layout[-1, 4]), int(layout[-1, 1])
+        row = np.empty(self.n_params)
+        # :func:`skdpval._mlp.output_gradient_norms`'s operations (its sums
+        # in its order), by the forward and backward passes compiled for the
+        # fit's objective: nothing else to compile.
+        total = 0.0
+        for v in range(len(X_val)):
+            x = X_val[v]
+            _mlp.forward(net.theta0, layout, x, act, units)
+            for k in range(n_out):
+                row[:] = 0.0
+                deltas[last:last + n_out] = 0.0
+                deltas[last + k] = 1.0
+                _mlp.backward(net.theta0, layout, x, act, units, deltas, row)
+                if self.basis is None:
+                    total = _mlp.sequential_sum(total, row * row)
+                else:
+                    for i in range(len(self.basis)):
+                        projection = _mlp.sequential_sum(0.0, self.basis[i] * row)
+                        total += projection * projection
         return float(np.sqrt(total / len(X_val)))
 
     def problem(self, X, T, offsets, X_val, T_val, labels_val, *, utility, l2,

@@ -195,6 +195,30 @@ def test_a_network_s_set_up_is_its_walk_s(activation, projected):
         [space.utility(t, X_val, T_val, labels, **settings) for t in thetas], walked)
 
 
+@pytest.mark.parametrize("projected", [False, True])
+def test_a_network_s_line_rows_and_margin_scale_are_the_kernels(projected):
+    """The first layer along a line and the margin scale, now in numpy and
+    Python, against the kernels they stand for, bit for bit."""
+    rng = np.random.default_rng(7)
+    d = 5
+    X_val = rng.normal(size=(12, d))
+    net = make_network([d, 6, 3, 2], "tanh", K.MULTINOMIAL, np.random.RandomState(1))
+    n_params = len(net.theta0)
+    basis = np.linalg.qr(rng.normal(size=(n_params, 2)))[0].T.copy()
+    A, C = _mlp.line_rows(net.theta0, basis[0], net.layout, X_val)
+    A_kernel, C_kernel = np.empty_like(A), np.empty_like(C)
+    _mlp._line_rows(net.theta0, basis[0], net.layout, X_val, A_kernel, C_kernel)
+    np.testing.assert_array_equal(A, A_kernel)
+    np.testing.assert_array_equal(C, C_kernel)
+    space = NetworkSpace(net, basis if projected else None)
+    units = _mlp.n_units(net.layout)
+    total = _mlp.output_gradient_norms(
+        net.theta0, net.layout, X_val, _mlp.act_flag(net.activation),
+        basis if projected else np.zeros((1, 1)), projected, np.zeros(units),
+        np.zeros(units), np.empty(n_params), np.empty(2 if projected else n_params))
+    assert space.margin_scale(X_val) == float(np.sqrt(total / len(X_val)))
+
+
 def test_the_flags_are_none_only_for_the_defaults():
     assert _mlp.loss_flag(K.LOGISTIC) is None
     assert _mlp.loss_flag(K.MULTINOMIAL) == K.MULTINOMIAL
