@@ -421,7 +421,8 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     for b in range(n_walks):
         ends[b, 0] = 0.0
         end_utility[b] = start
-    one_row = _one_row_a_party(offsets)
+    # One row a party is known when ``general`` is None (:func:`scalar_flag`).
+    one_row = True if general is None else _one_row_a_party(offsets)
     for position in range(n_steps):
         if prefetching is not None and position + PREFETCH_STEPS < n_steps:
             # What the walks read a few steps on, at random parties: with
