@@ -68,6 +68,14 @@ def act_flag(act):
     return None if act == RELU else int(act)
 
 
+def depth_flag(layout):
+    """The line kernels' ``deep`` argument: None for one hidden layer (the
+    default network), which numba then compiles without the deeper
+    networks' passes (1.5 s of a first fit's compilation); True otherwise
+    (decided from ``layout`` at run time)."""
+    return None if layout.shape[0] == 2 else True
+
+
 def level_flag(record_level):
     """:func:`line_walk`'s ``record_level``: True, or None at sample level
     (the record-level path compiled out, as
@@ -379,16 +387,18 @@ def _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
 
 
 @njit(**_jit)
-def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second):
+def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second,
+                 deep=True):
     """Every layer's outputs (``u0``) and their first (``u1``) and, if
     ``second``, second (``u2``) derivatives in ``z`` at ``theta0 + z
     direction``, for a row whose first layer's pre-activations are ``a + z
     c``. A first-layer relu unit is active where it is at ``zp`` (``zp = z``:
     where it is at ``z``; another point of the same piece between kinks: the
     one-sided limits at a kink). With one hidden layer only the outputs are
-    written (:func:`_one_hidden_forward`)."""
+    written (:func:`_one_hidden_forward`); ``deep`` None: one hidden layer
+    (:func:`depth_flag`)."""
     n_layers = layout.shape[0]
-    if n_layers == 2:
+    if deep is None or n_layers == 2:
         _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
                             second)
         return
@@ -431,9 +441,10 @@ def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second
 
 
 @njit(**_scalar)
-def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
+              deep=True):
     """``(L, dL/dz, d2L/dz2)`` of one row at ``z`` (outputs by :func:`line_forward`)."""
-    line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, True)
+    line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, True, deep)
     last = layout[layout.shape[0] - 1, 4]
     n_out = layout[layout.shape[0] - 1, 1]
     o0, o1, o2 = u0[last:last + n_out], u1[last:last + n_out], u2[last:last + n_out]
@@ -456,10 +467,11 @@ def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, 
 
 
 @njit(**_scalar)
-def line_slope(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+def line_slope(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
+               deep=True):
     """``dL/dz`` of one row at ``z``: :func:`line_loss`'s first derivative (the
     same operations) without the value and the second derivative."""
-    line_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2, False)
+    line_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2, False, deep)
     last = layout[layout.shape[0] - 1, 4]
     n_out = layout[layout.shape[0] - 1, 1]
     output_gradient(loss, u0[last:last + n_out], t, d1)
@@ -585,7 +597,8 @@ def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets
 
 @njit(**_jit)
 def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
-                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1):
+                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1,
+                        deep=True):
     """d/dz of rows ``start:stop``'s weighted mean loss plus the L2 term at
     ``theta0 + z b``: ``l2 (penalty0 + z penalty1)``, ``penalty0 = <b_W,
     W0>``, ``penalty1 = ||b_W||^2`` over the coefficients."""
@@ -593,7 +606,7 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
     for row in range(start, stop):
         total += row_weights[row] * line_slope(z, A[row], C[row], T[row], theta0,
                                                direction, layout, act, loss, u0, u1,
-                                               u2, d1)
+                                               u2, d1, deep)
     if stop - start > 1:
         total /= stop - start
     return total + l2 * (penalty0 + z * penalty1)
@@ -601,13 +614,13 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
 
 @njit(**_jit)
 def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset, u0,
-         u1, u2, d1, out):
+         u1, u2, d1, out, deep=True):
     """``out`` <- ``(U, h U', h^2 U'')`` at ``z`` on the piece holding ``zp``."""
     n = A.shape[0]
     value = first = second = 0.0
     for v in range(n):
         a, b, c = line_loss(z, zp, A[v], C[v], T[v], theta0, direction, layout, act,
-                            loss, u0, u1, u2, d1)
+                            loss, u0, u1, u2, d1, deep)
         value += a
         first += b
         second += c
@@ -618,7 +631,7 @@ def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset,
 
 @njit(**_jit)
 def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
-             offset, u0, u1, u2, d1, data):
+             offset, u0, u1, u2, d1, data, deep=True):
     """``data[i]``: ``(U, h U', h^2 U'')`` at both ends of the interval
     ``left[i], right[i]`` (``h`` its length), each the limit from inside it,
     ``U = offset - scale * mean loss`` over the rows ``A, C, T``."""
@@ -626,17 +639,18 @@ def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
         h = right[i] - left[i]
         middle = left[i] + 0.5 * h
         _end(left[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
-             scale, offset, u0, u1, u2, d1, data[i, 0:3])
+             scale, offset, u0, u1, u2, d1, data[i, 0:3], deep)
         _end(right[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
-             scale, offset, u0, u1, u2, d1, data[i, 3:6])
+             scale, offset, u0, u1, u2, d1, data[i, 3:6], deep)
 
 
 @njit(**_scalar)
-def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
+                deep=True):
     """One row's loss at ``z``: :func:`line_forward`'s values only (one hidden
     layer: its fused pass, the same bits)."""
     n_layers = layout.shape[0]
-    if n_layers == 2:
+    if deep is None or n_layers == 2:
         _one_hidden_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2,
                             False)
         last = layout[1, 4]
@@ -663,12 +677,12 @@ def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1
 
 @njit(**_jit)
 def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
-               u0, u1, u2, d1):
+               u0, u1, u2, d1, deep=True):
     """``U(z)`` from the rows."""
     total = 0.0
     for v in range(A.shape[0]):
         total += _line_value(z, A[v], C[v], T[v], theta0, direction, layout, act,
-                             loss, u0, u1, u2, d1)
+                             loss, u0, u1, u2, d1, deep)
     return offset - scale * total / A.shape[0]
 
 
@@ -684,18 +698,18 @@ def _interval(z, nodes, first, inv_cell):
 
 @njit(**_jit)
 def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
-                 layout, act, loss, scale, offset, u0, u1, u2, d1):
+                 layout, act, loss, scale, offset, u0, u1, u2, d1, deep=True):
     """``U(z)`` from the table, or from the rows past it."""
     if z >= nodes[0] and z < nodes[nodes.shape[0] - 1]:
         i = _interval(z, nodes, first, inv_cell)
         return horner5(data, i, (z - nodes[i]) / (nodes[i + 1] - nodes[i]))
     return line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
-                      offset, u0, u1, u2, d1)
+                      offset, u0, u1, u2, d1, deep)
 
 
 @njit(**_jit)
 def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, loss,
-                 scale, offset, u0, u1, u2, d1, out):
+                 scale, offset, u0, u1, u2, d1, out, deep=True):
     """``out[i]``: ``|interpolant - U|`` at the midpoint of interval ``i``
     (``data[i]`` its coefficients, as the walk reads them),
     where a quintic Hermite interpolant's error term ``U^(6)(xi) / 6! (t (t
@@ -703,7 +717,7 @@ def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, los
     for i in range(data.shape[0]):
         exact = line_exact(0.5 * (left[i] + right[i]), A, C, T, theta0,
                            direction, layout, act, loss, scale, offset, u0, u1, u2,
-                           d1)
+                           d1, deep)
         out[i] = abs(horner5(data, i, 0.5) - exact)
 
 
@@ -713,14 +727,16 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
               data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
               noise,
               x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
-              end_utility, ends, update_2d, record_2d, u0, u1, u2, d1, joint):
+              end_utility, ends, update_2d, record_2d, u0, u1, u2, d1, joint,
+              deep=True):
     """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
     :func:`walk` with one direction, a party's gradient in ``z`` by forward
     mode (O(width) in the first layer) and the utility from the table; walk
     ``b`` ends at ``z = ends[b]``. With ``joint`` (True; None compiles it
     out) a party's marginal is read from its own clipped step before the
     noise, from the walk's state before its step (the joint threat model,
-    as :func:`skdpval._subspace._line_walk`). ``record_level``: True, or
+    as :func:`skdpval._subspace._line_walk`). ``deep`` None: one hidden
+    layer (:func:`depth_flag`). ``record_level``: True, or
     None at sample level (:func:`level_flag`); ``update_2d`` and
     ``record_2d`` are ``(1, 1)`` buffers (a reshape in a kernel costs 0.2
     s of compilation)."""
@@ -730,7 +746,7 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
     # Every walk starts at z = 0 (without a table this is a validation pass).
     start_utility = line_utility(0.0, nodes, data, first, inv_cell, A_val, C_val,
                                  T_val, theta0, direction, layout, act, loss, scale,
-                                 offset, u0, u1, u2, d1)
+                                 offset, u0, u1, u2, d1, deep)
     for b in range(n_walks):
         z = 0.0
         previous = start_utility
@@ -743,13 +759,14 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
                 for row in range(start, stop):
                     record[0] = line_party_gradient(
                         z, A, C, T, row_weights, row, row + 1, theta0, direction,
-                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
+                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1,
+                        deep)
                     clip_l2(record_2d, clip_norm)
                     update[0] += record[0]
             else:
                 update[0] = line_party_gradient(
                     z, A, C, T, row_weights, start, stop, theta0, direction, layout,
-                    act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
+                    act, loss, l2, penalty0, penalty1, u0, u1, u2, d1, deep)
                 clip_l2(update_2d, clip_norm)
             own = 0.0
             if joint is not None:
@@ -762,13 +779,13 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
             z -= learning_rate * update[0]
             current = line_utility(z, nodes, data, first, inv_cell, A_val, C_val,
                                    T_val, theta0, direction, layout, act, loss,
-                                   scale, offset, u0, u1, u2, d1)
+                                   scale, offset, u0, u1, u2, d1, deep)
             if joint is not None:
                 # The party's own step from the state, not its release's.
                 own_utility = line_utility(
                     z_old - learning_rate * own, nodes, data, first, inv_cell,
                     A_val, C_val, T_val, theta0, direction, layout, act, loss,
-                    scale, offset, u0, u1, u2, d1)
+                    scale, offset, u0, u1, u2, d1, deep)
                 marginals[b, j] = weights[position] * (own_utility - previous)
             else:
                 marginals[b, j] = weights[position] * (current - previous)

@@ -217,9 +217,10 @@ def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
         if sum(map(len, done_left)) + len(left) > max_intervals:
             return NO_TABLE
         ends, errors = np.empty((len(left), 6)), np.empty(len(left))
-        _mlp.tabulate(left, right, *args, ends)
+        _mlp.tabulate(left, right, *args, ends, _mlp.depth_flag(network.layout))
         data = quintic_coefficients(ends[:, :3], ends[:, 3:])
-        _mlp.table_errors(left, right, data, *args, errors)
+        _mlp.table_errors(left, right, data, *args, errors,
+                          _mlp.depth_flag(network.layout))
         good = errors <= tolerance
         done_left.append(left[good])
         done_right.append(right[good])
@@ -306,7 +307,8 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
             self.weights, float(grid[0]), float(grid[1]), marginals, end_utility,
             np.empty(n_walks), np.empty((1, 1)), np.empty((1, 1)),
-            *_buffers(net.layout), True if self.joint else None)
+            *_buffers(net.layout), True if self.joint else None,
+            _mlp.depth_flag(net.layout))
         return marginals, end_utility
 
 
@@ -420,7 +422,8 @@ class NetworkSpace:
                 _i64(order)[None], np.empty((0, 1, 1)), np.ones(1), False,
                 np.empty((1, 1)), np.zeros(len(order)), *NO_GRID,
                 np.zeros((1, n_rows)), np.empty(1), ends, np.empty((1, 1)),
-                np.empty((1, 1)), *_buffers(net.layout), None)
+                np.empty((1, 1)), *_buffers(net.layout), None,
+                _mlp.depth_flag(net.layout))
             return self._theta(ends)
         _, _, ends = run_walk(
             self.network, self.basis, X, T, np.arange(len(X) + 1),

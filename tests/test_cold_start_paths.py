@@ -219,6 +219,30 @@ def test_a_network_s_line_rows_and_margin_scale_are_the_kernels(projected):
     assert space.margin_scale(X_val) == float(np.sqrt(total / len(X_val)))
 
 
+def test_one_hidden_layer_s_line_passes_are_the_general_ones():
+    """``deep=None`` (one hidden layer, :func:`_mlp.depth_flag`) against the
+    run-time choice: the same slope, loss derivatives and exact utility."""
+    rng = np.random.default_rng(8)
+    d = 4
+    net = make_network([d, 5, 1], "relu", K.LOGISTIC, np.random.RandomState(2))
+    assert _mlp.depth_flag(net.layout) is None
+    assert _mlp.depth_flag(_mlp.network_layout([d, 5, 3, 1])) is True
+    direction = rng.normal(size=len(net.theta0))
+    X = rng.normal(size=(6, d))
+    T = np.where(X[:, :1] > 0, 1.0, -1.0)
+    A, C = _mlp.line_rows(net.theta0, direction, net.layout, X)
+    buffers = [np.zeros(_mlp.n_units(net.layout)) for _ in range(3)] + [np.zeros(1)]
+    for z in (-0.7, 0.0, 0.3):
+        for row in range(len(X)):
+            args = (A[row], C[row], T[row], net.theta0, direction, net.layout, None,
+                    None, *buffers)
+            assert (_mlp.line_slope(z, *args, None) == _mlp.line_slope(z, *args))
+            assert (_mlp.line_loss(z, z, *args, None) == _mlp.line_loss(z, z, *args))
+        exact = (A, C, T, net.theta0, direction, net.layout, None, None, 1.0, 0.0,
+                 *buffers)
+        assert _mlp.line_exact(z, *exact, None) == _mlp.line_exact(z, *exact)
+
+
 def test_the_flags_are_none_only_for_the_defaults():
     assert _mlp.loss_flag(K.LOGISTIC) is None
     assert _mlp.loss_flag(K.MULTINOMIAL) == K.MULTINOMIAL
