@@ -744,20 +744,20 @@ class DPDataValuator(BaseValuator):
     def _say_if_first_compile(self, spec):
         """One line when this fit's walk compiles for the first time
         (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
-        the CPU seconds of ``benchmarks/speed.py``'s cold start (its wall
-        time on a quiet machine; ``benchmarks/results/speed_cold.jsonl``:
-        5.3, 7.8 and 9.6 s for the default walk, the full-space walk and
-        ``MLPClassifier()``'s line; the others were not measured again)."""
+        those of ``benchmarks/speed.py``'s cold start at load about 2
+        (``benchmarks/results/speed_cold.jsonl``: 6.3, 9.6 and 8.8 s for the
+        default walk, the full-space walk and ``MLPClassifier()``'s line;
+        the others were not measured again)."""
         if spec.network is not None:
             kernel, what, seconds = (
-                (_mlp.line_walk, "a network's walk along its public line", "10 s")
+                (_mlp.line_walk, "a network's walk along its public line", "9 s")
                 if self.subspace is not None else
                 (_mlp.walk, "a network's full-space walk", "20-40 s"))
         elif isinstance(self.subspace, str):
             kernel, what, seconds = (_subspace._line_walk,
-                                     "the default walk along a public line", "5 s")
+                                     "the default walk along a public line", "6 s")
         elif self.subspace is None:
-            kernel, what, seconds = _kernels._walk, "the full-space walk", "8 s"
+            kernel, what, seconds = _kernels._walk, "the full-space walk", "10 s"
         else:
             kernel, what, seconds = _subspace._walk, "the walk in a subspace", "9 s"
         warn_if_first_compile(kernel, what, seconds, stacklevel=STEP_TO_USER + 1)
