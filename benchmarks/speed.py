@@ -7,7 +7,10 @@ Run from the repository root:
 Cases:
 
 - ``cold_start``: the first binary fit in a fresh process with an empty
-  numba cache (``NUMBA_CACHE_DIR``), import excluded (reported apart);
+  numba cache (``NUMBA_CACHE_DIR``), import excluded (reported apart), of
+  the default walk, the full-space walk and ``MLPClassifier()``'s default
+  walk; with the first fit's CPU seconds (the machine is shared: CPU time
+  moves less with the load than wall time);
 - ``paper_table8``: the seed paper's Table 8 job (diabetes, logistic
   regression, correlated noise), one job;
 - ``vs_reference``: the plain-numpy Algorithm 1 of tests/reference.py on
@@ -136,33 +139,41 @@ def timed_fit(valuator, X, y, X_val, y_val, repeats=3):
 
 
 COLD_FIT = """
-import json, time
+import json, time, warnings
 started = time.perf_counter()
 import numpy as np
 from sklearn.datasets import load_breast_cancer
+from sklearn.neural_network import MLPClassifier
 from skdpval import DPDataValuator
 imported = time.perf_counter() - started
 X, y = load_breast_cancer(return_X_y=True)
 X = (X - X.mean(0)) / X.std(0)
-seconds = []
+seconds, cpu = [], []
 for _ in range(2):
-    started = time.perf_counter()
-    DPDataValuator(n_permutations=20, random_state=0, noise_seed=0,
-                   **{params!r}).fit(X[:300], y[:300], X_val=X[300:], y_val=y[300:])
+    started, started_cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FirstCompileWarning, and a network's fit's
+        DPDataValuator({estimator}, n_permutations=20, random_state=0, noise_seed=0,
+                       **{params!r}).fit(X[:300], y[:300], X_val=X[300:],
+                                         y_val=y[300:])
     seconds.append(time.perf_counter() - started)
+    cpu.append(time.process_time() - started_cpu)
 print(json.dumps(dict(import_seconds=imported, first_fit_seconds=seconds[0],
-                      second_fit_seconds=seconds[1])))
+                      first_fit_cpu_seconds=cpu[0], second_fit_seconds=seconds[1])))
 """
 
 
 def cold_start(repeats=3):
     """A fresh process with an empty numba cache: import, first fit, second fit."""
-    for walk, params in walks().items():
+    fits = {walk: ("None", params) for walk, params in walks().items()}
+    fits["MLPClassifier() default"] = ("MLPClassifier()", {})
+    for walk, (estimator, params) in fits.items():
         runs = []
         for _ in range(repeats):
             with tempfile.TemporaryDirectory() as cache:
                 out = subprocess.run(
-                    [sys.executable, "-c", COLD_FIT.format(params=params)],
+                    [sys.executable, "-c",
+                     COLD_FIT.format(estimator=estimator, params=params)],
                     capture_output=True, text=True, check=True,
                     env={**os.environ, "NUMBA_CACHE_DIR": cache}).stdout
             runs.append(json.loads(out.strip().splitlines()[-1]))

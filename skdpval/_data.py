@@ -5,7 +5,6 @@ from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 from sklearn.base import clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -352,26 +351,31 @@ def standardize_by_validation(X, X_val, center=True):
     return _standardized(X, mean, std), _standardized(X_val, mean, std), (mean, std)
 
 
+# Rows standardised per block: numpy's temporaries stay a few MB (a million
+# rows of 20 features made eight of 160 MB in one go).
+_STANDARDIZE_BLOCK_ROWS = 8192
+
+
 def _standardized(X, mean, std):
-    """``flush_subnormals(np.nan_to_num((X - mean) / std))``, in one pass."""
+    """``flush_subnormals(np.nan_to_num((X - mean) / std))``, per block of rows.
+
+    NaN becomes 0, +-inf +-the largest float and magnitudes below the
+    smallest normal 0, silently (a warning would tell the private rows
+    without noise); selects, the same work whatever the values. numpy, not
+    a kernel: nothing to compile at a first fit.
+    """
+    X, mean, std = _kernels._f64(X), _kernels._f64(mean), _kernels._f64(std)
+    largest, tiny = np.finfo(np.float64).max, np.finfo(np.float64).tiny
     out = np.empty(X.shape)
-    _standardize_rows(_kernels._f64(X), _kernels._f64(mean), _kernels._f64(std),
-                      np.finfo(np.float64).max, np.finfo(np.float64).tiny, out)
+    with np.errstate(all="ignore"):
+        for start in range(0, X.shape[0], _STANDARDIZE_BLOCK_ROWS):
+            rows = slice(start, start + _STANDARDIZE_BLOCK_ROWS)
+            v = (X[rows] - mean) / std
+            clamped = np.where(-largest > v, -largest, v)
+            clamped = np.where(largest < clamped, largest, clamped)
+            clamped = np.where(v != v, 0.0, clamped)
+            out[rows] = np.where(np.abs(clamped) < tiny, 0.0, clamped)
     return out
-
-
-@njit(**_kernels._jit)
-def _standardize_rows(X, mean, std, largest, tiny, out):
-    """``out = (X - mean) / std`` with NaN as 0, +-inf as +-``largest`` and
-    magnitudes below ``tiny`` as 0 (numpy's operations, without their
-    temporaries: a million rows of 20 features made eight of 160 MB); the
-    same work whatever the values (selects, no branches)."""
-    n_rows, n_columns = X.shape
-    for i in range(n_rows):
-        for c in range(n_columns):
-            v = (X[i, c] - mean[c]) / std[c]
-            v = 0.0 if v != v else min(max(v, -largest), largest)
-            out[i, c] = 0.0 if abs(v) < tiny else v
 
 
 def standardize_targets(y, y_val, center=True):

@@ -39,6 +39,8 @@ more than one kernel per fit (the learning-rate search and the utilities
 are walks too) and code for losses the fit does not use (``kernel_codes``).
 """
 
+import math
+
 import numpy as np
 from numba import njit
 from llvmlite import ir
@@ -349,6 +351,8 @@ def _max(values):
 @njit(**_jit)
 def sample_loss(loss, margins, targets, loss_param):
     """Loss of one sample: summed over outputs (one-vs-rest) or multinomial."""
+    if loss is None:  # binary logistic, compiled alone (see ``kernel_codes``)
+        return 0.0 + softplus(-targets[0] * margins[0])
     n_outputs = margins.shape[0]
     if loss == MULTINOMIAL:
         top = _max(margins)
@@ -578,6 +582,64 @@ def logistic_loss_sum(margins, targets, n_val, scratch):
     total = logs
     for lane in range(LANES):
         total += lanes[LANES + lane]
+    return total
+
+
+# --- the same in numpy, for the set-up of a fit -----------------------------
+# A default fit scores its 13 learning-rate candidates on two halves of the
+# validation rows: numpy, operation for operation the kernels' (the same
+# bits: elementwise IEEE arithmetic, the same order, libm's log1p), all
+# candidates of a half at once, costs no compilation (0.9 s of a cold first
+# fit) and less time than 26 kernel calls.
+
+def _exp_neg_numpy(a):
+    """:func:`_exp_neg` elementwise (the same operations, the same bits)."""
+    a = np.where(746.0 < a, 746.0, a)  # numba's min(a, 746.0)
+    k = np.floor(a * _LOG2E + 0.5)
+    r = (k * _LN2_HI - a) + k * _LN2_LO
+    r2 = r * r
+    r4 = r2 * r2
+    low = (1.0 + r) + r2 * (0.5 + r * (1.0 / 6.0))
+    mid = ((1.0 / 24.0 + r * (1.0 / 120.0))
+           + r2 * (1.0 / 720.0 + r * (1.0 / 5040.0)))
+    high = ((1.0 / 40320.0 + r * (1.0 / 362880.0))
+            + r2 * (1.0 / 3628800.0 + r * (1.0 / 39916800.0)))
+    top = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0)
+    p = (low + r4 * mid) + (r4 * r4) * (high + r4 * top)
+    ki = k.astype(np.int64)
+    half = ki >> 1
+    return (p * ((1023 - half) << 52).view(np.float64)
+            * ((1023 - (ki - half)) << 52).view(np.float64))
+
+
+def logistic_loss_sums_numpy(margins, targets, n_val):
+    """:func:`logistic_loss_sum` of each row of ``margins`` ``(n_sets,
+    n_rows)`` (``targets`` ``(n_rows,)``), in numpy: the kernel's operations
+    in its order, so the same bits; its lanes' recurrence runs over the
+    rows, each step for every set at once."""
+    n_sets, n_rows = margins.shape
+    with np.errstate(all="ignore"):  # a diverged candidate: as the kernel, silently
+        z = -targets * margins
+        exps = _exp_neg_numpy(np.abs(z))
+        hinges = np.where(0.0 > z, 0.0, z)  # numba's max(z, 0.0)
+        exps[:, n_val:] = 0.0  # the padding adds nothing
+        hinges[:, n_val:] = 0.0
+        products = np.zeros((n_sets, LANES))  # the lanes' ``q = prod - 1``
+        hinge_sums = np.zeros((n_sets, LANES))
+        logs = np.zeros(n_sets)
+        for block in range(0, n_rows, _ROWS_PER_LOG):
+            for first in range(block, min(block + _ROWS_PER_LOG, n_rows), LANES):
+                products = products + exps[:, first:first + LANES] * (1.0 + products)
+                hinge_sums = hinge_sums + hinges[:, first:first + LANES]
+            q = np.zeros(n_sets)
+            for lane in range(LANES):
+                q = q + products[:, lane] * (1.0 + q)
+            products = np.zeros((n_sets, LANES))
+            # libm's log1p, as np.log1p in a kernel
+            logs = logs + np.array([math.log1p(value) for value in q.tolist()])
+        total = logs
+        for lane in range(LANES):
+            total = total + hinge_sums[:, lane]
     return total
 
 

@@ -87,6 +87,13 @@ HERMITE_MULTINOMIAL = 2
 PIECEWISE = 3  # a quadratic between consecutive kinks, exact
 HERMITE_TWEEDIE = 4  # half Tweedie deviance, log link
 
+def kind_flag(kind):
+    """The walk's ``kind`` argument: None for HERMITE (the binary logistic
+    loss, the default model's), which numba then compiles alone, without the
+    other kinds' readers (as :func:`skdpval._kernels.kernel_codes`)."""
+    return None if kind == HERMITE else int(kind)
+
+
 LineUtility = namedtuple("LineUtility", ["kind", "lo", "inv_h", "table", "quad",
                                          "s_val"])
 LineUtility.__doc__ = """The validation utility along the line, as the kernel reads it.
@@ -383,9 +390,14 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
 
 @njit(**_jit)
 def _exact(kind, rows, z):
-    """``U(z)`` from the validation rows (past the table)."""
+    """``U(z)`` from the validation rows (past the table); ``kind`` None is
+    HERMITE (:func:`kind_flag`)."""
     n_val = rows.shape[0]
     total = 0.0
+    if kind is None:
+        for v in range(n_val):
+            total += K.softplus(-rows[v, 0] * z)
+        return -total / n_val
     if kind == HERMITE:
         for v in range(n_val):
             total += K.softplus(-rows[v, 0] * z)
@@ -441,6 +453,9 @@ def _segment(kinks, z):
 
 @njit(inline="always", **_jit)
 def line_value(kind, lo, inv_h, table, quad, s, z):
+    """``U(z)``; ``kind`` None is HERMITE (:func:`kind_flag`)."""
+    if kind is None:
+        return _hermite(kind, lo, inv_h, table, s, z)
     if kind == QUADRATIC:
         return (quad[0] * z + quad[1]) * z + quad[2]
     if kind == PIECEWISE:
@@ -454,7 +469,11 @@ def line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
     """``(U(z_new) - U(z_old), U(z_new))``; ``previous`` is ``U(z_old)``.
 
     A quadratic's change is computed from the step, without cancellation.
+    ``kind`` None is HERMITE (:func:`kind_flag`).
     """
+    if kind is None:
+        current = _hermite(kind, lo, inv_h, table, s, z_new)
+        return current - previous, current
     if kind == QUADRATIC:
         return ((z_new - z_old) * (quad[0] * (z_new + z_old) + quad[1]),
                 (quad[0] * z_new + quad[1]) * z_new + quad[2])

@@ -53,6 +53,36 @@ def network_layout(sizes):
     return layout
 
 
+def loss_flag(loss):
+    """The kernels' ``loss`` argument: None for the binary logistic loss
+    (MLPClassifier on two classes), which numba then compiles alone, without
+    the softmax's and the squared loss's code (as
+    :func:`skdpval._kernels.kernel_codes`); the code otherwise."""
+    return None if loss == LOGISTIC else int(loss)
+
+
+def act_flag(act):
+    """The kernels' ``act`` argument: None for relu (the default network's),
+    which numba then compiles alone, without the other activations' code
+    (as :func:`loss_flag`); the code otherwise."""
+    return None if act == RELU else int(act)
+
+
+def depth_flag(layout):
+    """The line kernels' ``deep`` argument: None for one hidden layer (the
+    default network), which numba then compiles without the deeper
+    networks' passes (1.5 s of a first fit's compilation); True otherwise
+    (decided from ``layout`` at run time)."""
+    return None if layout.shape[0] == 2 else True
+
+
+def level_flag(record_level):
+    """:func:`line_walk`'s ``record_level``: True, or None at sample level
+    (the record-level path compiled out, as
+    :func:`skdpval._subspace.level_flag`)."""
+    return True if record_level else None
+
+
 def n_parameters(layout):
     """Length of ``theta``."""
     return int(layout[-1, 3] + layout[-1, 1])
@@ -71,7 +101,8 @@ def n_units(layout):
 
 @njit(**_scalar)
 def _activate(act, u):
-    if act == RELU:
+    """The hidden activation ``act`` (None is relu, :func:`act_flag`) at ``u``."""
+    if act is None or act == RELU:
         return u if u > 0.0 else 0.0
     if act == TANH:
         return np.tanh(u)
@@ -83,8 +114,8 @@ def _activate(act, u):
 @njit(**_scalar)
 def _derivatives(act, h):
     """``(f'(u), f''(u))`` from the activation's value ``h = f(u)``
-    (relu's derivative at 0 is 0, as in scikit-learn)."""
-    if act == RELU:
+    (relu's derivative at 0 is 0, as in scikit-learn; ``act`` None is relu)."""
+    if act is None or act == RELU:
         return (1.0 if h > 0.0 else 0.0), 0.0
     if act == TANH:
         d = 1.0 - h * h
@@ -127,8 +158,8 @@ def _sigmoid(x):
 def output_gradient(loss, o, t, d1):
     """``d1`` <- the loss's gradient in the outputs ``o`` at targets ``t``;
     returns the softmax's log-sum-exp (0 for the other losses), which its
-    value needs."""
-    if loss == LOGISTIC:
+    value needs. ``loss`` None is LOGISTIC (:func:`loss_flag`)."""
+    if loss is None or loss == LOGISTIC:
         d1[0] = _logistic_dloss(o[0], t[0])
         return 0.0
     if loss == MULTINOMIAL:
@@ -155,7 +186,7 @@ def output_loss(loss, o, t, d1):
     for the squared loss), 0 for the softmax (its Hessian ``diag p - p
     p^T``, ``p = d1 + t``, is applied by :func:`line_loss`)."""
     lse = output_gradient(loss, o, t, d1)
-    if loss == LOGISTIC:
+    if loss is None or loss == LOGISTIC:
         s = _sigmoid(o[0])
         return softplus(-t[0] * o[0]), s * (1.0 - s)
     if loss == MULTINOMIAL:
@@ -282,12 +313,25 @@ def _line_rows(theta0, direction, layout, X, A, C):
 
 def line_rows(theta0, direction, layout, X):
     """``(A, C)``, ``(n_rows, width)``: the first layer's pre-activations
-    ``A + z C``."""
-    X = _f64(X)
-    A = np.empty((X.shape[0], int(layout[0, 1])))
+    ``A + z C``. In numpy, :func:`_line_rows`'s operations in its order (the
+    same bits): once per fit, nothing to compile."""
+    X, theta0, direction = _f64(X), _f64(theta0), _f64(direction)
+    width, intercept = int(layout[0, 1]), int(layout[0, 3])
+    A = np.empty((X.shape[0], width))
     C = np.empty_like(A)
-    _line_rows(_f64(theta0), _f64(direction), layout, X, A, C)
+    A[:] = theta0[intercept:intercept + width]
+    C[:] = direction[intercept:intercept + width]
+    for i in range(int(layout[0, 0])):
+        v = X[:, i:i + 1]
+        A += v * theta0[i * width:(i + 1) * width]
+        C += v * direction[i * width:(i + 1) * width]
     return A, C
+
+
+def sequential_sum(start, values):
+    """``start + values[0] + values[1] + ...``, left to right, as a kernel's
+    loop adds them (numpy's sum adds pairwise)."""
+    return float(np.cumsum(np.concatenate(([start], values)))[-1])
 
 
 @njit(**_scalar)
@@ -295,7 +339,7 @@ def _hidden_unit(z, zp, a, c, act):
     """A first-layer unit along the line: its value and first two derivatives
     in ``z`` (relu: active where it is at ``zp``), for :func:`line_forward`."""
     s1 = c
-    if act == RELU:
+    if act is None or act == RELU:
         # Selects, not branches: a unit's sign is a coin flip to the predictor.
         on = a + zp * c > 0.0
         return (a + z * c if on else 0.0), (s1 if on else 0.0), 0.0
@@ -343,16 +387,18 @@ def _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
 
 
 @njit(**_jit)
-def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second):
+def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second,
+                 deep=True):
     """Every layer's outputs (``u0``) and their first (``u1``) and, if
     ``second``, second (``u2``) derivatives in ``z`` at ``theta0 + z
     direction``, for a row whose first layer's pre-activations are ``a + z
     c``. A first-layer relu unit is active where it is at ``zp`` (``zp = z``:
     where it is at ``z``; another point of the same piece between kinks: the
     one-sided limits at a kink). With one hidden layer only the outputs are
-    written (:func:`_one_hidden_forward`)."""
+    written (:func:`_one_hidden_forward`); ``deep`` None: one hidden layer
+    (:func:`depth_flag`)."""
     n_layers = layout.shape[0]
-    if n_layers == 2:
+    if deep is None or n_layers == 2:
         _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
                             second)
         return
@@ -395,9 +441,10 @@ def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second
 
 
 @njit(**_scalar)
-def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
+              deep=True):
     """``(L, dL/dz, d2L/dz2)`` of one row at ``z`` (outputs by :func:`line_forward`)."""
-    line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, True)
+    line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, True, deep)
     last = layout[layout.shape[0] - 1, 4]
     n_out = layout[layout.shape[0] - 1, 1]
     o0, o1, o2 = u0[last:last + n_out], u1[last:last + n_out], u2[last:last + n_out]
@@ -406,7 +453,7 @@ def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, 
     for k in range(n_out):
         first += d1[k] * o1[k]
         second += d1[k] * o2[k]
-    if loss == MULTINOMIAL:  # o1' (diag p - p p^T) o1, p = d1 + t
+    if loss is not None and loss == MULTINOMIAL:  # o1' (diag p - p p^T) o1, p = d1 + t
         mean = square = 0.0
         for k in range(n_out):
             p = d1[k] + t[k]
@@ -420,10 +467,11 @@ def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, 
 
 
 @njit(**_scalar)
-def line_slope(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+def line_slope(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
+               deep=True):
     """``dL/dz`` of one row at ``z``: :func:`line_loss`'s first derivative (the
     same operations) without the value and the second derivative."""
-    line_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2, False)
+    line_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2, False, deep)
     last = layout[layout.shape[0] - 1, 4]
     n_out = layout[layout.shape[0] - 1, 1]
     output_gradient(loss, u0[last:last + n_out], t, d1)
@@ -471,6 +519,16 @@ def _clipped_statistic(theta, basis, projected, layout, X, T, row_weights, start
                        units, deltas, grad)
         _project(grad, basis, projected, update)
         clip_l2(update.reshape((1, dim)), clip_norm)
+
+
+@njit(**_jit)
+def validation_utility(theta, layout, X_val, act, units, margins, T_val_t,
+                       labels_val, utility, utility_loss, total_sum_squares, scratch):
+    """The validation utility at ``theta``: what :func:`walk` scores before
+    its first step (``margins`` zero-padded as there)."""
+    output_margins(theta, layout, X_val, act, units, margins)
+    return utility_of_margins(utility, utility_loss, margins, T_val_t, labels_val,
+                              0.0, total_sum_squares, scratch)
 
 
 @njit(**_jit)
@@ -537,9 +595,10 @@ def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets
         end_utility[b] = previous
 
 
-@njit(**_scalar)
+@njit(**_jit)
 def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
-                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1):
+                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1,
+                        deep=True):
     """d/dz of rows ``start:stop``'s weighted mean loss plus the L2 term at
     ``theta0 + z b``: ``l2 (penalty0 + z penalty1)``, ``penalty0 = <b_W,
     W0>``, ``penalty1 = ||b_W||^2`` over the coefficients."""
@@ -547,7 +606,7 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
     for row in range(start, stop):
         total += row_weights[row] * line_slope(z, A[row], C[row], T[row], theta0,
                                                direction, layout, act, loss, u0, u1,
-                                               u2, d1)
+                                               u2, d1, deep)
     if stop - start > 1:
         total /= stop - start
     return total + l2 * (penalty0 + z * penalty1)
@@ -555,13 +614,13 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
 
 @njit(**_jit)
 def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset, u0,
-         u1, u2, d1, out):
+         u1, u2, d1, out, deep=True):
     """``out`` <- ``(U, h U', h^2 U'')`` at ``z`` on the piece holding ``zp``."""
     n = A.shape[0]
     value = first = second = 0.0
     for v in range(n):
         a, b, c = line_loss(z, zp, A[v], C[v], T[v], theta0, direction, layout, act,
-                            loss, u0, u1, u2, d1)
+                            loss, u0, u1, u2, d1, deep)
         value += a
         first += b
         second += c
@@ -572,7 +631,7 @@ def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset,
 
 @njit(**_jit)
 def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
-             offset, u0, u1, u2, d1, data):
+             offset, u0, u1, u2, d1, data, deep=True):
     """``data[i]``: ``(U, h U', h^2 U'')`` at both ends of the interval
     ``left[i], right[i]`` (``h`` its length), each the limit from inside it,
     ``U = offset - scale * mean loss`` over the rows ``A, C, T``."""
@@ -580,17 +639,18 @@ def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
         h = right[i] - left[i]
         middle = left[i] + 0.5 * h
         _end(left[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
-             scale, offset, u0, u1, u2, d1, data[i, 0:3])
+             scale, offset, u0, u1, u2, d1, data[i, 0:3], deep)
         _end(right[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
-             scale, offset, u0, u1, u2, d1, data[i, 3:6])
+             scale, offset, u0, u1, u2, d1, data[i, 3:6], deep)
 
 
 @njit(**_scalar)
-def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1):
+def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
+                deep=True):
     """One row's loss at ``z``: :func:`line_forward`'s values only (one hidden
     layer: its fused pass, the same bits)."""
     n_layers = layout.shape[0]
-    if n_layers == 2:
+    if deep is None or n_layers == 2:
         _one_hidden_forward(z, z, a, c, theta0, direction, layout, act, u0, u1, u2,
                             False)
         last = layout[1, 4]
@@ -617,12 +677,12 @@ def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1
 
 @njit(**_jit)
 def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
-               u0, u1, u2, d1):
+               u0, u1, u2, d1, deep=True):
     """``U(z)`` from the rows."""
     total = 0.0
     for v in range(A.shape[0]):
         total += _line_value(z, A[v], C[v], T[v], theta0, direction, layout, act,
-                             loss, u0, u1, u2, d1)
+                             loss, u0, u1, u2, d1, deep)
     return offset - scale * total / A.shape[0]
 
 
@@ -636,20 +696,20 @@ def _interval(z, nodes, first, inv_cell):
     return i
 
 
-@njit(**_scalar)
+@njit(**_jit)
 def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
-                 layout, act, loss, scale, offset, u0, u1, u2, d1):
+                 layout, act, loss, scale, offset, u0, u1, u2, d1, deep=True):
     """``U(z)`` from the table, or from the rows past it."""
     if z >= nodes[0] and z < nodes[nodes.shape[0] - 1]:
         i = _interval(z, nodes, first, inv_cell)
         return horner5(data, i, (z - nodes[i]) / (nodes[i + 1] - nodes[i]))
     return line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
-                      offset, u0, u1, u2, d1)
+                      offset, u0, u1, u2, d1, deep)
 
 
 @njit(**_jit)
 def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, loss,
-                 scale, offset, u0, u1, u2, d1, out):
+                 scale, offset, u0, u1, u2, d1, out, deep=True):
     """``out[i]``: ``|interpolant - U|`` at the midpoint of interval ``i``
     (``data[i]`` its coefficients, as the walk reads them),
     where a quintic Hermite interpolant's error term ``U^(6)(xi) / 6! (t (t
@@ -657,7 +717,7 @@ def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, los
     for i in range(data.shape[0]):
         exact = line_exact(0.5 * (left[i] + right[i]), A, C, T, theta0,
                            direction, layout, act, loss, scale, offset, u0, u1, u2,
-                           d1)
+                           d1, deep)
         out[i] = abs(horner5(data, i, 0.5) - exact)
 
 
@@ -667,22 +727,26 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
               data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
               noise,
               x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
-              end_utility, ends, update, record, u0, u1, u2, d1, joint):
+              end_utility, ends, update_2d, record_2d, u0, u1, u2, d1, joint,
+              deep=True):
     """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
     :func:`walk` with one direction, a party's gradient in ``z`` by forward
     mode (O(width) in the first layer) and the utility from the table; walk
     ``b`` ends at ``z = ends[b]``. With ``joint`` (True; None compiles it
     out) a party's marginal is read from its own clipped step before the
     noise, from the walk's state before its step (the joint threat model,
-    as :func:`skdpval._subspace._line_walk`)."""
+    as :func:`skdpval._subspace._line_walk`). ``deep`` None: one hidden
+    layer (:func:`depth_flag`). ``record_level``: True, or
+    None at sample level (:func:`level_flag`); ``update_2d`` and
+    ``record_2d`` are ``(1, 1)`` buffers (a reshape in a kernel costs 0.2
+    s of compilation)."""
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
-    update_2d = update.reshape((1, 1))
-    record_2d = record.reshape((1, 1))
+    update, record = update_2d[0], record_2d[0]
     # Every walk starts at z = 0 (without a table this is a validation pass).
     start_utility = line_utility(0.0, nodes, data, first, inv_cell, A_val, C_val,
                                  T_val, theta0, direction, layout, act, loss, scale,
-                                 offset, u0, u1, u2, d1)
+                                 offset, u0, u1, u2, d1, deep)
     for b in range(n_walks):
         z = 0.0
         previous = start_utility
@@ -690,36 +754,38 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
         for position in range(n_steps):
             j = permutations[b, position]
             start, stop = offsets[j], offsets[j + 1]
-            if record_level:
+            if record_level is not None:
                 update[0] = 0.0
                 for row in range(start, stop):
                     record[0] = line_party_gradient(
                         z, A, C, T, row_weights, row, row + 1, theta0, direction,
-                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
+                        layout, act, loss, l2, penalty0, penalty1, u0, u1, u2, d1,
+                        deep)
                     clip_l2(record_2d, clip_norm)
                     update[0] += record[0]
             else:
                 update[0] = line_party_gradient(
                     z, A, C, T, row_weights, start, stop, theta0, direction, layout,
-                    act, loss, l2, penalty0, penalty1, u0, u1, u2, d1)
+                    act, loss, l2, penalty0, penalty1, u0, u1, u2, d1, deep)
                 clip_l2(update_2d, clip_norm)
             own = 0.0
             if joint is not None:
-                own = update[0] / (stop - start) if record_level else update[0]
+                own = (update[0] / (stop - start) if record_level is not None
+                       else update[0])
             release_tail(update, noise, b, j, has_noise, grid, grid_bound,
-                         record_level, stop - start, use_rolling, fresh,
+                         record_level is not None, stop - start, use_rolling, fresh,
                          rolling_mean)
             z_old = z
             z -= learning_rate * update[0]
             current = line_utility(z, nodes, data, first, inv_cell, A_val, C_val,
                                    T_val, theta0, direction, layout, act, loss,
-                                   scale, offset, u0, u1, u2, d1)
+                                   scale, offset, u0, u1, u2, d1, deep)
             if joint is not None:
                 # The party's own step from the state, not its release's.
                 own_utility = line_utility(
                     z_old - learning_rate * own, nodes, data, first, inv_cell,
                     A_val, C_val, T_val, theta0, direction, layout, act, loss,
-                    scale, offset, u0, u1, u2, d1)
+                    scale, offset, u0, u1, u2, d1, deep)
                 marginals[b, j] = weights[position] * (own_utility - previous)
             else:
                 marginals[b, j] = weights[position] * (current - previous)

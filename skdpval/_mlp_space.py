@@ -99,7 +99,8 @@ def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility
     utility_loss, utility_code = K.kernel_codes(network.loss, utility, n_out)
     units = _mlp.n_units(layout)
     _mlp.walk(network.theta0, np.zeros((1, 1)) if basis is None else _f64(basis),
-              projected, layout, network.activation, network.loss, _f64(X), _f64(T),
+              projected, layout, _mlp.act_flag(network.activation), _mlp.loss_flag(network.loss),
+              _f64(X), _f64(T),
               unit_weights(len(X)) if row_weights is None else _f64(row_weights),
               _i64(offsets), _f64(X_val), pad_columns(T_val), _i64(labels_val),
               utility_code, utility_loss, float(total_sum_squares), float(l2),
@@ -132,7 +133,8 @@ def network_objective(network, X, T, l2, row_weights=None):
     def objective(theta):
         grad = np.empty(len(network.theta0))
         value = _mlp.party_gradient(_f64(theta), network.layout, X, T, weights, 0,
-                                    len(X), network.activation, network.loss,
+                                    len(X), _mlp.act_flag(network.activation),
+                                    _mlp.loss_flag(network.loss),
                                     float(l2), *buffers, grad)
         return value, grad
 
@@ -204,7 +206,7 @@ def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
     if relu and len(network.layout) > 2:
         return NO_TABLE
     args = (A_val, C_val, T_val, network.theta0, direction, network.layout,
-            network.activation, network.loss, scale, offset,
+            _mlp.act_flag(network.activation), _mlp.loss_flag(network.loss), scale, offset,
             *_buffers(network.layout))
     nodes = np.linspace(lo, hi, 65)
     if relu:
@@ -215,9 +217,10 @@ def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
         if sum(map(len, done_left)) + len(left) > max_intervals:
             return NO_TABLE
         ends, errors = np.empty((len(left), 6)), np.empty(len(left))
-        _mlp.tabulate(left, right, *args, ends)
+        _mlp.tabulate(left, right, *args, ends, _mlp.depth_flag(network.layout))
         data = quintic_coefficients(ends[:, :3], ends[:, 3:])
-        _mlp.table_errors(left, right, data, *args, errors)
+        _mlp.table_errors(left, right, data, *args, errors,
+                          _mlp.depth_flag(network.layout))
         good = errors <= tolerance
         done_left.append(left[good])
         done_right.append(right[good])
@@ -292,18 +295,20 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
         end_utility = np.empty(n_walks)
         net = self.network
         _mlp.line_walk(
-            net.theta0, self.direction, net.layout, net.activation, net.loss,
-            self.A, self.C, self.T, self.row_weights, self.offsets, self.l2,
-            self.penalty[0], self.penalty[1], self.clip_norm, self.learning_rate,
-            self.record_level, *self.table, self.A_val,
+            net.theta0, self.direction, net.layout, _mlp.act_flag(net.activation),
+            _mlp.loss_flag(net.loss), self.A, self.C, self.T, self.row_weights,
+            self.offsets, self.l2, self.penalty[0], self.penalty[1], self.clip_norm,
+            self.learning_rate, _mlp.level_flag(self.record_level), *self.table,
+            self.A_val,
             self.C_val, self.T_val, self.scale, self.offset, _i64(permutations),
             noise_or_empty(noise, rolling_mean is not None, 3),
             np.ones(n_walks) if x_tt is None else _f64(x_tt),
             rolling_mean is not None,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
             self.weights, float(grid[0]), float(grid[1]), marginals, end_utility,
-            np.empty(n_walks), np.empty(1), np.empty(1), *_buffers(net.layout),
-            True if self.joint else None)
+            np.empty(n_walks), np.empty((1, 1)), np.empty((1, 1)),
+            *_buffers(net.layout), True if self.joint else None,
+            _mlp.depth_flag(net.layout))
         return marginals, end_utility
 
 
@@ -336,19 +341,47 @@ class NetworkSpace:
     def _theta(self, z):
         return self.network.theta0 + (z if self.basis is None else z @ self.basis)
 
+    def _walk_theta(self, z):
+        """``theta0 + B^T z`` as :func:`skdpval._mlp.walk` forms it (the same
+        operations in the same order: the same bits)."""
+        theta = self.network.theta0.copy()
+        if self.basis is None:
+            return theta + z
+        for i in range(len(z)):
+            theta += z[i] * self.basis[i]
+        return theta
+
     def party_gradients(self, theta, X, T, offsets, *, l2, row_weights=None,
                         **ignored):
         """Unclipped gradient (in ``z``) of each party at ``theta``: one step of
-        rate 1 from there."""
-        z = self._z(theta)
-        n_parties = len(offsets) - 1
-        _, _, ends = run_walk(
-            self.network, self.basis, X, T, offsets,
-            *_no_validation(X.shape[1], T.shape[1]), utility=K.NEG_LOSS,
-            total_sum_squares=1.0, l2=l2, clip_norm=np.inf, learning_rate=1.0,
-            permutations=np.arange(n_parties)[:, None], weights=np.zeros(1),
-            starts=z[None], row_weights=row_weights)
-        return z - ends
+        rate 1 from there, as the walk would take it (:func:`skdpval._mlp.walk`
+        from ``z``, its step ``z - g`` and back: ``z - (z - g)``), with the
+        walk's operations: a party's gradient by
+        :func:`skdpval._mlp.party_gradient` (compiled for the fit's objective
+        anyway), projected with the walk's sums in their order and clipped at
+        an infinite norm (zero where not finite) by
+        :func:`skdpval._kernels.clip_l2` (the walk's), one party a call (the
+        validation rows: a few ms), nothing else to compile."""
+        net = self.network
+        z = _f64(self._z(theta))
+        units = _mlp.n_units(net.layout)
+        theta, X, T = _f64(self._walk_theta(z)), _f64(X), _f64(T)
+        weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+        offsets = _i64(offsets)
+        buffers = (np.zeros(units), np.zeros(units))
+        act, loss = _mlp.act_flag(net.activation), _mlp.loss_flag(net.loss)
+        gradients = np.empty((len(offsets) - 1, len(z)))
+        grad = np.empty(self.n_params)
+        for j in range(len(offsets) - 1):
+            _mlp.party_gradient(theta, net.layout, X, T, weights, offsets[j],
+                                offsets[j + 1], act, loss, float(l2), *buffers, grad)
+            if self.basis is None:
+                gradients[j] = grad
+            else:
+                for i in range(len(z)):
+                    gradients[j, i] = _mlp.sequential_sum(0.0, self.basis[i] * grad)
+            K.clip_l2(gradients[j:j + 1], np.inf)
+        return z - (z - gradients)
 
     def _line_rows(self, X):
         """:func:`skdpval._mlp.line_rows` of ``X`` along the one direction, kept
@@ -380,15 +413,17 @@ class NetworkSpace:
             no_rows = np.zeros((0, A.shape[1]))
             ends = np.empty(1)
             _mlp.line_walk(
-                net.theta0, self.basis[0], net.layout, net.activation, net.loss, A, C,
+                net.theta0, self.basis[0], net.layout, _mlp.act_flag(net.activation),
+                _mlp.loss_flag(net.loss), A, C,
                 _f64(T), unit_weights(n_rows) if row_weights is None
                 else _f64(row_weights), np.arange(n_rows + 1), float(l2),
-                *self._line_penalty(), float(clip_norm), float(learning_rate), False,
+                *self._line_penalty(), float(clip_norm), float(learning_rate), None,
                 *NO_TABLE, no_rows, no_rows, np.zeros((0, T.shape[1])), 1.0, 0.0,
                 _i64(order)[None], np.empty((0, 1, 1)), np.ones(1), False,
                 np.empty((1, 1)), np.zeros(len(order)), *NO_GRID,
-                np.zeros((1, n_rows)), np.empty(1), ends, np.empty(1), np.empty(1),
-                *_buffers(net.layout), None)
+                np.zeros((1, n_rows)), np.empty(1), ends, np.empty((1, 1)),
+                np.empty((1, 1)), *_buffers(net.layout), None,
+                _mlp.depth_flag(net.layout))
             return self._theta(ends)
         _, _, ends = run_walk(
             self.network, self.basis, X, T, np.arange(len(X) + 1),
@@ -400,26 +435,68 @@ class NetworkSpace:
 
     def utility(self, theta, X_val, T_val, labels_val, *, utility,
                 total_sum_squares, **ignored):
-        """Utility of ``theta`` (in the space) on the validation rows."""
-        _, (value,), _ = run_walk(
-            self.network, self.basis, np.zeros((0, X_val.shape[1])),
-            np.zeros((0, T_val.shape[1])), np.zeros(1), X_val, T_val, labels_val,
-            utility=utility, total_sum_squares=total_sum_squares, l2=0.0,
-            clip_norm=1.0, learning_rate=0.0, permutations=np.zeros((1, 0)),
-            weights=np.zeros(0), starts=self._z(theta)[None])
-        return value
+        """Utility of ``theta`` (in the space) on the validation rows, at
+        ``theta0 + B^T z`` as the walk forms it."""
+        net = self.network
+        n_out = int(net.layout[-1, 1])
+        loss, utility = K.kernel_codes(net.loss, utility, n_out)
+        units = _mlp.n_units(net.layout)
+        return _mlp.validation_utility(
+            _f64(self._walk_theta(_f64(self._z(theta)))), net.layout, _f64(X_val),
+            _mlp.act_flag(net.activation), np.zeros(units),
+            np.zeros((n_out, padded_length(len(X_val)))), pad_columns(T_val),
+            _i64(labels_val), utility, loss, float(total_sum_squares),
+            validation_scratch(len(labels_val)))
+
+    def utilities(self, thetas, X_val, T_val, labels_val, *, utility,
+                  total_sum_squares, **ignored):
+        """:meth:`utility` of each of ``thetas``; for the binary logistic
+        loss's ``neg_loss`` (the default) the outputs by
+        :func:`skdpval._mlp.output_margins` and the utility in numpy, bitwise
+        the kernel's (:func:`skdpval._kernels.logistic_loss_sums_numpy`):
+        nothing more to compile at a first fit."""
+        net = self.network
+        n_out = int(net.layout[-1, 1])
+        if K.kernel_codes(net.loss, utility, n_out) != (None, None):
+            return np.array([self.utility(theta, X_val, T_val, labels_val,
+                                          utility=utility,
+                                          total_sum_squares=total_sum_squares)
+                             for theta in thetas])
+        units, X_val, n_val = _mlp.n_units(net.layout), _f64(X_val), len(labels_val)
+        margins = np.zeros((len(thetas), padded_length(n_val)))
+        for b, theta in enumerate(thetas):
+            _mlp.output_margins(_f64(self._walk_theta(_f64(self._z(theta)))),
+                                net.layout, X_val, _mlp.act_flag(net.activation),
+                                np.zeros(units), margins[b:b + 1])
+        return -K.logistic_loss_sums_numpy(margins, pad_columns(T_val)[0],
+                                           n_val) / n_val
 
     def margin_scale(self, X_val, n_outputs=None):
         """RMS over validation rows of the norm of d(outputs) / d(release) at
         ``theta0``."""
-        net = self.network
-        units = _mlp.n_units(net.layout)
-        projected = self.basis is not None
-        total = _mlp.output_gradient_norms(
-            net.theta0, net.layout, _f64(X_val), net.activation,
-            self.basis if projected else np.zeros((1, 1)), projected,
-            np.zeros(units), np.zeros(units), np.empty(self.n_params),
-            np.empty(self.coordinates()))
+        net, layout = self.network, self.network.layout
+        units, deltas = np.zeros(_mlp.n_units(layout)), np.zeros(_mlp.n_units(layout))
+        X_val, act = _f64(X_val), _mlp.act_flag(net.activation)
+        last, n_out = int(layout[-1, 4]), int(layout[-1, 1])
+        row = np.empty(self.n_params)
+        # :func:`skdpval._mlp.output_gradient_norms`'s operations (its sums
+        # in its order), by the forward and backward passes compiled for the
+        # fit's objective: nothing else to compile.
+        total = 0.0
+        for v in range(len(X_val)):
+            x = X_val[v]
+            _mlp.forward(net.theta0, layout, x, act, units)
+            for k in range(n_out):
+                row[:] = 0.0
+                deltas[last:last + n_out] = 0.0
+                deltas[last + k] = 1.0
+                _mlp.backward(net.theta0, layout, x, act, units, deltas, row)
+                if self.basis is None:
+                    total = _mlp.sequential_sum(total, row * row)
+                else:
+                    for i in range(len(self.basis)):
+                        projection = _mlp.sequential_sum(0.0, self.basis[i] * row)
+                        total += projection * projection
         return float(np.sqrt(total / len(X_val)))
 
     def problem(self, X, T, offsets, X_val, T_val, labels_val, *, utility, l2,

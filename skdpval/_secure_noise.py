@@ -56,7 +56,9 @@ _M32 = np.uint64(0xFFFFFFFF)
 _CONSTANTS = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], np.uint64)
 
 
-@njit(**_jit)
+# Inlined by numba itself: called with four constant shifts, a compiled
+# helper would be compiled once for each (0.15-0.35 s of a first fit).
+@njit(inline="always", **_jit)
 def _rotl(x, n):
     return ((x << np.uint64(n)) | (x >> np.uint64(32 - n))) & _M32
 
@@ -252,14 +254,20 @@ def rounded_gaussian(key, nonce, sigma, out):
     return out
 
 
-@njit(**_jit)
 def walk_noise(key, kind, lo, hi, cdf, guide, shift, out):
     """``out[i]`` (flat per permutation) from stream ``(kind, lo + i)``:
     rounded Gaussian integers (as doubles), 2 words (63 bits and a sign) a
     draw, 8 draws a block."""
-    nonce = np.empty(3, np.uint64)
+    _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, np.empty(3, np.uint64),
+                np.empty(16, np.uint64))
+    return out
+
+
+@njit(**_jit)
+def _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, nonce, block):
+    """:func:`walk_noise` with its buffers (allocating them in the kernel
+    cost 0.1 s of its compilation)."""
     nonce[0] = kind
-    block = np.empty(16, np.uint64)
     low63 = np.uint64(0x7FFFFFFFFFFFFFFF)
     top = np.uint64(63)
     s = np.uint64(shift)

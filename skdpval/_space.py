@@ -41,6 +41,11 @@ class FullSpace:
     def utility(self, theta, X_val, T_val, labels_val, **settings):
         return _kernels.utility_of_theta(theta, X_val, T_val, labels_val, **settings)
 
+    def utilities(self, thetas, X_val, T_val, labels_val, **settings):
+        """:meth:`utility` of each of ``thetas``, in one call."""
+        return _kernels.utilities_of_thetas(np.asarray(thetas), X_val, T_val,
+                                            labels_val, **settings)
+
     def margin_scale(self, X_val, n_outputs):
         """RMS over validation rows of the norm of d(margins) / d(release)."""
         return float(np.sqrt(np.mean(n_outputs * np.sum(X_val**2, axis=1))))
@@ -75,6 +80,11 @@ class Subspace:
     def utility(self, theta, X_val, T_val, labels_val, **settings):
         return _subspace.utilities_of_thetas(self.basis, theta[None], X_val, T_val,
                                              labels_val, **settings)[0]
+
+    def utilities(self, thetas, X_val, T_val, labels_val, **settings):
+        """:meth:`utility` of each of ``thetas``, in one call."""
+        return _subspace.utilities_of_thetas(self.basis, np.asarray(thetas), X_val,
+                                             T_val, labels_val, **settings)
 
     def margin_scale(self, X_val, n_outputs):
         """RMS over validation rows of the norm of d(margins) / d(release)."""

@@ -48,6 +48,7 @@ from ._kernels import (
     _scalar,
     clip_l2,
     kernel_codes,
+    logistic_loss_sums_numpy,
     losses_and_gradients,
     noise_or_empty,
     pad_columns,
@@ -130,6 +131,39 @@ def _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
             out[i] += record[i]
 
 
+# Inlined by numba (each caller compiles it in place, no copy of its own).
+@njit(inline="always", **_jit)
+def _scalar_gradient(zg, F, T, row_weights, j, loss, loss_param, l2, penalty, l1,
+                     penalised_basis, margin_buf, dloss_buf):
+    """:func:`_party_gradient` of party ``j`` at ``z = (zg,)`` for one
+    direction, one output and one row a party: its operations in scalars, in
+    its order (its loops, run once each, cost a third of a step of the walk
+    along a line)."""
+    c = F[j, 0, 0]
+    margin_buf[0] = zg * c
+    sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
+    gradient = row_weights[j] * (dloss_buf[0] * c)
+    if l2 != 0.0:
+        gradient += l2 * (penalty[0, 0] * zg)
+    if l1 != 0.0:
+        for p in range(penalised_basis.shape[1]):
+            gradient += (l1 * np.sign(zg * penalised_basis[0, p])
+                         * penalised_basis[0, p])
+    return gradient
+
+
+def scalar_flag(F, offsets, record_level=False):
+    """The ``general`` argument of the walks: None when every party's step is
+    :func:`_scalar_gradient`'s (one direction, one output, one row a party,
+    sample level), which numba then compiles alone, without
+    :func:`_party_gradient` (as :func:`level_flag`: 0.5-0.8 s of a default
+    first fit's compilation); else True (decided at run time)."""
+    one_row = np.array_equal(offsets, np.arange(len(offsets)))
+    if F.shape[1] == 1 and F.shape[2] == 1 and one_row and not record_level:
+        return None
+    return True
+
+
 @njit(**_jit)
 def _one_row_a_party(offsets):
     """Whether party ``j`` holds row ``j`` alone (``offsets`` 0, 1, .., n)."""
@@ -146,7 +180,7 @@ def _one_row_a_party(offsets):
 def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
               penalty, l1, penalised_basis, clip_norm, record_level, noise, b0,
               parties, has_noise, use_rolling, x_tt, rolling_mean, margin_buf,
-              dloss_buf, record, update, grid, grid_bound, joint, exact):
+              dloss_buf, record, update, grid, grid_bound, joint, exact, general):
     """``update[g]`` <- the combination of party ``parties[g]``'s releases that
     moves walk ``b0 + g`` from ``z[g]``, for each of the walks ``g``.
 
@@ -157,6 +191,9 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
     ``use_rolling``: ``x_tt[b] * release + (1 - x_tt[b]) *`` the party's mean
     of its earlier releases, and the raw release is handed back in
     ``noise[b, j]`` for the next mean. Both walks of this module step here.
+
+    ``general`` None: every step is :func:`_scalar_gradient`'s
+    (:func:`scalar_flag`), and the general path is compiled out.
 
     With ``joint`` (True, or None: compiled out, see :func:`joint_flag`),
     ``exact[g]`` <- the party's step before its noise: its clipped statistic
@@ -178,30 +215,19 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
                                clip_norm, margin_buf, dloss_buf, record, update[g])
     else:
         # One direction, one output, one row a party (``one_row``: offsets 0,
-        # 1, .., n): _party_gradient's operations in scalars, in its order
-        # (its loops, run once each, cost a third of a step of the walk along
-        # a line).
-        if m == 1 and F.shape[2] == 1 and one_row:
-            for g in range(n_walks):
-                j = parties[g]
-                zg = z[g, 0]
-                c = F[j, 0, 0]
-                margin_buf[0] = zg * c
-                sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
-                gradient = row_weights[j] * (dloss_buf[0] * c)
-                if l2 != 0.0:
-                    gradient += l2 * (penalty[0, 0] * zg)
-                if l1 != 0.0:
-                    for p in range(penalised_basis.shape[1]):
-                        gradient += (l1 * np.sign(zg * penalised_basis[0, p])
-                                     * penalised_basis[0, p])
-                update[g, 0] = gradient
-        else:
+        # 1, .., n): :func:`_scalar_gradient`. (One test of ``general`` on
+        # None, which numba resolves when it compiles: one call site each.)
+        if general is not None and not (m == 1 and F.shape[2] == 1 and one_row):
             for g in range(n_walks):
                 j = parties[g]
                 _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
                                 loss, loss_param, l2, penalty, l1, penalised_basis,
                                 margin_buf, dloss_buf, update[g])
+        else:
+            for g in range(n_walks):
+                update[g, 0] = _scalar_gradient(
+                    z[g, 0], F, T, row_weights, parties[g], loss, loss_param, l2,
+                    penalty, l1, penalised_basis, margin_buf, dloss_buf)
         for g in range(n_walks):
             clip_l2(update[g:g + 1], clip_norm)
     if joint is not None:
@@ -283,26 +309,34 @@ def _utilities(starts, F_val, T_val_t, labels_val, loss, utility, loss_param,
 @njit(**_jit)
 def _gradient_steps(F, T, row_weights, offsets, loss, loss_param, l2, penalty,
                     l1, penalised_basis, clip_norm, learning_rate, starts,
-                    permutations, ends, update, margin_buf, dloss_buf):
+                    permutations, ends, update, margin_buf, dloss_buf, general):
     """A noiseless walk with no utility: walk ``b`` starts from
     ``starts[b % len(starts)]`` and steps by ``learning_rate`` times each
     party's gradient in ``z`` (:func:`_party_gradient`) clipped to
     ``clip_norm``, through ``permutations[b]``; it ends in ``ends[b]``. The
     steps of :func:`_walk` without its noise and utility: an SGD pass, or
-    with ``clip_norm = inf`` and rate 1 one party's gradient."""
+    with ``clip_norm = inf`` and rate 1 one party's gradient. ``general``
+    as in :func:`_releases`; ``update`` is ``(1, m)`` (for clip_l2: a
+    reshape in a kernel costs 0.2 s of compilation)."""
     m = ends.shape[1]
-    update_2d = update.reshape((1, m))  # a view, for clip_l2
+    step_row = update[0]
     for b in range(permutations.shape[0]):
         walk_start(ends, starts, b)
         z = ends[b]
         for position in range(permutations.shape[1]):
             j = permutations[b, position]
-            _party_gradient(z, F, T, row_weights, offsets[j], offsets[j + 1], loss,
-                            loss_param, l2, penalty, l1, penalised_basis,
-                            margin_buf, dloss_buf, update)
-            clip_l2(update_2d, clip_norm)
+            if general is None:
+                update[0, 0] = _scalar_gradient(z[0], F, T, row_weights, j, loss,
+                                                loss_param, l2, penalty, l1,
+                                                penalised_basis, margin_buf,
+                                                dloss_buf)
+            else:
+                _party_gradient(z, F, T, row_weights, offsets[j], offsets[j + 1],
+                                loss, loss_param, l2, penalty, l1, penalised_basis,
+                                margin_buf, dloss_buf, step_row)
+            clip_l2(update, clip_norm)
             for i in range(m):
-                step = learning_rate * update[i]
+                step = learning_rate * step_row[i]
                 z[i] -= step
 
 
@@ -335,7 +369,7 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
                       l2, penalty, l1, penalised_basis, clip_norm, record_level,
                       noise, b, permutations[b, position:position + 1], has_noise,
                       use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf, record,
-                      update, grid, grid_bound, None, update)
+                      update, grid, grid_bound, None, update, True)
             for i in range(m):
                 step = learning_rate * update[0, i]
                 z[i] -= step
@@ -358,7 +392,7 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                quad, s_val, permutations,
                noise, x_tt, use_rolling, rolling_mean, weights, record_level,
                marginals, end_utility, ends, update, record, margin_buf,
-               dloss_buf, grid, grid_bound, joint, exact):
+               dloss_buf, grid, grid_bound, joint, exact, general, prefetching):
     """:func:`_walk` for one direction and one output from ``z = 0``, with the
     utility read along the line (:mod:`skdpval._line`): the same releases and
     steps, O(1) a step in the validation set's size.
@@ -374,6 +408,12 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     from its own step before the noise: ``U(z + step) - U(z)``, ``z`` the
     walk's state before the step (a function of the other releases) and
     ``step`` ``-learning_rate`` times its clipped statistic (``exact``).
+
+    ``kind`` is the line's (:mod:`skdpval._line`), None for its binary
+    logistic table (then compiled alone, :func:`skdpval._line.kind_flag`);
+    ``general`` as in :func:`_releases`. ``prefetching``: True past
+    ``PREFETCH_MIN_PARTIES`` parties, else None (compiled out,
+    :func:`prefetch_flag`).
     """
     n_walks, n_steps = permutations.shape
     has_noise = noise.shape[0] == n_walks
@@ -381,10 +421,10 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     for b in range(n_walks):
         ends[b, 0] = 0.0
         end_utility[b] = start
-    one_row = _one_row_a_party(offsets)
-    prefetching = offsets.shape[0] > PREFETCH_MIN_PARTIES
+    # One row a party is known when ``general`` is None (:func:`scalar_flag`).
+    one_row = True if general is None else _one_row_a_party(offsets)
     for position in range(n_steps):
-        if prefetching and position + PREFETCH_STEPS < n_steps:
+        if prefetching is not None and position + PREFETCH_STEPS < n_steps:
             # What the walks read a few steps on, at random parties: with
             # 100,000 parties a step waited on memory most of its time.
             ahead = position + PREFETCH_STEPS
@@ -406,7 +446,7 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                   l1, penalised_basis, clip_norm, record_level, noise, 0,
                   permutations[:, position], has_noise, use_rolling, x_tt,
                   rolling_mean, margin_buf, dloss_buf, record, update, grid,
-                  grid_bound, joint, exact)
+                  grid_bound, joint, exact, general)
         weight = weights[position]
         for b in range(n_walks):
             z_old = ends[b, 0]
@@ -471,6 +511,14 @@ def level_flag(record_level):
     return True if record_level else None
 
 
+def prefetch_flag(offsets):
+    """The line walk's ``prefetching`` argument: True past
+    ``PREFETCH_MIN_PARTIES`` parties, else None, which numba compiles
+    without the prefetches (0.15-0.2 s of a default first fit's
+    compilation)."""
+    return True if offsets.shape[0] > PREFETCH_MIN_PARTIES else None
+
+
 def joint_flag(joint):
     """The line walk's ``joint`` argument: True, or None under the central
     threat model, which numba then compiles without the joint path (as
@@ -527,7 +575,8 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                kernel_codes(p.loss, p.utility, p.F.shape[2])[0], p.loss_param, p.l2,
                p.penalty,
                p.l1, p.l1_basis, p.clip_norm, p.learning_rate,
-               line.kind, line.lo, line.inv_h, line.table, line.quad, line.s_val,
+               _line.kind_flag(line.kind), line.lo, line.inv_h, line.table,
+               line.quad, line.s_val,
                np.ascontiguousarray(permutations, np.int64),
                noise_or_empty(noise, rolling_mean is not None, 3),
                np.ones(n_walks) if x_tt is None else _f64(x_tt),
@@ -537,7 +586,8 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
                np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
                float(grid[1]), joint_flag(p.joint),
-               np.empty((n_walks, 1) if p.joint else (1, 1)))
+               np.empty((n_walks, 1) if p.joint else (1, 1)), p.general,
+               prefetch_flag(p.offsets))
     return marginals, end_utility
 
 
@@ -554,7 +604,7 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         "F", "T", "offsets", "F_val", "T_val_t", "labels_val", "loss", "utility",
         "loss_param", "l2", "penalty", "clip_norm", "learning_rate",
         "total_sum_squares", "weights", "l1", "l1_basis", "row_weights",
-        "record_level", "line", "joint"], defaults=(False,))):
+        "record_level", "line", "joint", "general"], defaults=(False, True))):
     """The walk's inputs in a subspace, contiguous (see the module docstring).
 
     ``line`` is the validation utility along the line
@@ -563,6 +613,7 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
     then reads the utility there, O(1) a step, instead of from the rows.
     ``joint``: each party's marginal from its own step before the noise
     (the joint threat model, :func:`_line_walk`); only along a line.
+    ``general``: :func:`scalar_flag`.
     """
 
     __slots__ = ()
@@ -630,9 +681,10 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
             "utility the line tabulates (utility='neg_loss' with the model's "
             "own loss, or 'neg_mse' / 'r2' for a regressor), not this model and "
             "utility. Use threat_model='central'.")
+    F, offsets = project_rows(basis, X, n_outputs), np.ascontiguousarray(offsets,
+                                                                         np.int64)
     return SubspaceProblem(
-        project_rows(basis, X, n_outputs), _f64(T),
-        np.ascontiguousarray(offsets, dtype=np.int64),
+        F, _f64(T), offsets,
         _validation_layout(F_val), pad_columns(T_val),
         np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
         int(utility), float(loss_param), float(l2),
@@ -640,7 +692,7 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
         float(learning_rate), float(total_sum_squares), _f64(weights), float(l1),
         penalised_basis(basis, n_outputs, n_penalized),
         unit_weights(len(X)) if row_weights is None else _f64(row_weights),
-        bool(record_level), line, bool(joint))
+        bool(record_level), line, bool(joint), scalar_flag(F, offsets, record_level))
 
 
 def _no_validation(m, n_outputs):
@@ -656,15 +708,16 @@ def _run_gradient_steps(basis, X, T, offsets, *, loss, loss_param, l2, n_penaliz
     (buffers allocated); returns where the walks end, ``ends``."""
     n_outputs, m = T.shape[1], basis.shape[0]
     ends = np.empty((permutations.shape[0], m))
+    F = project_rows(basis, X, n_outputs)
     _gradient_steps(
-        project_rows(basis, X, n_outputs), _f64(T),
+        F, _f64(T),
         unit_weights(len(X)) if row_weights is None else _f64(row_weights),
         np.ascontiguousarray(offsets, np.int64), kernel_codes(loss, 0, n_outputs)[0],
         float(loss_param), float(l2), penalty_matrix(basis, n_outputs, n_penalized),
         float(l1), penalised_basis(basis, n_outputs, n_penalized), float(clip_norm),
         float(learning_rate), _f64(starts),
-        np.ascontiguousarray(permutations, np.int64), ends, np.empty(m),
-        np.empty(n_outputs), np.empty(n_outputs))
+        np.ascontiguousarray(permutations, np.int64), ends, np.empty((1, m)),
+        np.empty(n_outputs), np.empty(n_outputs), scalar_flag(F, offsets))
     return ends
 
 
@@ -691,6 +744,13 @@ def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
     starts = np.reshape(thetas, (len(thetas), -1)) @ basis.T
     F_val = _validation_layout(project_rows(basis, X_val, n_outputs))
     utilities = np.empty(len(starts))
+    if kernel_codes(loss, utility, n_outputs) == (None, None):
+        # The default's (binary logistic, neg_loss): in numpy, nothing to compile.
+        starts, n_val = _f64(starts), len(labels_val)
+        margins = 0.0  # :func:`margins_at`'s sums, in its order
+        for i in range(starts.shape[1]):
+            margins = margins + starts[:, i:i + 1] * F_val[i, 0][None, :]
+        return -logistic_loss_sums_numpy(margins, pad_columns(T_val)[0], n_val) / n_val
     _utilities(_f64(starts), F_val, pad_columns(T_val),
                np.ascontiguousarray(labels_val, np.int64),
                *kernel_codes(loss, utility, n_outputs), float(loss_param),
@@ -738,8 +798,8 @@ def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
         z = _f64(z)
         theta = (z if basis is None else z @ basis).reshape(n_outputs, -1)
         np.dot(X, theta.T, out=margins)
-        mean_loss = losses_and_gradients(int(loss), margins, T, row_weights,
-                                         float(loss_param), dloss)
+        mean_loss = losses_and_gradients(kernel_codes(loss, 0, n_outputs)[0], margins,
+                                         T, row_weights, float(loss_param), dloss)
         masked = theta * penalised
         value = (mean_loss + 0.5 * l2 * np.sum(masked * masked)
                  + l1 * np.sum(np.abs(masked)))

@@ -759,17 +759,20 @@ class DPDataValuator(BaseValuator):
     def _say_if_first_compile(self, spec):
         """One line when this fit's walk compiles for the first time
         (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
-        those of ``benchmarks/speed.py``'s cold start (load about 1)."""
+        those of ``benchmarks/speed.py``'s cold start at load about 2
+        (``benchmarks/results/speed_cold.jsonl``: 6.3, 9.6 and 8.8 s for the
+        default walk, the full-space walk and ``MLPClassifier()``'s line;
+        the others were not measured again)."""
         if spec.network is not None:
             kernel, what, seconds = (
-                (_mlp.line_walk, "a network's walk along its public line", "20-40 s")
+                (_mlp.line_walk, "a network's walk along its public line", "9 s")
                 if self.subspace is not None else
                 (_mlp.walk, "a network's full-space walk", "20-40 s"))
         elif isinstance(self.subspace, str):
             kernel, what, seconds = (_subspace._line_walk,
-                                     "the default walk along a public line", "9 s")
+                                     "the default walk along a public line", "6 s")
         elif self.subspace is None:
-            kernel, what, seconds = _kernels._walk, "the full-space walk", "9 s"
+            kernel, what, seconds = _kernels._walk, "the full-space walk", "10 s"
         else:
             kernel, what, seconds = _subspace._walk, "the walk in a subspace", "9 s"
         warn_if_first_compile(kernel, what, seconds, stacklevel=STEP_TO_USER + 1)
@@ -960,10 +963,12 @@ class DPDataValuator(BaseValuator):
         orders = [rng.choice(train, size=n_steps, replace=len(train) < n_steps)
                   for train, _ in halves]
         scores = np.zeros(len(AUTO_LEARNING_RATES))
-        for i, rate in enumerate(AUTO_LEARNING_RATES):
-            for (_, test), order in zip(halves, orders):
-                theta = self._sgd_pass(game, game.X_val, game.T_val, rate, order)
-                scores[i] += self._utility(game, theta, test, _kernels.NEG_LOSS)
+        for (_, test), order in zip(halves, orders):
+            # All candidates of a half scored in one call (the default's
+            # scores run in numpy then: nothing to compile at a first fit).
+            thetas = [self._sgd_pass(game, game.X_val, game.T_val, rate, order)
+                      for rate in AUTO_LEARNING_RATES]
+            scores += self._utilities(game, thetas, test, _kernels.NEG_LOSS)
         scores[~np.isfinite(scores)] = -np.inf
         rate = float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
         if step_noise > 0:
@@ -997,13 +1002,18 @@ class DPDataValuator(BaseValuator):
         drift = float(np.linalg.norm(np.mean(gradients * scale, axis=0)))
         return drift if np.isfinite(drift) else 0.0
 
-    def _utility(self, game, theta, rows, utility):
-        """Utility of ``theta`` on the validation ``rows``, by the walk's kernel."""
+    def _utilities(self, game, thetas, rows, utility):
+        """Utility of each of ``thetas`` on the validation ``rows``, as the walk
+        computes it."""
         settings = dict(loss=game.loss, utility=utility,
                         loss_param=game.loss_param,
                         total_sum_squares=game.total_sum_squares)
         data = (game.X_val[rows], game.T_val[rows], game.labels_val[rows])
-        return game.space.utility(theta, *data, **settings)
+        return game.space.utilities(thetas, *data, **settings)
+
+    def _utility(self, game, theta, rows, utility):
+        """Utility of ``theta`` on the validation ``rows``, as the walk computes it."""
+        return self._utilities(game, [theta], rows, utility)[0]
 
     def _margin_scale(self, game):
         """RMS over validation rows of the norm of d(margins) / d(release)."""

@@ -76,9 +76,10 @@ class FirstCompileWarning(SkdpvalWarning):
     """The first fit of a model family compiles its numba kernels.
 
     Said once, when a kernel has no on-disk cache yet: the fit then takes
-    seconds more (about 9 s for a linear model's default walk, up to 40 s
-    for a network's), once; later fits, in any process, load the compiled
-    code from the cache next to the package.
+    seconds more (about 6 s for a linear model's default walk, 9 s for a
+    network's along its public line, up to 40 s for a network's full-space
+    walk), once; later fits, in any process, load the compiled code from
+    the cache next to the package.
     """
 
 

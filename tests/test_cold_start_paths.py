@@ -1,0 +1,277 @@
+"""The default fit's set-up off numba, and the kernels' compile-time flags (issue 35).
+
+A first fit compiles only what its model family and path use: the default's
+validation utility and the standardisation run in numpy, operation for
+operation the kernels' (so the same bits), and the kernels' flags (None)
+compile a path alone. Each is checked here against the general code it
+stands for, bit for bit (``atol=0``), on inputs that reach its edge cases.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.neural_network import MLPClassifier
+
+from skdpval import DPDataValuator
+from skdpval import _kernels as K
+from skdpval import _line, _mlp, _subspace
+from skdpval._data import _standardized
+from skdpval._mlp_space import NetworkSpace, make_network, run_walk
+
+
+def _logistic_rows(rng, n_val, scale):
+    n_rows = K.padded_length(n_val)
+    margins, targets = np.zeros(n_rows), np.zeros(n_rows)
+    margins[:n_val] = rng.normal(size=n_val) * scale
+    targets[:n_val] = rng.choice([-1.0, 1.0], n_val)
+    return margins, targets
+
+
+@pytest.mark.parametrize("n_val", [1, 7, 8, 67, 513, 1100])
+def test_numpy_logistic_loss_sums_are_the_kernel_s_bits(n_val):
+    rng = np.random.default_rng(n_val)
+    sets = []
+    for scale in (1e-3, 1.0, 30.0, 800.0):  # past exp's range: the clamp at 746
+        sets.append(_logistic_rows(rng, n_val, scale))
+    margins, targets = sets[2]
+    with_inf = margins.copy()
+    with_inf[:n_val:3] = np.inf  # a diverged candidate
+    rows = np.array([m for m, _ in sets] + [with_inf])
+    expected = [K.logistic_loss_sum(m, targets, n_val, K.validation_scratch(n_val))
+                for m in rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # silent, as the kernel
+        got = K.logistic_loss_sums_numpy(rows, targets, n_val)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_numpy_exp_neg_is_the_kernel_s_bits():
+    rng = np.random.default_rng(0)
+    a = np.concatenate([np.abs(rng.normal(size=2000)) * 10.0 ** rng.uniform(-8, 3, 2000),
+                        [0.0, 745.9, 746.0, 746.5, 1e308, np.inf]])
+    expected = np.array([K._exp_neg(x) for x in a])
+    np.testing.assert_array_equal(K._exp_neg_numpy(a), expected)
+
+
+def _standardized_reference(X, mean, std):
+    """The kernel it replaced, element by element (numba's min and max)."""
+    largest, tiny = np.finfo(np.float64).max, np.finfo(np.float64).tiny
+    out = np.empty(X.shape)
+    for i in range(X.shape[0]):
+        for c in range(X.shape[1]):
+            with np.errstate(all="ignore"):
+                v = (X[i, c] - mean[c]) / std[c]
+            if v != v:
+                v = 0.0
+            else:
+                v = -largest if -largest > v else v
+                v = largest if largest < v else v
+            out[i, c] = 0.0 if abs(v) < tiny else v
+    return out
+
+
+def test_standardized_rows_are_the_kernel_s_and_silent():
+    rng = np.random.default_rng(1)
+    with np.errstate(over="ignore"):
+        X = rng.normal(size=(300, 6)) * 10.0 ** rng.integers(-310, 308, (300, 6))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[rng.random(X.shape) < 0.05] = np.inf
+    X[rng.random(X.shape) < 0.05] = -np.inf
+    X[rng.random(X.shape) < 0.05] = -0.0
+    mean = rng.normal(size=6)
+    std = np.array([1e-300, 1e300, 1.0, 2.0, 1e-5, 1e200])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would tell the private rows
+        got = _standardized(X, mean, std)
+    expected = _standardized_reference(X, mean, std)
+    np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
+
+
+def _line_problem(seed=0, n=40, n_val=30, l1=0.0):
+    rng = np.random.default_rng(seed)
+    d = 5
+    X, X_val = rng.normal(size=(n, d)), rng.normal(size=(n_val, d))
+    T = np.where(X[:, :1] > 0, 1.0, -1.0)
+    T_val = np.where(X_val[:, :1] > 0, 1.0, -1.0)
+    basis = rng.normal(size=(1, d))
+    basis /= np.linalg.norm(basis)
+    return X, T, X_val, T_val, basis, rng
+
+
+@pytest.mark.parametrize("l1", [0.0, 0.01])
+def test_the_scalar_sgd_pass_is_the_general_one(l1):
+    """``general=None`` (one direction, one row a party) against ``True``
+    (:func:`_subspace._party_gradient`): the same ends, bit for bit."""
+    X, T, _, _, basis, rng = _line_problem()
+    F = _subspace.project_rows(basis, X, 1)
+    offsets = np.arange(len(X) + 1)
+    assert _subspace.scalar_flag(F, offsets) is None
+    assert _subspace.scalar_flag(F, offsets, record_level=True) is True
+    assert _subspace.scalar_flag(F, np.array([0, 2, 3])) is True
+    permutations = rng.permuted(np.tile(np.arange(len(X)), (3, 1)), axis=1)
+    ends = {}
+    for general in (None, True):
+        ends[general] = np.empty((3, 1))
+        _subspace._gradient_steps(
+            F, T, np.ones(len(X)), offsets, None, 0.0, 0.01, np.ones((1, 1)), l1,
+            basis[:, :4].copy(), 0.3, 0.5, np.zeros((1, 1)), permutations,
+            ends[general], np.empty((1, 1)), np.empty(1), np.empty(1), general)
+    np.testing.assert_array_equal(ends[None], ends[True])
+
+
+def test_the_line_walk_s_flags_compile_the_same_walk():
+    """kind None (the logistic table) and the scalar step against the kind's
+    code and the general step: the same marginals, bit for bit."""
+    X, T, X_val, T_val, basis, rng = _line_problem(seed=3)
+    problem = _subspace.make_subspace_problem(
+        basis, X, T, np.arange(len(X) + 1), X_val, T_val,
+        (T_val[:, 0] > 0).astype(np.int64), loss=K.LOGISTIC, utility=K.NEG_LOSS,
+        loss_param=0.0, l2=0.01, n_penalized=4, clip_norm=0.5, learning_rate=0.2,
+        total_sum_squares=1.0, weights=np.ones(len(X)))
+    assert problem.line.kind == _line.HERMITE and problem.general is None
+    assert _line.kind_flag(problem.line.kind) is None
+    permutations = rng.permuted(np.tile(np.arange(len(X)), (4, 1)), axis=1)
+    noise = rng.normal(size=(4, len(X), 1))
+    results = []
+    for flags in ((None, None), (_line.HERMITE, True)):
+        p = problem._replace(general=flags[1])
+        line = p.line
+        marginals, end_utility = np.empty((4, len(X))), np.empty(4)
+        _subspace._line_walk(
+            p.F, p.T, p.row_weights, p.offsets, None, 0.0, p.l2, p.penalty, 0.0,
+            p.l1_basis, p.clip_norm, p.learning_rate, flags[0], line.lo, line.inv_h,
+            line.table, line.quad, line.s_val, permutations, noise.copy(),
+            np.ones(4), False, np.empty((1, 1)), p.weights, None, marginals,
+            end_utility, np.empty((4, 1)), np.empty((4, 1)), np.empty(1),
+            np.empty(1), np.empty(1), 0.0, np.inf, None, np.empty((1, 1)),
+            flags[1], None)
+        results.append((marginals, end_utility))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+@pytest.mark.parametrize("projected", [False, True])
+def test_a_network_s_set_up_is_its_walk_s(activation, projected):
+    """Party gradients and validation utilities of :class:`NetworkSpace` (two
+    small kernels, and numpy) against the walk they stand for
+    (:func:`run_walk`: a step of rate 1 at an infinite clip; a walk of no
+    steps), bit for bit."""
+    rng = np.random.default_rng(4)
+    n, d = 20, 4
+    X, X_val = rng.normal(size=(n, d)), rng.normal(size=(15, d))
+    T = np.where(X[:, :1] > 0, 1.0, -1.0)
+    T_val = np.where(X_val[:, :1] > 0, 1.0, -1.0)
+    labels = (T_val[:, 0] > 0).astype(np.int64)
+    net = make_network([d, 6, 1], activation, K.LOGISTIC, np.random.RandomState(0))
+    n_params = len(net.theta0)
+    basis = None
+    if projected:
+        basis = np.linalg.qr(rng.normal(size=(n_params, 2)))[0].T.copy()
+    space = NetworkSpace(net, basis)
+    theta = net.theta0 + 0.3 * rng.normal(size=n_params)
+    z = space._z(theta)
+    offsets = np.array([0, 1, 3, 4, 8, 20])
+    _, _, ends = run_walk(
+        net, basis, X, T, offsets, np.zeros((0, d)), np.zeros((0, 1)),
+        np.empty(0, np.int64), utility=K.NEG_LOSS, total_sum_squares=1.0, l2=0.01,
+        clip_norm=np.inf, learning_rate=1.0,
+        permutations=np.arange(len(offsets) - 1)[:, None], weights=np.zeros(1),
+        starts=z[None])
+    np.testing.assert_array_equal(
+        space.party_gradients(theta, X, T, offsets, l2=0.01), z - ends)
+    thetas = [theta, net.theta0, theta + 0.1]
+    walked = [run_walk(net, basis, np.zeros((0, d)), np.zeros((0, 1)), np.zeros(1),
+                       X_val, T_val, labels, utility=K.NEG_LOSS,
+                       total_sum_squares=1.0, l2=0.0, clip_norm=1.0,
+                       learning_rate=0.0, permutations=np.zeros((1, 0)),
+                       weights=np.zeros(0), starts=space._z(t)[None])[1][0]
+              for t in thetas]
+    settings = dict(utility=K.NEG_LOSS, total_sum_squares=1.0)
+    np.testing.assert_array_equal(
+        space.utilities(thetas, X_val, T_val, labels, **settings), walked)
+    np.testing.assert_array_equal(
+        [space.utility(t, X_val, T_val, labels, **settings) for t in thetas], walked)
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_a_network_s_line_rows_and_margin_scale_are_the_kernels(projected):
+    """The first layer along a line and the margin scale, now in numpy and
+    Python, against the kernels they stand for, bit for bit."""
+    rng = np.random.default_rng(7)
+    d = 5
+    X_val = rng.normal(size=(12, d))
+    net = make_network([d, 6, 3, 2], "tanh", K.MULTINOMIAL, np.random.RandomState(1))
+    n_params = len(net.theta0)
+    basis = np.linalg.qr(rng.normal(size=(n_params, 2)))[0].T.copy()
+    A, C = _mlp.line_rows(net.theta0, basis[0], net.layout, X_val)
+    A_kernel, C_kernel = np.empty_like(A), np.empty_like(C)
+    _mlp._line_rows(net.theta0, basis[0], net.layout, X_val, A_kernel, C_kernel)
+    np.testing.assert_array_equal(A, A_kernel)
+    np.testing.assert_array_equal(C, C_kernel)
+    space = NetworkSpace(net, basis if projected else None)
+    units = _mlp.n_units(net.layout)
+    total = _mlp.output_gradient_norms(
+        net.theta0, net.layout, X_val, _mlp.act_flag(net.activation),
+        basis if projected else np.zeros((1, 1)), projected, np.zeros(units),
+        np.zeros(units), np.empty(n_params), np.empty(2 if projected else n_params))
+    assert space.margin_scale(X_val) == float(np.sqrt(total / len(X_val)))
+
+
+def test_one_hidden_layer_s_line_passes_are_the_general_ones():
+    """``deep=None`` (one hidden layer, :func:`_mlp.depth_flag`) against the
+    run-time choice: the same slope, loss derivatives and exact utility."""
+    rng = np.random.default_rng(8)
+    d = 4
+    net = make_network([d, 5, 1], "relu", K.LOGISTIC, np.random.RandomState(2))
+    assert _mlp.depth_flag(net.layout) is None
+    assert _mlp.depth_flag(_mlp.network_layout([d, 5, 3, 1])) is True
+    direction = rng.normal(size=len(net.theta0))
+    X = rng.normal(size=(6, d))
+    T = np.where(X[:, :1] > 0, 1.0, -1.0)
+    A, C = _mlp.line_rows(net.theta0, direction, net.layout, X)
+    buffers = [np.zeros(_mlp.n_units(net.layout)) for _ in range(3)] + [np.zeros(1)]
+    for z in (-0.7, 0.0, 0.3):
+        for row in range(len(X)):
+            args = (A[row], C[row], T[row], net.theta0, direction, net.layout, None,
+                    None, *buffers)
+            assert (_mlp.line_slope(z, *args, None) == _mlp.line_slope(z, *args))
+            assert (_mlp.line_loss(z, z, *args, None) == _mlp.line_loss(z, z, *args))
+        exact = (A, C, T, net.theta0, direction, net.layout, None, None, 1.0, 0.0,
+                 *buffers)
+        assert _mlp.line_exact(z, *exact, None) == _mlp.line_exact(z, *exact)
+
+
+def test_the_flags_are_none_only_for_the_defaults():
+    assert _mlp.loss_flag(K.LOGISTIC) is None
+    assert _mlp.loss_flag(K.MULTINOMIAL) == K.MULTINOMIAL
+    assert _mlp.act_flag(_mlp.RELU) is None
+    assert _mlp.act_flag(_mlp.TANH) == _mlp.TANH
+    assert _mlp.level_flag(False) is None and _mlp.level_flag(True) is True
+    assert _line.kind_flag(_line.QUADRATIC) == _line.QUADRATIC
+    assert _subspace.prefetch_flag(np.arange(10)) is None
+    assert _subspace.prefetch_flag(np.arange(_subspace.PREFETCH_MIN_PARTIES + 2))
+
+
+def test_the_default_s_utilities_in_numpy_are_the_kernel_s():
+    """:func:`_subspace.utilities_of_thetas` for the binary logistic loss's
+    ``neg_loss`` (numpy, every candidate at once) against the kernel it
+    stands for, :func:`_subspace._utilities`, on a basis of two directions
+    and on a line, bit for bit."""
+    X, T, X_val, T_val, basis, rng = _line_problem(seed=6, n_val=75)
+    labels = (T_val[:, 0] > 0).astype(np.int64)
+    for m in (1, 2):
+        B = np.linalg.qr(rng.normal(size=(X.shape[1], m)))[0].T.copy()
+        thetas = rng.normal(size=(13, 1, X.shape[1])) * np.array(
+            [0.01, 1.0, 100.0, 1e4, 1e6] * 2 + [0.0, 1.0, 1e300])[:, None, None]
+        got = _subspace.utilities_of_thetas(
+            B, thetas, X_val, T_val, labels, loss=K.LOGISTIC, utility=K.NEG_LOSS,
+            loss_param=0.0, total_sum_squares=1.0)
+        starts = thetas.reshape(13, -1) @ B.T
+        F_val = _subspace._validation_layout(_subspace.project_rows(B, X_val, 1))
+        expected = np.empty(13)
+        _subspace._utilities(starts, F_val, K.pad_columns(T_val), labels, None, None,
+                             0.0, 1.0, np.empty((1, F_val.shape[2])),
+                             K.validation_scratch(len(labels)), expected)
+        np.testing.assert_array_equal(got, expected)
