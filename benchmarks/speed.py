@@ -1087,10 +1087,13 @@ if __name__ == "__main__":
                         help="dask_scale: the numbers of workers")
     parser.add_argument("--scale-batch", type=int, default=16,
                         help="dask_scale: batch_permutations")
+    parser.add_argument("--scale-memory", default="1GiB",
+                        help="dask_scale: each worker's memory_limit")
     arguments = parser.parse_args()
     for name in arguments.cases or list(CASES):
         if name == "dask_scale":
-            options = dict(batch_permutations=arguments.scale_batch)
+            options = dict(batch_permutations=arguments.scale_batch,
+                           memory_limit=arguments.scale_memory)
             if arguments.scale_n:
                 options["ns"] = [int(n) for n in arguments.scale_n]
             if arguments.scale_workers:
