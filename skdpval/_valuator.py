@@ -782,12 +782,16 @@ class DPDataValuator(BaseValuator):
         # epsilon) by s, and an L1 term of a squared loss by s as well: the
         # objective is then the original one over s^2 (L2 terms keep alpha).
         target_std = 1.0 if parties.target_scale is None else parties.target_scale[1]
+        semivalue = semivalue_weights(self.semivalue, len(parties.train_parties))
+        if weights.shape == semivalue.shape and np.array_equal(weights, semivalue):
+            # One array for both (ones: Shapley, unweighted rows), held and
+            # sent to the walk's workers once (n = 1e7: 80 MB). Read only.
+            weights = semivalue
         return Game(X, T, parties.offsets, X_val, T_val, labels_val, loss,
                     UTILITY_CODES[self.utility], spec.loss_param / target_std,
                     spec.l2_per_sample,
                     parties.X.shape[1] + (spec.fit_intercept and spec.penalize_intercept),
-                    total_sum_squares,
-                    semivalue_weights(self.semivalue, len(parties.train_parties)),
+                    total_sum_squares, semivalue,
                     spec.l1_per_sample / target_std, weights, weights_val,
                     model_spec(estimator, n_samples=len(X_val),
                                public=self.chosen_params_), False, None, target_std)
@@ -992,19 +996,13 @@ class DPDataValuator(BaseValuator):
         clipped steps' reach) plus those four stds, in at most ``n k / 4`` steps (at
         least 512), so that the table costs at most a quarter of the exact
         walk's utilities; a walk past it reads the utility from the rows, exactly."""
-        row_weights = game.row_weights
-        if (row_weights is not None and row_weights.shape == game.weights.shape
-                and np.array_equal(row_weights, game.weights)):
-            # One array for both (ones: Shapley, unweighted rows), sent to
-            # the walk's workers and held there once (n = 1e7: 80 MB).
-            row_weights = game.weights
         settings = dict(loss=game.loss, utility=game.utility,
                         loss_param=game.loss_param, l2=game.l2,
                         n_penalized=game.n_penalized, clip_norm=self.clip_norm_,
                         learning_rate=self.learning_rate_,
                         total_sum_squares=game.total_sum_squares,
                         weights=game.weights, l1=game.l1,
-                        row_weights=row_weights, record_level=game.record_level)
+                        row_weights=game.row_weights, record_level=game.record_level)
         if self.threat_model == "joint":
             settings["joint"] = True
         n_parties = len(game.offsets) - 1

@@ -331,7 +331,11 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
     depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
     n_parties, release_shape, n_permutations = initial
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
-    problem, draw = client.scatter([problem, draw], broadcast=True, hash=False)
+    # Sent to a worker directly, which the others copy: not through the
+    # scheduler, which may live in the client's process (a LocalCluster's)
+    # and would hold another copy (n = 1e7: 80 MB an array).
+    problem, draw = client.scatter([problem, draw], broadcast=True, hash=False,
+                                   direct=True)
 
     def on(i):
         return dict(workers=[workers[i % len(workers)]], allow_other_workers=True,
