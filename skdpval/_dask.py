@@ -339,9 +339,14 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         X = X.then(_standardized, *scale)
         if scale_targets and np.ptp(y_val) > 0:
             y, y_val, target_scale = standardize_targets(y, y_val, center=center)
-    train = np.arange(n_rows)
-    return Parties(X, y, np.arange(n_rows + 1), np.ascontiguousarray(X_val), y_val,
-                   classes, train, n_rows, train, 0, scale, target_scale, train)
+    # Indices in 32 bits where they fit: the client holds them through the
+    # fit (n = 1e7: 40 MB each, not 80; the walk's problem has its own
+    # 64-bit offsets, freed with it).
+    index = np.int32 if n_rows < np.iinfo(np.int32).max else np.int64
+    train = np.arange(n_rows, dtype=index)
+    return Parties(X, y, np.arange(n_rows + 1, dtype=index),
+                   np.ascontiguousarray(X_val), y_val, classes, train, n_rows,
+                   train, 0, scale, target_scale, train)
 
 
 def walk_client(X):
