@@ -36,8 +36,9 @@ Cases:
   processes x 1 thread, the walk on its workers) against numpy input in one
   process with n_jobs=1, n = 100,000 and 1,000,000, k = 128.
 - ``dask_scale``: Dask input read from Parquet (written by the workers),
-  workers limited to 1 GiB each: the label score and the default walk,
-  time and peak memory per process.
+  workers limited to 1 GiB each (``--scale-memory``): the label score and
+  the default walk, time and each fit's peak memory per process, for
+  n = 1e4 ... 1e7 (``--scale-n``) on 2 workers (``--scale-workers``).
 - ``noise_cost``: the fit with the shipped noise (ChaCha20, rounded Gaussian
   on a grid) against the float Gaussian it replaced, and the sampler alone.
 
