@@ -320,6 +320,16 @@ def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, initial,
 DASK_NODES_PER_WORKER = 1
 
 
+def _scatter_directly(client):
+    """True when the scheduler runs in this process (a LocalCluster's): data
+    then go to a worker directly, which the others copy, not through the
+    scheduler, which would hold another copy in the client's memory (n =
+    1e7: 80 MB an array). Else None: Dask's default (the workers of a
+    remote cluster may not be reachable from the client)."""
+    cluster = getattr(client, "cluster", None)
+    return True if getattr(cluster, "scheduler", None) is not None else None
+
+
 def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                  progress):
     """Waves on a Dask cluster: data sent once, tasks pinned, each worker
@@ -331,11 +341,8 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
     depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
     n_parties, release_shape, n_permutations = initial
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
-    # Sent to a worker directly, which the others copy: not through the
-    # scheduler, which may live in the client's process (a LocalCluster's)
-    # and would hold another copy (n = 1e7: 80 MB an array).
     problem, draw = client.scatter([problem, draw], broadcast=True, hash=False,
-                                   direct=True)
+                                   direct=_scatter_directly(client))
 
     def on(i):
         return dict(workers=[workers[i % len(workers)]], allow_other_workers=True,
