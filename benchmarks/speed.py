@@ -39,8 +39,9 @@ Cases:
   processes x 1 thread, the walk on its workers) against numpy input in one
   process with n_jobs=1, n = 100,000 and 1,000,000, k = 128.
 - ``dask_scale``: Dask input read from Parquet (written by the workers),
-  workers limited to 1 GiB each: the label score and the default walk,
-  time and peak memory per process.
+  workers limited to 1 GiB each (``--scale-memory``): the label score and
+  the default walk, time and each fit's peak memory per process, for
+  n = 1e4 ... 1e7 (``--scale-n``) on 2 workers (``--scale-workers``).
 - ``noise_cost``: the fit with the shipped noise (ChaCha20, rounded Gaussian
   on a grid) against the float Gaussian it replaced, and the sampler alone.
 
@@ -974,15 +975,37 @@ import numpy as np
 def peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+def _status(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) / 1024
+
+def phase_peak_mib():
+    # VmHWM: the peak resident memory since the last reset_peak().
+    return _status("VmHWM:")
+
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+def on_workers(client, function):
+    # A worker past its limit is being restarted: its peak is lost.
+    try:
+        return sorted(client.run(function).values())
+    except Exception as error:
+        return f"{{type(error).__name__}} (a worker restarting)"
+
 def main():
     import dask.array as da
     import dask.dataframe as dd
     import distributed
     from skdpval import DPDataValuator, DPLabelQuality
     n, d, k, chunk_rows = {n}, {d}, {k}, {chunk_rows}
+    out = dict()
     with tempfile.TemporaryDirectory(dir={directory!r}) as path, \\
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     memory_limit={memory_limit!r},
+            distributed.LocalCluster(n_workers={n_workers}, threads_per_worker=1,
+                                     processes=True, memory_limit={memory_limit!r},
                                      dashboard_address=None) as cluster, \\
             distributed.Client(cluster) as client:
         # The data set, written to Parquet by the workers (never in the client).
@@ -993,57 +1016,77 @@ def main():
         frame = dd.from_dask_array(da.concatenate([X, y[:, None]], axis=1),
                                    columns=[f"x{{i}}" for i in range(d)] + ["y"])
         frame.to_parquet(path, write_index=False)
+        del X, y, frame
+        # A fresh set of workers: their peaks are the fits' alone.
+        client.restart()
         X_val = np.random.default_rng(1).normal(size=(2000, d))
         y_val = ((X_val @ w + np.random.default_rng(2).normal(size=2000)) > 0) * 1
         data = dd.read_parquet(path)
         X, y = data[[f"x{{i}}" for i in range(d)]], data["y"]
-        before = peak_mib()
-        started = time.perf_counter()
-        scorer = DPLabelQuality(epsilon=1.0, random_state=0).fit(X, y, X_val=X_val,
-                                                                 y_val=y_val)
-        label_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        valuator = DPDataValuator(n_permutations=k, learning_rate=0.005, epsilon=1.0,
-                                  random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
-        valuator_seconds = time.perf_counter() - started
-        workers = client.run(peak_mib)
-        print(json.dumps(dict(
-            label_seconds=label_seconds, valuator_seconds=valuator_seconds,
-            finite=bool(np.all(np.isfinite(valuator.values_))
-                        and np.all(np.isfinite(scorer.values_))),
-            client_peak_mib=peak_mib(), client_peak_before_fits_mib=before,
-            worker_peak_mib=sorted(workers.values()))))
+        out["client_before_fits_mib"] = phase_peak_mib()
+        out["workers_before_fits_mib"] = on_workers(client, phase_peak_mib)
+        fits = dict(
+            label=lambda: DPLabelQuality(epsilon=1.0, random_state=0),
+            valuator=lambda: DPDataValuator(
+                n_permutations=k, learning_rate=0.005, epsilon=1.0, random_state=0,
+                batch_permutations={batch_permutations}))
+        fitted = []
+        for name, make in fits.items():
+            reset_peak()
+            on_workers(client, reset_peak)
+            started = time.perf_counter()
+            try:
+                fitted.append(make().fit(X, y, X_val=X_val, y_val=y_val))
+            except Exception as error:  # recorded: a worker over its limit
+                out[name + "_failed"] = f"{{type(error).__name__}}: {{error}}"[:300]
+            out[name + "_seconds"] = time.perf_counter() - started
+            # Each fit's own peaks (the fitted valuators before it stay in memory).
+            out[name + "_client_peak_mib"] = phase_peak_mib()
+            out[name + "_worker_peak_mib"] = on_workers(client, phase_peak_mib)
+        out["finite"] = bool(all(np.all(np.isfinite(f.values_)) for f in fitted))
+        out["client_peak_mib"] = peak_mib()
+    print(json.dumps(out))
 
 if __name__ == "__main__":
     main()
 """
 
 
-def dask_scale(ns=(1_000_000,), k=100, d=20, memory_limit="1GiB",
-               chunk_rows=250_000):
+def dask_scale(ns=(10_000, 100_000, 1_000_000, 10_000_000), k=100, d=20,
+               memory_limit="1GiB", chunk_rows=250_000, n_workers=(2,),
+               batch_permutations=16):
     """Dask input read from Parquet on disk (written by the workers), a
-    LocalCluster of 2 processes x 1 thread with ``memory_limit`` each: the
-    label score and the default walk; time and peak memory per process (the
-    client's in a fresh process: it runs the scheduler too)."""
-    for n in ns:
-        with tempfile.TemporaryDirectory() as directory:
-            script = os.path.join(directory, "scale.py")
-            with open(script, "w") as f:
-                f.write(DASK_SCALE.format(n=n, d=d, k=k, chunk_rows=chunk_rows,
-                                          memory_limit=memory_limit,
-                                          directory=directory))
-            out = subprocess.run([sys.executable, script], capture_output=True,
-                                 text=True)
-        if out.returncode != 0:
-            emit(case="dask_scale", n=n, k=k, d=d, memory_limit=memory_limit,
-                 failed=out.stderr.strip().splitlines()[-3:])
-            continue
-        measured = json.loads(out.stdout.strip().splitlines()[-1])
-        emit(case="dask_scale", n=n, k=k, d=d, data_mib=round(n * d * 8 / 2**20),
-             memory_limit=memory_limit, chunk_rows=chunk_rows,
-             workers="2 processes x 1 thread", source="Parquet on disk",
-             **{key: round(value, 1) if isinstance(value, float) else value
-                for key, value in measured.items()})
+    LocalCluster of ``n_workers`` processes x 1 thread with ``memory_limit``
+    each: the label score and the default walk; time and peak memory per
+    process (the client's in a fresh process: it runs the scheduler too),
+    for each fit and over the run."""
+    for workers in n_workers:
+        for n in ns:
+            with tempfile.TemporaryDirectory() as directory:
+                script = os.path.join(directory, "scale.py")
+                with open(script, "w") as f:
+                    f.write(DASK_SCALE.format(
+                        n=n, d=d, k=k, chunk_rows=min(chunk_rows, n),
+                        memory_limit=memory_limit, directory=directory,
+                        n_workers=workers, batch_permutations=batch_permutations))
+                started = time.perf_counter()
+                out = subprocess.run([sys.executable, script], capture_output=True,
+                                     text=True)
+            if out.returncode != 0:
+                emit(case="dask_scale", n=n, k=k, d=d, memory_limit=memory_limit,
+                     workers=f"{workers} processes x 1 thread",
+                     failed=out.stderr.strip().splitlines()[-3:])
+                continue
+            measured = json.loads(out.stdout.strip().splitlines()[-1])
+            emit(case="dask_scale", n=n, k=k, d=d, data_mib=round(n * d * 8 / 2**20),
+                 memory_limit=memory_limit, chunk_rows=min(chunk_rows, n),
+                 workers=f"{workers} processes x 1 thread", source="Parquet on disk",
+                 batch_permutations=batch_permutations,
+                 run_seconds=round(time.perf_counter() - started, 1),
+                 **{key: (round(value, 1) if isinstance(value, float) else
+                          [round(v, 1) for v in value] if isinstance(value, list)
+                          else value)
+                    for key, value in measured.items()})
 
 
 CASES = {"cold_start": cold_start, "paper_table8": paper_table8,
@@ -1057,5 +1100,23 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("cases", nargs="*", choices=[[], *CASES],
                         help="cases to run (default: all)")
-    for name in parser.parse_args().cases or list(CASES):
-        CASES[name]()
+    parser.add_argument("--scale-n", type=float, nargs="*",
+                        help="dask_scale: the numbers of parties")
+    parser.add_argument("--scale-workers", type=int, nargs="*",
+                        help="dask_scale: the numbers of workers")
+    parser.add_argument("--scale-batch", type=int, default=16,
+                        help="dask_scale: batch_permutations")
+    parser.add_argument("--scale-memory", default="1GiB",
+                        help="dask_scale: each worker's memory_limit")
+    arguments = parser.parse_args()
+    for name in arguments.cases or list(CASES):
+        if name == "dask_scale":
+            options = dict(batch_permutations=arguments.scale_batch,
+                           memory_limit=arguments.scale_memory)
+            if arguments.scale_n:
+                options["ns"] = [int(n) for n in arguments.scale_n]
+            if arguments.scale_workers:
+                options["n_workers"] = arguments.scale_workers
+            dask_scale(**options)
+        else:
+            CASES[name]()

@@ -139,10 +139,11 @@ class DaskRows:
 
         starts = np.r_[0, np.cumsum(array.chunks[0])]
         task = dask.delayed(function, pure=False)
-        tasks = [task(block, *args, *(arg[lo:hi] for arg in row_args))
-                 for block, lo, hi in zip(array.to_delayed().ravel(), starts[:-1],
-                                          starts[1:])]
-        return np.concatenate(dask.compute(*tasks), axis=0)
+        return gather_blocks(
+            [task(block, *args, *(arg[lo:hi] for arg in row_args))
+             for block, lo, hi in zip(array.to_delayed().ravel(), starts[:-1],
+                                      starts[1:])],
+            starts)
 
     def project_on(self, basis, n_outputs):
         """:func:`skdpval._subspace.project_rows` of every row, on the blocks:
@@ -175,11 +176,54 @@ def map_row_blocks(function, X, *row_args, block_rows=None):
          for lo in range(0, max(len(X), 1), block_rows)], axis=0)
 
 
+# The client computes the blocks of a per-row result in groups of about
+# this many rows, each copied into the result as it comes: it then holds the
+# result and one group, not every block and their concatenation (with
+# n = 1e7, one float a row: 80 MB against 240 MB).
+GATHER_ROWS = 2**20
+
+
+def gather_blocks(tasks, starts):
+    """The results of ``tasks`` (delayed, one a block of rows; block ``i``
+    holds rows ``starts[i]:starts[i + 1]``) concatenated along their first
+    axis, computed in groups of about ``GATHER_ROWS`` rows."""
+    import dask
+
+    out = None
+    first = 0
+    while first < len(tasks):
+        last = first + 1
+        while last < len(tasks) and starts[last + 1] - starts[first] <= GATHER_ROWS:
+            last += 1
+        for i, block in enumerate(dask.compute(*tasks[first:last]), first):
+            block = np.asarray(block)
+            if out is None:
+                out = np.empty((starts[-1], *block.shape[1:]), dtype=block.dtype)
+            elif np.result_type(out, block) != out.dtype:  # blocks of mixed types
+                out = out.astype(np.result_type(out, block))
+            out[starts[i]:starts[i + 1]] = block
+        first = last
+    return np.empty(0) if out is None else out
+
+
 def _in_memory(values):
-    """A per-row input (``y``, ``sample_weight``) in the client's memory."""
-    if is_dask_collection(values):
-        values = values.compute()
-    return np.asarray(values)
+    """A per-row input (``y``, ``sample_weight``) in the client's memory:
+    gathered block by block (a data frame's ``compute`` concatenates its
+    partitions on one worker first: 80 MB of labels there killed a worker
+    limited to 1 GiB)."""
+    if not is_dask_collection(values):
+        return np.asarray(values)
+    import dask
+
+    blocks = list(values.to_delayed())
+    if hasattr(values, "chunks") and values.ndim > 1:  # a 2-D Dask array
+        return np.asarray(values.compute())
+    lengths = (values.chunks[0] if hasattr(values, "chunks")
+               and not np.any(np.isnan(values.chunks[0]))
+               else dask.compute(*[dask.delayed(len)(block) for block in blocks]))
+    as_array = dask.delayed(np.asarray, pure=True)
+    return gather_blocks([as_array(block) for block in blocks],
+                         np.r_[0, np.cumsum(lengths)])
 
 
 def check_supported(valuator, groups, X_val, preprocessor=None):
@@ -284,6 +328,9 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
     if n_rows < 2:
         raise ValueError(f"Data valuation needs at least 2 training parties, got "
                          f"{n_rows}.")
+    if is_classifier:
+        # Class indices in the smallest integer type (1e7 labels: 10 MB, not 80).
+        y = y.astype(np.min_scalar_type(max(len(classes) - 1, 0)), copy=False)
     X = DaskRows(rows)
     scale = target_scale = None
     if standardize:
@@ -292,9 +339,14 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         X = X.then(_standardized, *scale)
         if scale_targets and np.ptp(y_val) > 0:
             y, y_val, target_scale = standardize_targets(y, y_val, center=center)
-    train = np.arange(n_rows)
-    return Parties(X, y, np.arange(n_rows + 1), np.ascontiguousarray(X_val), y_val,
-                   classes, train, n_rows, train, 0, scale, target_scale, train)
+    # Indices in 32 bits where they fit: the client holds them through the
+    # fit (n = 1e7: 40 MB each, not 80; the walk's problem has its own
+    # 64-bit offsets, freed with it).
+    index = np.int32 if n_rows < np.iinfo(np.int32).max else np.int64
+    train = np.arange(n_rows, dtype=index)
+    return Parties(X, y, np.arange(n_rows + 1, dtype=index),
+                   np.ascontiguousarray(X_val), y_val, classes, train, n_rows,
+                   train, 0, scale, target_scale, train)
 
 
 def walk_client(X):

@@ -398,7 +398,8 @@ class DPLabelQuality(BaseValuator):
         self.values_stderr_ = np.full(parties.n_all_parties, np.nan)
         self.values_stderr_[parties.train_parties] = 0.0 if joint else (
             score.noise_std / (np.diff(parties.offsets) if record_level else 1.0))
-        return scores + centre
+        scores += centre  # in place: the released copy (n = 1e7: 80 MB)
+        return scores
 
     def _public_model_problem(self, estimator, parties, record_level, mechanism,
                               seed):
@@ -444,7 +445,12 @@ class DPLabelQuality(BaseValuator):
         that compute in float32 (trees, forests) raise an error.
         """
         row_scores = map_row_blocks(self._clipped_row_scores, parties.X,
-                                    parties.y) - centre
+                                    parties.y)
+        row_scores -= centre
+        if len(parties.offsets) - 1 == len(parties.X):
+            # One row a party: its sum and its mean are its row's score (no
+            # arrays of n; with n = 1e7, 80 MB each).
+            return row_scores
         sums = np.add.reduceat(row_scores, parties.offsets[:-1])
         return sums if record_level else sums / np.diff(parties.offsets)
 

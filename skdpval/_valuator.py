@@ -744,16 +744,25 @@ class DPDataValuator(BaseValuator):
         self.learning_rate_ = self._learning_rate(
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
-        result = run_walks(
-            self._problem(game, noise_std, line_center), SeededDraws(
+        problem = self._problem(game, noise_std, line_center)
+        # Past the walk only the shapes of the per-party arrays are read, and
+        # the largest semivalue weight: the problem holds the rest, freed
+        # with it before the statistics (n = 1e7: 80 MB an array).
+        game = game._replace(T=np.empty((0, game.T.shape[1])), row_weights=None,
+                             weights=np.max(np.abs(game.weights), initial=0.0,
+                                            keepdims=True))
+        walked = [run_walks(
+            problem, SeededDraws(
                 np.random.SeedSequence(walk_seed), mechanism.key,
                 self.n_permutations, len(parties.train_parties), noise_std,
                 walk.grid),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
-            verbose=self.verbose, client=walk_client(game.X))
+            verbose=self.verbose, client=walk_client(game.X))]
+        del problem
+        # Popped: the statistics free the walk's arrays as they go.
         return self._walk_statistics(
-            result, game, parties, noise_std,
+            walked.pop(), game, parties, noise_std,
             unseen_noise_factor(x_tt, counted, self.batch_permutations))
 
     def _say_if_first_compile(self, spec):
@@ -791,12 +800,16 @@ class DPDataValuator(BaseValuator):
         # epsilon) by s, and an L1 term of a squared loss by s as well: the
         # objective is then the original one over s^2 (L2 terms keep alpha).
         target_std = 1.0 if parties.target_scale is None else parties.target_scale[1]
+        semivalue = semivalue_weights(self.semivalue, len(parties.train_parties))
+        if weights.shape == semivalue.shape and np.array_equal(weights, semivalue):
+            # One array for both (ones: Shapley, unweighted rows), held and
+            # sent to the walk's workers once (n = 1e7: 80 MB). Read only.
+            weights = semivalue
         return Game(X, T, parties.offsets, X_val, T_val, labels_val, loss,
                     UTILITY_CODES[self.utility], spec.loss_param / target_std,
                     spec.l2_per_sample,
                     parties.X.shape[1] + (spec.fit_intercept and spec.penalize_intercept),
-                    total_sum_squares,
-                    semivalue_weights(self.semivalue, len(parties.train_parties)),
+                    total_sum_squares, semivalue,
                     spec.l1_per_sample / target_std, weights, weights_val,
                     model_spec(estimator, n_samples=len(X_val),
                                public=self.chosen_params_), False, None, target_std)
@@ -1046,14 +1059,22 @@ class DPDataValuator(BaseValuator):
             line_intervals=min(LINE_MAX_INTERVALS,
                                max(512, n_parties * self.n_permutations // 4)))
 
-    def _standard_errors(self, shared_noise):
+    def _standard_errors(self, shared_noise, train):
         """``sqrt(marginal_var_ / n_marginals_ + shared_noise)``: the Monte
         Carlo variance and that of the noise the counted permutations share
-        (:mod:`skdpval._uncertainty`); NaN, with a warning, below two counted
+        (:mod:`skdpval._uncertainty`; ``shared_noise`` of the ``train``
+        parties, None for none); NaN, with a warning, below two counted
         permutations (one marginal has no spread: 0 would claim an exact
         value)."""
         if self.n_marginals_ >= 2:
-            return np.sqrt(self.marginal_var_ / self.n_marginals_ + shared_noise)
+            # In place, one array of n (the sum's operations, in its order).
+            variance = self.marginal_var_ / self.n_marginals_
+            if shared_noise is not None:
+                if len(train) == len(variance):
+                    variance += shared_noise
+                else:
+                    variance[train] += shared_noise
+            return np.sqrt(variance, out=variance)
         remedy = "raise n_permutations" + (" or lower q" if self.q_ > 0 else "")
         warnings.warn(
             f"values_stderr_ is NaN: {self.n_marginals_} permutation was counted past "
@@ -1087,28 +1108,42 @@ class DPDataValuator(BaseValuator):
                         stacklevel=STEP_TO_USER + 1, lowest_utility=_lowest_utility_bound(
                             values, game.weights, self.utility))
         unit = self._utility_unit(game, parties)
-        values = values * unit
         self.initial_utility_ *= unit
         self.final_utilities_ = self.final_utilities_ * unit
         self.n_marginals_ = result.n_counted
         train, n_all = parties.train_parties, parties.n_all_parties
-        self.marginal_mean_ = np.full(n_all, np.nan)
-        self.marginal_mean_[train] = values
-        self.marginal_var_ = np.full(n_all, np.nan)
-        self.marginal_var_[train] = result.marginal_m2 / result.n_counted * unit**2
+
+        def over_all_parties(per_train):
+            """NaN for held-out parties; the array itself when none is (with
+            n = 1e7 each copy is 80 MB)."""
+            if len(train) == n_all:
+                return per_train
+            out = np.full(n_all, np.nan)
+            out[train] = per_train
+            return out
+
         # With running means, the noise the counted permutations share
         # (from the values and the mean releases: post-processing only). Not
         # under the joint threat model: a joint value does not read its own
         # noisy releases, and the term regresses across every owner's value
         # (a pooled, central release); each owner's standard error is then
         # its own Monte Carlo one.
-        shared_noise = np.zeros(n_all)
+        shared_noise = None
         if (result.rolling_mean is not None and noise_std > 0
                 and result.n_counted >= 2 and self.threat_model != "joint"):
             party_noise_std = noise_std / (np.diff(game.offsets) if game.record_level
                                            else 1.0)
-            shared_noise[train] = shared_noise_variance(
+            shared_noise = shared_noise_variance(
                 result.marginal_mean, result.marginal_m2 / result.n_counted**2,
-                result.rolling_mean, party_noise_std, unseen_factor) * unit**2
-        self.values_stderr_ = self._standard_errors(shared_noise)
+                result.rolling_mean, party_noise_std, unseen_factor)
+            shared_noise *= unit**2
+        result = result._replace(rolling_mean=None)
+        values = values * unit if unit != 1.0 else values
+        self.marginal_mean_ = over_all_parties(values)
+        # In place: the walk's array (m2 / n * unit**2, in that order).
+        variance = result.marginal_m2
+        variance /= result.n_counted
+        variance *= unit**2
+        self.marginal_var_ = over_all_parties(variance)
+        self.values_stderr_ = self._standard_errors(shared_noise, train)
         return values

@@ -323,3 +323,37 @@ def test_a_wrong_number_of_dimensions_gives_the_in_memory_error(binary, shape):
     with pytest.raises(ValueError) as on_dask:
         DPDataValuator(epsilon=1.0).fit(da.from_array(bad), y, X_val=X_val, y_val=y_val)
     assert str(on_dask.value) == str(in_memory.value)
+
+
+def test_per_row_results_are_gathered_in_groups_as_one_array(monkeypatch):
+    """The client copies the blocks into one array a group at a time (rows
+    in order, blocks of any sizes and mixed types upcast), and labels from
+    a data frame's partitions equal its compute()."""
+    import dask
+
+    import skdpval._dask as dask_module
+
+    monkeypatch.setattr(dask_module, "GATHER_ROWS", 5)
+    rng = np.random.default_rng(0)
+    blocks = [rng.integers(0, 9, size=(3, 2)), rng.normal(size=(4, 2)),
+              rng.integers(0, 9, size=(1, 2)), rng.normal(size=(7, 2))]
+    starts = np.r_[0, np.cumsum([len(b) for b in blocks])]
+    got = dask_module.gather_blocks([dask.delayed(b) for b in blocks], starts)
+    assert got.dtype == np.float64
+    assert_array_equal(got, np.concatenate(blocks))
+    frame = dd.from_pandas(pd.DataFrame({"y": rng.integers(0, 3, size=50)}),
+                           npartitions=6)
+    labels = dask_module._in_memory(frame["y"][frame["y"] >= 0])  # lengths unknown
+    assert_array_equal(labels, frame["y"].compute().to_numpy())
+
+
+def test_values_equal_the_numpy_path_gathered_in_small_groups(binary, monkeypatch):
+    import skdpval._dask as dask_module
+
+    monkeypatch.setattr(dask_module, "GATHER_ROWS", 7)
+    X, y, X_val, y_val = binary
+    for make in (valuator, lambda: DPLabelQuality(random_state=0, noise_seed=3)):
+        expected = make().fit(X, y, X_val=X_val, y_val=y_val)
+        got = make().fit(*chunked(X, y, 3), X_val=X_val, y_val=y_val)
+        assert_array_equal(got.values_, expected.values_)
+        assert_array_equal(got.values_stderr_, expected.values_stderr_)
