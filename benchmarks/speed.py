@@ -917,9 +917,13 @@ def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
             X_dask = client.persist(da.from_array(X, chunks=(rows, X.shape[1])))
             y_dask = client.persist(da.from_array(y, chunks=rows))
             distributed.wait([X_dask, y_dask])
+            # public_model="validation": the private fit of the public model
+            # does not run on Dask blocks yet ("auto" keeps the validation
+            # model there and fits privately on numpy input).
             make = lambda **kw: DPDataValuator(
                 n_permutations=k, learning_rate=CLASSIFICATION_LEARNING_RATE,
-                epsilon=1.0, random_state=0, noise_seed=0, **kw)
+                epsilon=1.0, random_state=0, noise_seed=0,
+                public_model="validation", **kw)
             local, on_dask = make(n_jobs=1), make()
             local.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # compiles
             on_dask.fit(X_dask[:2000], y_dask[:2000], X_val=X_val, y_val=y_val)
