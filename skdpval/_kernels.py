@@ -597,15 +597,7 @@ def _exp_neg_numpy(a):
     a = np.where(746.0 < a, 746.0, a)  # numba's min(a, 746.0)
     k = np.floor(a * _LOG2E + 0.5)
     r = (k * _LN2_HI - a) + k * _LN2_LO
-    r2 = r * r
-    r4 = r2 * r2
-    low = (1.0 + r) + r2 * (0.5 + r * (1.0 / 6.0))
-    mid = ((1.0 / 24.0 + r * (1.0 / 120.0))
-           + r2 * (1.0 / 720.0 + r * (1.0 / 5040.0)))
-    high = ((1.0 / 40320.0 + r * (1.0 / 362880.0))
-            + r2 * (1.0 / 3628800.0 + r * (1.0 / 39916800.0)))
-    top = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0)
-    p = (low + r4 * mid) + (r4 * r4) * (high + r4 * top)
+    p = _exp_reduced.py_func(r)  # the kernel's polynomial, run by numpy
     ki = k.astype(np.int64)
     half = ki >> 1
     return (p * ((1023 - half) << 52).view(np.float64)

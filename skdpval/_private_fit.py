@@ -219,8 +219,8 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
                            noise_std, grid, draw):
     """The private fit: ``n_steps`` released clipped sums, averaged iterates.
 
-    ``learning_rate``: a scalar, or a symmetric matrix over the columns
-    (a preconditioner: a step is ``(S~ / n) @ learning_rate``).
+    ``learning_rate``: a symmetric matrix over the columns (a
+    preconditioner: a step is ``(S~ / n) @ learning_rate``).
     ``draw(lo, hi, out)`` fills ``out`` with the integer noise of streams
     ``lo .. hi - 1`` (grid units); ``noise_std`` 0 adds no noise (and draws
     none). Returns theta.
@@ -257,10 +257,7 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
             step = released.reshape(theta.shape)
         else:
             step = total
-        if np.ndim(learning_rate) == 2:
-            theta -= (step / n_parties) @ learning_rate
-        else:
-            theta -= learning_rate * step / n_parties
+        theta -= (step / n_parties) @ learning_rate
         if t >= first_averaged:
             average += theta
     return average / (n_steps - first_averaged)
