@@ -246,7 +246,7 @@ def end_wave(state, start, stop, depth, *nodes):
         wave = reduce_tree(start, stop, depth, lambda a, b: by_start[a], merge_sums)
         rolling_mean = state.rolling_mean
         if rolling_mean is not None:
-            rolling_mean = (start * rolling_mean + wave.raw_sum) / stop
+            rolling_mean = advanced_mean(rolling_mean, wave.raw_sum, start, stop)
         counted = merge_sums(state.counted, wave._replace(raw_sum=None))
     end_utility = state.end_utility.copy()
     end_utility[start:stop] = wave.end_utility
@@ -281,12 +281,18 @@ def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape
     with _diverged_walks_are_reported_later():
         raw_sum = reduce_tree(start, stop, depth, lambda a, b: by_start[a],
                               lambda left, right: left + right)
-        # (start * rolling_mean + raw_sum) / stop, in place on one new array
-        # (a worker limited to 1 GiB holds n = 1e7 parties' means: 80 MB).
-        mean = start * rolling_mean
-        mean += raw_sum
-        mean /= stop
-        return mean
+        return advanced_mean(rolling_mean, raw_sum, start, stop)
+
+
+def advanced_mean(rolling_mean, raw_sum, start, stop):
+    """The means of releases ``0 .. stop - 1`` from those of ``0 .. start -
+    1`` and the sum of the others: ``(start * rolling_mean + raw_sum) /
+    stop``, computed on one new array (a worker limited to 1 GiB holds n =
+    1e7 parties' means: 80 MB); its arguments are left untouched."""
+    mean = start * rolling_mean
+    mean += raw_sum
+    mean /= stop
+    return mean
 
 
 def end_wave_of_state(state, start, stop, depth, *nodes):
