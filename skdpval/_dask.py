@@ -10,8 +10,10 @@ are not numbers), the public standardisation and, for
 holds one number a party (or ``m``), ``y`` and ``sample_weight``; the walk
 runs on those. Every row is computed by the very functions of the
 in-memory path, row by row, so the values equal the numpy path's bit for
-bit for the same ``random_state`` and ``noise_seed``, however the rows are
-chunked (the label score's model is applied to aligned blocks of
+bit for the same ``random_state``, ``noise_seed`` and public model, however
+the rows are chunked (on Dask input ``public_model="auto"`` keeps the
+validation model: the private fit does not run on the blocks yet, while
+numpy input of many rows fits it privately) (the label score's model is applied to aligned blocks of
 ``SCORE_BLOCK_ROWS`` rows in both paths: a BLAS call may round a row
 differently in blocks of another size).
 

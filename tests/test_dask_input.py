@@ -357,3 +357,23 @@ def test_values_equal_the_numpy_path_gathered_in_small_groups(binary, monkeypatc
         got = make().fit(*chunked(X, y, 3), X_val=X_val, y_val=y_val)
         assert_array_equal(got.values_, expected.values_)
         assert_array_equal(got.values_stderr_, expected.values_stderr_)
+
+
+def test_auto_keeps_the_validation_model_on_dask_input():
+    # Many rows: on numpy input "auto" fits the public model privately; the
+    # private fit does not run on Dask blocks, so there "auto" keeps the
+    # validation model and says why, and "private" is refused.
+    X, y = make_classification(n_samples=3040, n_features=4, random_state=5)
+    X_val, y_val, X, y = X[:40], y[:40], X[40:], y[40:]
+    for make in (DPLabelQuality, DPDataValuator):
+        params = dict(epsilon=3.0, random_state=0)
+        if make is DPDataValuator:
+            params["n_permutations"] = 4
+        in_memory = make(**params).fit(X, y, X_val=X_val, y_val=y_val)
+        assert in_memory.public_model_fitted_privately_
+        on_dask = make(**params).fit(*chunked(X, y, 1000), X_val=X_val, y_val=y_val)
+        assert not on_dask.public_model_fitted_privately_
+        assert "Dask" in on_dask.public_model_reason_
+        with pytest.raises(ValueError, match="Dask"):
+            make(public_model="private", **params).fit(
+                *chunked(X, y, 1000), X_val=X_val, y_val=y_val)
