@@ -59,8 +59,9 @@ AUTO_MARGIN_NOISE = 0.1
 # across permutations only while the utility's slope along the walk keeps its
 # sign, and a walk that reaches the validation optimum gives marginals of
 # either sign there. Measured (paired noise seeds): on 45,000-row regime sets
-# (benchmarks/quality.py --suite regime) the limit fraction rose by 0.03-0.09
-# on three of six sets and held on the others for any limit from 0.03 to 3;
+# (benchmarks/drift_cap.py) the limit fraction rose by 0.035-0.089 at eps 3
+# (0.002-0.033 at eps 1) on three of six sets and held on the others; limits
+# from 0.03 to 3 gave the same within 0.005;
 # the fidelity of group-level values (--suite fidelity) held from 2 on and
 # fell at 1 (0.76 -> 0.74 at eps 10) and 0.1 (-> 0.48).
 AUTO_MARGIN_DRIFT = 2.0
