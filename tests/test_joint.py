@@ -116,14 +116,17 @@ def test_joint_record_level_without_noise_is_the_central_walk(planes):
     np.testing.assert_array_equal(values[0], values[1])
 
 
+@pytest.mark.filterwarnings("ignore::skdpval.exceptions.NoiseSeedWarning")
 def test_joint_walk_finds_flips_where_central_cannot(planes):
     """At epsilon 0.1 the noisy releases drown a central value; the joint
-    values read each owner's own step and keep most of the no-noise AUC."""
+    values read each owner's own step and keep most of the no-noise AUC.
+    The noise is seeded: with fresh noise the central AUC has a tail past
+    0.65 (0.38-0.59 over 12 seeds, 0.66 once in a suite run)."""
     from skdpval.metrics import noisy_label_auc
     flipped = planes[2]
     aucs = {threat: noisy_label_auc(fit(DPDataValuator(
         epsilon=0.1, delta=1e-4, n_permutations=200, random_state=0,
-        threat_model=threat), planes).values_, flipped)
+        noise_seed=0, threat_model=threat), planes).values_, flipped)
         for threat in ("central", "joint")}
     assert aucs["joint"] > 0.75 > aucs["central"] + 0.1, aucs
 
