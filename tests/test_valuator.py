@@ -477,3 +477,40 @@ def test_values_stderr_covers_the_exact_value():
                         np.sqrt(valuator.marginal_var_ / valuator.n_marginals_))
         covered.extend(np.abs(valuator.values_ - exact) <= 2 * valuator.values_stderr_)
     assert 0.88 <= np.mean(covered) <= 0.995, np.mean(covered)
+
+
+def _release_efficiency(q, k, wave):
+    """1 / (k sum w_l^2): how evenly a correlated walk's counted means weigh
+    the k releases (1 = as one release at the budget). Counted permutation t
+    steps with the mean of the releases before its wave."""
+    weights = np.zeros(k)
+    counted = [t for t in range(1, k + 1) if t > q * k]
+    for t in counted:
+        before = (t - 1) // wave * wave
+        weights[:before] += 1.0 / before if before else 0.0
+    weights /= len(counted)
+    return 1.0 / (k * np.sum(weights**2))
+
+
+@pytest.mark.parametrize("k, wave, semivalue, expected", [
+    (1000, 16, "shapley", 0.98),   # the last 2%
+    (200, 16, "shapley", 0.92),    # at least one wave
+    (100, 16, "shapley", 0.9),     # at most 10%
+    (1000, 16, "banzhaf", 0.9),    # other semivalues keep the paper's 0.9
+])
+def test_auto_burn_in_counts_a_short_tail_for_shapley(k, wave, semivalue, expected):
+    X, y = make_classification(n_samples=80, n_features=4, random_state=0)
+    valuator = DPDataValuator(epsilon=3.0, n_permutations=k, batch_permutations=wave,
+                              semivalue=semivalue, random_state=0)
+    valuator.fit(X[:50], y[:50], X_val=X[50:], y_val=y[50:])
+    assert valuator.q_ == pytest.approx(expected)
+    # Why: the counted means weigh the releases more evenly than at q = 0.9.
+    if semivalue == "shapley" and expected > 0.9:
+        assert (_release_efficiency(valuator.q_, k, wave)
+                > _release_efficiency(0.9, k, wave))
+    if k == 1000 and semivalue == "shapley":  # 0.986 against 0.958
+        assert _release_efficiency(valuator.q_, k, wave) > 0.98
+        assert _release_efficiency(0.9, k, wave) < 0.96
+    iid = DPDataValuator(epsilon=3.0, noise="iid", n_permutations=k,
+                         semivalue=semivalue, random_state=0)
+    assert iid.fit(X[:50], y[:50], X_val=X[50:], y_val=y[50:]).q_ == 0.0
