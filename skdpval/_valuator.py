@@ -84,6 +84,7 @@ AUTO_CLIP_PERCENTILE = 10
 # values) +0.000 to +0.006; record-level groups at eps 10 -0.004 (q 0.968,
 # k = 500). Other semivalues weigh few positions, which fewer counted
 # permutations sample worse: they keep 0.9 (not measured otherwise).
+# benchmarks/burn_in.py, results in quality_burn_in.jsonl.
 AUTO_BURN_IN = 0.9
 AUTO_COUNTED_FRACTION = 0.02
 
