@@ -77,9 +77,9 @@ AUTO_CLIP_PERCENTILE = 10
 # unevenly, as if 0.958 k of them were averaged, and its noise std is 2.2%
 # above one release at the budget's. Counting the last 2% (at least one wave)
 # makes that 0.986 k. Paired (same splits and noise), Shapley, k = 1000:
-# +0.011 to +0.013 limit fraction on the regime sets (sep_0.8, sep_1.2,
+# +0.008 to +0.013 limit fraction on the regime sets (sep_0.8, sep_1.2,
 # n_val 200, eps 1, 3 seeds; i.i.d. releases with q = 0, efficiency 1, gave
-# +0.014 to +0.020), within -0.004 / +0.004 / +0.000 on the limit suite at
+# +0.014 to +0.020), within -0.004 / +0.003 / +0.000 on the limit suite at
 # eps 1 / 3 / 10 (10 seeds), value fidelity (Spearman to the noiseless
 # values) +0.000 to +0.006; record-level groups at eps 10 -0.004 (q 0.968,
 # k = 500). Other semivalues weigh few positions, which fewer counted
