@@ -106,6 +106,10 @@ def _map_block(X, steps, function, *row_args):
     return function(_apply_steps(X, steps), *row_args)
 
 
+def _sum_block(X, steps, function, row_args, args):
+    return function(_apply_steps(X, steps), *row_args, *args)
+
+
 class DaskRows:
     """The training rows of a Dask collection, transformed lazily block by block.
 
@@ -164,6 +168,39 @@ class DaskRows:
         aligned = self.array.rechunk({0: block_rows or SCORE_BLOCK_ROWS})
         return self._over_blocks(aligned, _map_block, self.steps, function,
                                  row_args=row_args)
+
+    def sum_blocks(self, function, *row_args):
+        """A function ``sums(*args)``: the sum over this array's blocks of
+        ``function(X_block, *row_args_block, *args)``, added in the client.
+
+        For sums that are exact (integers: the private fit's fixed-point
+        gradient sums), so that any chunking gives the same total. The
+        in-memory ``row_args`` (one entry a row) are cut into the blocks
+        once and, with a distributed Client, scattered to its workers once,
+        so that each call sends only ``args``; each call reads the blocks
+        anew (one pass over the rows).
+        """
+        import dask
+
+        starts = np.r_[0, np.cumsum(self.array.chunks[0])]
+        blocks = self.array.to_delayed().ravel()
+        pieces = [tuple(arg[lo:hi] for arg in row_args)
+                  for lo, hi in zip(starts[:-1], starts[1:])]
+        client = walk_client(self)
+        if client is not None:
+            pieces = client.scatter(pieces, hash=False)
+        task = dask.delayed(_sum_block, pure=False)
+        steps = self.steps
+
+        def sums(*args):
+            parts = dask.compute(*[task(block, steps, function, piece, args)
+                                   for block, piece in zip(blocks, pieces)])
+            total = parts[0].copy()
+            for part in parts[1:]:
+                total += part
+            return total
+
+        return sums
 
 
 def map_row_blocks(function, X, *row_args, block_rows=None):

@@ -413,7 +413,7 @@ class DPLabelQuality(BaseValuator):
         fits, self.public_model_reason_ = resolve_public_model(
             self, estimator, n_parties=n_parties, n_val=len(parties.X_val),
             n_params=n_outputs * (parties.X.shape[1] + 1), mu=budget_mu(mechanism),
-            rows=parties.X, share=1.0 if self.threat_model == "joint" else None)
+            share=1.0 if self.threat_model == "joint" else None)
         self.public_model_fitted_privately_ = fits
         if not fits:
             return None

@@ -866,7 +866,7 @@ class DPDataValuator(BaseValuator):
         self.public_model_fitted_privately_, self.public_model_reason_ = (
             resolve_public_model(self, estimator, n_parties=n_parties,
                                  n_val=len(game.X_val), n_params=game.X.shape[1]
-                                 * game.T.shape[1], mu=mu, rows=game.X))
+                                 * game.T.shape[1], mu=mu))
         mechanism.details["public_model"] = self.public_model_reason_
         if not self.public_model_fitted_privately_:
             return None, None
