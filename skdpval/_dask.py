@@ -6,19 +6,25 @@ block of rows: the checks of the input domain (NaN, infinity, values that
 are not numbers), the public standardisation and, for
 :class:`~skdpval.DPDataValuator`, each row projected on the public line
 (``m`` numbers a row, :func:`skdpval._subspace.project_rows`), for
-:class:`~skdpval.DPLabelQuality` each row's clipped score. The client then
-holds one number a party (or ``m``), ``y`` and ``sample_weight``; the walk
-runs on those. Every row is computed by the very functions of the
-in-memory path, row by row, so the values equal the numpy path's bit for
-bit for the same ``random_state``, ``noise_seed`` and public model, however
-the rows are chunked (on Dask input ``public_model="auto"`` keeps the
-validation model: the private fit does not run on the blocks yet, while
-numpy input of many rows fits it privately) (the label score's model is applied to aligned blocks of
-``SCORE_BLOCK_ROWS`` rows in both paths: a BLAS call may round a row
-differently in blocks of another size).
+:class:`~skdpval.DPLabelQuality` each row's clipped score, and each step of
+the private fit of the public model (``public_model="private"`` or
+``"auto"``, :func:`skdpval._private_fit.noisy_gradient_descent`): a block's
+exact sum of its rows' clipped gradients (:meth:`DaskRows.sum_blocks`, 20
+passes over the rows). The client then holds one number a party (or
+``m``), ``y`` and ``sample_weight``; the walk runs on those. Every row is
+computed by the very functions of the in-memory path, row by row, and the
+fit's sums are integers (fixed point), added in any order to the same
+total, so the values equal the numpy path's bit for bit for the same
+``random_state`` and ``noise_seed``, however the rows are chunked (the
+label score's model is applied to aligned blocks of ``SCORE_BLOCK_ROWS``
+rows in both paths: a BLAS call may round a row differently in blocks of
+another size). ``public_model="auto"`` decides from the same public
+quantities as in memory.
 
 The noise key is made in the client (fresh OS entropy, or ``noise_seed``).
-The label score's noise is drawn there; the walk's noise is drawn where its
+The label score's noise and the private fit's are drawn there (the workers
+send the fit's block sums, the client adds them, draws the step's noise and
+takes the step); the walk's noise is drawn where its
 waves run: with a distributed Client, on its workers, which then hold the
 key (as with ``joblib.parallel_config(backend="dask")``) and must be as
 trusted as the client.

@@ -298,9 +298,10 @@ class DPLabelQuality(BaseValuator):
         X : array-like of shape (n_samples, n_features)
             Training samples (private). A Dask array or data frame is
             scored where its blocks live (``X_val`` in memory); the noise
-            is drawn in the client. The values equal the numpy path's
-            with the same public model (``"auto"`` keeps the validation
-            model on Dask input; the user guide's "Data held by Dask").
+            is drawn in the client (also that of a private fit of the
+            public model, whose steps are summed on the blocks). The values
+            equal the numpy path's bit for bit (the user guide's "Data held
+            by Dask").
         y : array-like of shape (n_samples,)
             Their labels or targets.
         X_val, y_val : array-like, default=None

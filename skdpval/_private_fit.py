@@ -10,10 +10,15 @@ privacy, and the valuators use that model where they used the validation one
 The fit is full-batch noisy gradient descent, warm-started from the model
 fitted on the validation set. Each of ``n_steps`` steps releases
 
-    S~_t = gamma (rint(S_t / gamma) + m_t),  S_t = sum_j clip(g_j(theta_t), C)
+    S~_t = gamma (rint(S_t / gamma) + m_t),
+    S_t = u sum_j rint(clip(g_j(theta_t), C - u sqrt(D)) / u)
 
 the sum over parties of each party's clipped gradient (its mean loss plus the
-penalty), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
+penalty), each rounded to the fixed-point step ``u = C 2**-32`` and summed
+exactly in 64-bit integers (:func:`fixed_point_unit`: the sum is the same
+however the rows are split, in memory or over Dask blocks; the clip shrunk by
+``u sqrt(D)``, ``D`` the parameters, keeps each rounded gradient within
+``C``), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
 (:class:`~skdpval._secure_noise.Grid`), drawn by the fit's
 :class:`~skdpval._mechanism.PrivacyMechanism` (stream kind ``PUBLIC_FIT``),
 and steps ``theta_{t+1} = theta_t - f P^-1 S~_t / n`` (``f =
