@@ -367,7 +367,8 @@ def _same_fit(got, expected):
     assert_array_equal(got.values_, expected.values_)
     assert_array_equal(got.values_stderr_, expected.values_stderr_)
     assert got.privacy_report_ == expected.privacy_report_
-    assert got.public_model_fitted_privately_ and expected.public_model_fitted_privately_
+    assert got.public_model_fitted_privately_
+    assert expected.public_model_fitted_privately_
 
 
 @pytest.mark.parametrize("epsilon", [1.0, np.inf])  # inf: a fit without noise
