@@ -183,8 +183,13 @@ class DaskRows:
         gradient sums), so that any chunking gives the same total. The
         in-memory ``row_args`` (one entry a row) are cut into the blocks
         once and, with a distributed Client, scattered to its workers once,
-        so that each call sends only ``args``; each call reads the blocks
-        anew (one pass over the rows).
+        so that each call sends only ``args``. Each call reads the blocks
+        anew (one pass over the rows: from their source, e.g. Parquet),
+        except with a distributed Client whose workers' memory limits hold
+        the transformed rows several times over
+        (:func:`_rows_fit_on_workers`): they are then kept on the workers
+        for the calls (released with ``sums``). Either way the sums are the
+        same.
         """
         import dask
 
@@ -193,10 +198,14 @@ class DaskRows:
         pieces = [tuple(arg[lo:hi] for arg in row_args)
                   for lo, hi in zip(starts[:-1], starts[1:])]
         client = walk_client(self)
+        steps = self.steps
         if client is not None:
             pieces = client.scatter(pieces, hash=False)
+            if _rows_fit_on_workers(client, self.shape):
+                transform = dask.delayed(_apply_steps, pure=False)
+                blocks = client.compute([transform(block, steps) for block in blocks])
+                steps = ()
         task = dask.delayed(_sum_block, pure=False)
-        steps = self.steps
 
         def sums(*args):
             parts = dask.compute(*[task(block, steps, function, piece, args)
@@ -207,6 +216,24 @@ class DaskRows:
             return total
 
         return sums
+
+
+# Rows read at every step of a fit (the private fit's 20 passes) are kept on
+# the workers when they take at most this share of the workers' summed
+# memory limits (a worker without a limit: not kept). Measured
+# (benchmarks/dask_fit.py, n = 1e6 from Parquet, 2 workers of 1 GiB): a pass
+# that reads the Parquet blocks anew cost about 3 s.
+KEEP_ROWS_MEMORY_SHARE = 0.25
+
+
+def _rows_fit_on_workers(client, shape):
+    """Whether rows of ``shape`` (float64) fit the workers' memory limits
+    by the share ``KEEP_ROWS_MEMORY_SHARE`` (public: sizes only)."""
+    limits = [worker.get("memory_limit") or 0
+              for worker in client.scheduler_info()["workers"].values()]
+    if not limits or min(limits) <= 0:
+        return False
+    return shape[0] * shape[1] * 8 <= KEEP_ROWS_MEMORY_SHARE * sum(limits)
 
 
 def map_row_blocks(function, X, *row_args, block_rows=None):

@@ -381,6 +381,7 @@ class DPLabelQuality(BaseValuator):
             theta, mechanism.details["public_model_fit"] = run_fit(problem, fit,
                                                                    mechanism)
             self.public_model_ = labels_model(self.estimator_, theta, problem)
+            problem = None  # its targets and weights (n numbers each): freed
         if not is_classifier(self.estimator_):
             self.residual_scale_ = _residual_scale(self.public_model_, parties)
         self.margin_scale_ = self._margin_scale(parties)

@@ -273,6 +273,19 @@ def preconditioner(X_val, loss, l2, shrinkage=FIT_SHRINKAGE):
                           hermitian=True)
 
 
+def unweighted_rows_gradient_sum(X, T, theta, *args):
+    """:func:`rows_gradient_sum` with unit row weights (made per block)."""
+    return rows_gradient_sum(X, T, K.unit_weights(len(X)), theta, *args)
+
+
+def _one_row_each(offsets, block=2**20):
+    """Whether ``offsets`` is ``0, 1, ..., n`` (checked a block at a time:
+    no temporary of n numbers)."""
+    return all(np.array_equal(offsets[lo:lo + block],
+                              np.arange(lo, min(lo + block, len(offsets))))
+               for lo in range(0, len(offsets), block))
+
+
 def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
                            n_penalized, row_weights, clip, learning_rate, n_steps,
                            noise_std, grid, draw):
@@ -291,20 +304,22 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
     """
     theta = np.array(theta0, dtype=np.float64, order="C")
     T = K._f64(T)
-    offsets = K._i64(offsets)
-    weights = K.unit_weights(len(X)) if row_weights is None else K._f64(row_weights)
     n_parties = len(offsets) - 1
-    one_row_parties = n_parties == len(X) and np.all(np.diff(offsets) == 1)
+    one_row_parties = n_parties == len(X) and _one_row_each(offsets)
     unit = fixed_point_unit(clip, n_parties)
-    kernel_args = (None if one_row_parties else offsets, int(loss), float(loss_param),
-                   float(l2), float(l1), int(n_penalized),
+    kernel_args = (None if one_row_parties else K._i64(offsets), int(loss),
+                   float(loss_param), float(l2), float(l1), int(n_penalized),
                    rounded_clip(clip, unit, theta.size), unit)
     if hasattr(X, "sum_blocks"):  # Dask rows: one row a party
         if not one_row_parties:
             raise ValueError("The private fit on Dask input needs one row a party.")
-        gradient_sum = X.sum_blocks(rows_gradient_sum, T, weights)
+        gradient_sum = (X.sum_blocks(unweighted_rows_gradient_sum, T)
+                        if row_weights is None else
+                        X.sum_blocks(rows_gradient_sum, T, K._f64(row_weights)))
     else:
         X = K._f64(X)
+        weights = (K.unit_weights(len(X)) if row_weights is None
+                   else K._f64(row_weights))
 
         def gradient_sum(theta, *args):
             return rows_gradient_sum(X, T, weights, theta, *args)
@@ -494,7 +509,9 @@ def labels_problem(validation_model, estimator, parties, *, record_level, classe
         scale = float(np.std(parties.y_val)) or 1.0
         T = (T - centre) / scale
     X, X_val = with_intercept(spec, parties.X, parties.X_val)
-    weights, _ = row_weights(spec, parties.y, parties.y_val, classes, None)
+    weights = None  # unweighted: no array of n ones (n = 1e7: 80 MB)
+    if spec.is_classifier and spec.class_weight is not None:
+        weights, _ = row_weights(spec, parties.y, parties.y_val, classes, None)
     n_penalized = parties.X.shape[1] + (spec.fit_intercept and spec.penalize_intercept)
     has_intercept = bool(spec.fit_intercept and spec.intercept_column)
     theta0 = _theta_of(validation_model, T.shape[1], X.shape[1], has_intercept,

@@ -423,19 +423,32 @@ def test_auto_decides_on_dask_input_as_in_memory():
         assert on_dask.public_model_reason_ == in_memory.public_model_reason_
 
 
-def test_the_private_fit_runs_on_the_cluster_with_the_same_values(binary,
+@pytest.mark.parametrize("keep_rows", [True, False])
+def test_the_private_fit_runs_on_the_cluster_with_the_same_values(binary, keep_rows,
                                                                    monkeypatch):
     """With a distributed Client each step's block sums are computed on its
-    workers (labels and weights scattered once), the noise in the client."""
+    workers (labels and weights scattered once, the rows kept there when
+    they fit the workers' memory, else read anew each step), the noise in
+    the client."""
+    import skdpval._dask as dask_module
+
     X, y, X_val, y_val = binary
-    scattered = []
-    original = distributed.Client.scatter
+    if not keep_rows:
+        monkeypatch.setattr(dask_module, "KEEP_ROWS_MEMORY_SHARE", 0.0)
+    scattered, kept = [], []
+    original_scatter = distributed.Client.scatter
+    original_fit = dask_module._rows_fit_on_workers
 
-    def recording(self, data, **kwargs):
+    def recording_scatter(self, data, **kwargs):
         scattered.append(len(data))
-        return original(self, data, **kwargs)
+        return original_scatter(self, data, **kwargs)
 
-    monkeypatch.setattr(distributed.Client, "scatter", recording)
+    def recording_fit(client, shape):
+        kept.append(original_fit(client, shape))
+        return kept[-1]
+
+    monkeypatch.setattr(distributed.Client, "scatter", recording_scatter)
+    monkeypatch.setattr(dask_module, "_rows_fit_on_workers", recording_fit)
     makers = (lambda: DPLabelQuality(random_state=0, noise_seed=1,
                                      public_model="private"),
               lambda: valuator(public_model="private"))
@@ -446,5 +459,6 @@ def test_the_private_fit_runs_on_the_cluster_with_the_same_values(binary,
         got = [make().fit(*chunked(X, y, 30), X_val=X_val, y_val=y_val)
                for make in makers]
     assert scattered[:1] == [7]  # the fit's 7 blocks' labels and weights, once
+    assert kept == [keep_rows, keep_rows]
     for fitted, reference in zip(got, expected):
         _same_fit(fitted, reference)
