@@ -12,7 +12,8 @@ memory. :class:`~skdpval.DPLabelQuality` (epsilon 1) with
 on the workers, the noise in the client), then ``"auto"`` (which decides
 from public quantities: it fits privately here); the difference is the
 fit's cost. Each fit in the same fresh process, with each fit's peak
-memory in the client and the workers; ``values_identical``: the private
+memory in the client (and its resident memory as the fit starts) and the
+workers; ``values_identical``: the private
 fit's values against the same fit on numpy input (``noise_seed``).
 
 Options: ``--n`` (default 1,000,000), ``--memory-limit`` (default 1GiB),
@@ -78,18 +79,19 @@ def main():
         for option in ("validation", "private"):
             make(option).fit(dd.from_pandas(small.iloc[:, :d], npartitions=2),
                              small["y"].to_numpy(), X_val=X_val, y_val=y_val)
-        fitted = dict()
         for option in ("validation", "private", "auto"):
             reset_peak()
             client.run(reset_peak)
+            out[option + "_client_start_mib"] = _status("VmRSS:")
             started = time.perf_counter()
-            fitted[option] = make(option).fit(X, y, X_val=X_val, y_val=y_val)
+            fitted = make(option).fit(X, y, X_val=X_val, y_val=y_val)
             out[option + "_seconds"] = time.perf_counter() - started
             out[option + "_client_peak_mib"] = phase_peak_mib()
             out[option + "_worker_peak_mib"] = sorted(client.run(phase_peak_mib).values())
-        out["auto_fits_privately"] = bool(fitted["auto"].public_model_fitted_privately_)
-        private_values = fitted["private"].values_
-        fitted.clear()
+            if option == "private":
+                private_values = fitted.values_
+            out[option + "_fits_privately"] = bool(fitted.public_model_fitted_privately_)
+            del fitted
         X_memory = data[[f"x{{i}}" for i in range(d)]].compute().to_numpy()
         y_memory = data["y"].compute().to_numpy()
         started = time.perf_counter()
