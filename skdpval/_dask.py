@@ -30,7 +30,9 @@ key (as with ``joblib.parallel_config(backend="dask")``) and must be as
 trusted as the client.
 
 Not supported on Dask input (a clear error before any work): ``groups``
-(a group's rows are summed in an order read from their content),
+(a group's rows are summed in an order read from their content; the
+private fit would also need a group's rows, which may span blocks, summed
+before its gradient is clipped: parties are single rows here),
 ``subspace=None`` (the full-space walk reads whole rows at every step), a
 network's walk, a Pipeline's transformers, and no ``X_val`` (the held-out
 rows would have to come from ``X``).
