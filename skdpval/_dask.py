@@ -184,8 +184,8 @@ class DaskRows:
         For sums that are exact (integers: the private fit's fixed-point
         gradient sums), so that any chunking gives the same total. The
         in-memory ``row_args`` (one entry a row) are cut into the blocks
-        once and, with a distributed Client, scattered to its workers once,
-        so that each call sends only ``args``. Each call reads the blocks
+        once and, with a distributed Client, sent to every worker once, so
+        that each call sends only ``args``. Each call reads the blocks
         anew (one pass over the rows: from their source, e.g. Parquet),
         except with a distributed Client whose workers' memory limits hold
         the transformed rows several times over
@@ -202,7 +202,12 @@ class DaskRows:
         client = walk_client(self)
         steps = self.steps
         if client is not None:
-            pieces = client.scatter(pieces, hash=False)
+            from ._walk import _scatter_directly
+
+            # On every worker (as the walk's problem): a worker lost mid-fit
+            # leaves the others' copies, and its tasks are recomputed.
+            pieces = client.scatter(pieces, hash=False, broadcast=True,
+                                    direct=_scatter_directly(client))
             if _rows_fit_on_workers(client, self.shape):
                 transform = dask.delayed(_apply_steps, pure=False)
                 blocks = client.compute([transform(block, steps) for block in blocks])

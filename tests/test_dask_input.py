@@ -462,3 +462,41 @@ def test_the_private_fit_runs_on_the_cluster_with_the_same_values(binary, keep_r
     assert kept == [keep_rows, keep_rows]
     for fitted, reference in zip(got, expected):
         _same_fit(fitted, reference)
+
+
+@pytest.mark.parametrize("keep_rows", [True, False])
+def test_a_worker_killed_mid_private_fit_changes_no_value(monkeypatch, keep_rows):
+    """A worker process killed after the fit's third step: the labels and
+    weights have copies on the other worker, kept rows are recomputed from
+    their lineage, and the values are the same."""
+    import os
+    import signal
+
+    import skdpval._dask as dask_module
+    import skdpval._private_fit as fit_module
+
+    if not keep_rows:
+        monkeypatch.setattr(dask_module, "KEEP_ROWS_MEMORY_SHARE", 0.0)
+    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
+                                                    random_state=5), 300)
+    make = lambda: DPLabelQuality(random_state=0, noise_seed=1, public_model="private")
+    expected = make().fit(X, y, X_val=X_val, y_val=y_val)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        target = pids[sorted(pids)[0]]
+        steps = []
+        original = fit_module.releases_on_grid
+
+        def kill_after_the_third_step(*args):
+            steps.append(1)
+            if len(steps) == 3:
+                os.kill(target, signal.SIGKILL)
+            return original(*args)
+
+        monkeypatch.setattr(fit_module, "releases_on_grid", kill_after_the_third_step)
+        got = make().fit(*chunked(X, y, 250), X_val=X_val, y_val=y_val)
+        assert len(steps) == 20
+        assert target not in client.run(os.getpid).values()  # it did die
+    _same_fit(got, expected)
