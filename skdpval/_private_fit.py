@@ -569,9 +569,12 @@ def run_fit(problem, part, mechanism):
         n_steps=FIT_STEPS, clip=FIT_CLIP, step_factor=FIT_STEP_FACTOR,
         preconditioner_shrinkage=FIT_SHRINKAGE,
         n_parties=len(problem.offsets) - 1,
+        sum_unit=fixed_point_unit(FIT_CLIP, len(problem.offsets) - 1),
         release=("full-batch noisy gradient descent on the training rows: each "
                  "step releases the sum over parties of each party's gradient "
-                 "clipped to clip, on a grid with rounded Gaussian noise; each "
+                 "clipped to clip (less sum_unit sqrt(d)) and rounded to "
+                 "multiples of sum_unit (an exact sum, the same however the "
+                 "rows are split), on a grid with rounded Gaussian noise; each "
                  "step is step_factor times the preconditioned released mean "
                  "gradient (preconditioner: the loss's curvature bound times the "
                  "validation rows' second moments, shrunk toward their mean "
