@@ -17,7 +17,9 @@ workers; ``values_identical``: the private
 fit's values against the same fit on numpy input (``noise_seed``).
 
 Options: ``--n`` (default 1,000,000), ``--memory-limit`` (default 1GiB),
-``--chunk-rows`` (default 250,000).
+``--chunk-rows`` (default 250,000), ``--keep-share`` (the share of the
+workers' memory under which the rows are kept for the fit's steps; 0: read
+again at each step, as at n = 1e7 with workers of 1 GiB).
 """
 
 import argparse
@@ -51,7 +53,10 @@ def main():
     import dask.array as da
     import dask.dataframe as dd
     import distributed
+    import skdpval._dask
     from skdpval import DPLabelQuality
+    if {keep_share!r} is not None:
+        skdpval._dask.KEEP_ROWS_MEMORY_SHARE = {keep_share!r}
     n, d, chunk_rows = {n}, 20, {chunk_rows}
     out = dict()
     with tempfile.TemporaryDirectory(dir={directory!r}) as path, \\
@@ -112,18 +117,23 @@ def main():
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--memory-limit", default="1GiB")
     parser.add_argument("--chunk-rows", type=int, default=250_000)
+    parser.add_argument("--keep-share", type=float, default=None,
+                        help="skdpval._dask.KEEP_ROWS_MEMORY_SHARE (0: the rows "
+                             "are read again at each step)")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as directory:
         script = os.path.join(directory, "fit.py")
         with open(script, "w") as f:
             f.write(SCRIPT.format(n=args.n, chunk_rows=min(args.chunk_rows, args.n),
-                                  memory_limit=args.memory_limit, directory=directory))
+                                  memory_limit=args.memory_limit, directory=directory,
+                                  keep_share=args.keep_share))
         started = time.perf_counter()
         out = subprocess.run([sys.executable, script], capture_output=True, text=True)
     case = dict(case="dask private fit", n=args.n, d=20, n_val=2000,
                 source="Parquet on disk", chunk_rows=min(args.chunk_rows, args.n),
                 workers="2 processes x 1 thread", memory_limit=args.memory_limit,
+                keep_rows_memory_share=args.keep_share,
                 run_seconds=round(time.perf_counter() - started, 1))
     if out.returncode != 0:
         case["failed"] = out.stderr.strip().splitlines()[-3:]

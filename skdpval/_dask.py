@@ -41,6 +41,8 @@ Dask is imported only when an input is a Dask collection (checked by the
 module of its type); ``pip install "skdpval[dask]"`` installs it.
 """
 
+from concurrent.futures import CancelledError
+
 import numpy as np
 from sklearn.utils.validation import (
     _assert_all_finite,
@@ -184,45 +186,70 @@ class DaskRows:
         For sums that are exact (integers: the private fit's fixed-point
         gradient sums), so that any chunking gives the same total. The
         in-memory ``row_args`` (one entry a row) are cut into the blocks
-        once and, with a distributed Client, sent to every worker once, so
-        that each call sends only ``args``. Each call reads the blocks
-        anew (one pass over the rows: from their source, e.g. Parquet),
-        except with a distributed Client whose workers' memory limits hold
-        the transformed rows several times over
-        (:func:`_rows_fit_on_workers`): they are then kept on the workers
-        for the calls (released with ``sums``). Either way the sums are the
-        same.
+        once and, with a distributed Client, sent to its workers once, so
+        that each call sends only ``args``. Each call reads the blocks anew
+        (one pass over the rows: from their source, e.g. Parquet), except
+        with a distributed Client whose workers' memory limits hold the
+        transformed rows several times over (:func:`_rows_fit_on_workers`):
+        they are then kept on the workers for the calls (released with
+        ``sums``). A call whose data went with a lost worker (its tasks
+        cancelled) sends them again and recomputes its sum, at most
+        ``LOST_WORKER_RETRIES`` times. Either way the sums are the same.
         """
         import dask
 
         starts = np.r_[0, np.cumsum(self.array.chunks[0])]
-        blocks = self.array.to_delayed().ravel()
-        pieces = [tuple(arg[lo:hi] for arg in row_args)
-                  for lo, hi in zip(starts[:-1], starts[1:])]
+        source = self.array.to_delayed().ravel()
+        cut = [tuple(arg[lo:hi] for arg in row_args)
+               for lo, hi in zip(starts[:-1], starts[1:])]
         client = walk_client(self)
-        steps = self.steps
-        if client is not None:
+        keep = client is not None and _rows_fit_on_workers(client, self.shape)
+        transform = dask.delayed(_apply_steps, pure=False)
+        placed = {}
+
+        def place():
+            """The blocks and row arguments the tasks read, on the workers
+            when there is a Client (again after a lost worker)."""
+            if client is None:
+                placed.update(blocks=source, steps=self.steps, pieces=cut)
+                return
             from ._walk import _scatter_directly
 
-            # On every worker (as the walk's problem): a worker lost mid-fit
-            # leaves the others' copies, and its tasks are recomputed.
-            pieces = client.scatter(pieces, hash=False, broadcast=True,
-                                    direct=_scatter_directly(client))
-            if _rows_fit_on_workers(client, self.shape):
-                transform = dask.delayed(_apply_steps, pure=False)
-                blocks = client.compute([transform(block, steps) for block in blocks])
-                steps = ()
+            placed["pieces"] = client.scatter(cut, hash=False,
+                                              direct=_scatter_directly(client))
+            placed.update(blocks=source, steps=self.steps)
+            if keep:
+                placed.update(blocks=client.compute([transform(block, self.steps)
+                                                     for block in source]),
+                              steps=())
+
+        place()
         task = dask.delayed(_sum_block, pure=False)
 
         def sums(*args):
-            parts = dask.compute(*[task(block, steps, function, piece, args)
-                                   for block, piece in zip(blocks, pieces)])
+            for attempt in range(LOST_WORKER_RETRIES + 1):
+                try:
+                    parts = dask.compute(*[
+                        task(block, placed["steps"], function, piece, args)
+                        for block, piece in zip(placed["blocks"], placed["pieces"])])
+                    break
+                except CancelledError:
+                    if client is None or attempt == LOST_WORKER_RETRIES:
+                        raise
+                    place()
             total = parts[0].copy()
             for part in parts[1:]:
                 total += part
             return total
 
         return sums
+
+
+# A sum whose tasks were cancelled because their data went with a lost
+# worker (data sent to several workers do not stay there: Dask's active
+# memory manager drops the extra copies) is computed again, its data sent
+# again, at most this many times.
+LOST_WORKER_RETRIES = 3
 
 
 # Rows read at every step of a fit (the private fit's 20 passes) are kept on

@@ -466,9 +466,9 @@ def test_the_private_fit_runs_on_the_cluster_with_the_same_values(binary, keep_r
 
 @pytest.mark.parametrize("keep_rows", [True, False])
 def test_a_worker_killed_mid_private_fit_changes_no_value(monkeypatch, keep_rows):
-    """A worker process killed after the fit's third step: the labels and
-    weights have copies on the other worker, kept rows are recomputed from
-    their lineage, and the values are the same."""
+    """A worker process killed after the fit's third step: a step whose
+    data (labels and weights, kept rows) went with it sends them again and
+    sums again, and the values are the same."""
     import os
     import signal
 
