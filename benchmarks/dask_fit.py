@@ -92,10 +92,12 @@ def main():
             fitted = make(option).fit(X, y, X_val=X_val, y_val=y_val)
             out[option + "_seconds"] = time.perf_counter() - started
             out[option + "_client_peak_mib"] = phase_peak_mib()
-            out[option + "_worker_peak_mib"] = sorted(client.run(phase_peak_mib).values())
+            peaks = client.run(phase_peak_mib)
+            out[option + "_worker_peak_mib"] = sorted(peaks.values())
             if option == "private":
                 private_values = fitted.values_
-            out[option + "_fits_privately"] = bool(fitted.public_model_fitted_privately_)
+            fits = fitted.public_model_fitted_privately_
+            out[option + "_fits_privately"] = bool(fits)
             del fitted
         X_memory = data[[f"x{{i}}" for i in range(d)]].compute().to_numpy()
         y_memory = data["y"].compute().to_numpy()
