@@ -6,25 +6,33 @@ block of rows: the checks of the input domain (NaN, infinity, values that
 are not numbers), the public standardisation and, for
 :class:`~skdpval.DPDataValuator`, each row projected on the public line
 (``m`` numbers a row, :func:`skdpval._subspace.project_rows`), for
-:class:`~skdpval.DPLabelQuality` each row's clipped score. The client then
-holds one number a party (or ``m``), ``y`` and ``sample_weight``; the walk
-runs on those. Every row is computed by the very functions of the
-in-memory path, row by row, so the values equal the numpy path's bit for
-bit for the same ``random_state``, ``noise_seed`` and public model, however
-the rows are chunked (on Dask input ``public_model="auto"`` keeps the
-validation model: the private fit does not run on the blocks yet, while
-numpy input of many rows fits it privately) (the label score's model is applied to aligned blocks of
-``SCORE_BLOCK_ROWS`` rows in both paths: a BLAS call may round a row
-differently in blocks of another size).
+:class:`~skdpval.DPLabelQuality` each row's clipped score, and each step of
+the private fit of the public model (``public_model="private"`` or
+``"auto"``, :func:`skdpval._private_fit.noisy_gradient_descent`): a block's
+exact sum of its rows' clipped gradients (:meth:`DaskRows.sum_blocks`, 20
+passes over the rows). The client then holds one number a party (or
+``m``), ``y`` and ``sample_weight``; the walk runs on those. Every row is
+computed by the very functions of the in-memory path, row by row, and the
+fit's sums are integers (fixed point), added in any order to the same
+total, so the values equal the numpy path's bit for bit for the same
+``random_state`` and ``noise_seed``, however the rows are chunked (the
+label score's model is applied to aligned blocks of ``SCORE_BLOCK_ROWS``
+rows in both paths: a BLAS call may round a row differently in blocks of
+another size). ``public_model="auto"`` decides from the same public
+quantities as in memory.
 
 The noise key is made in the client (fresh OS entropy, or ``noise_seed``).
-The label score's noise is drawn there; the walk's noise is drawn where its
+The label score's noise and the private fit's are drawn there (the workers
+send the fit's block sums, the client adds them, draws the step's noise and
+takes the step); the walk's noise is drawn where its
 waves run: with a distributed Client, on its workers, which then hold the
 key (as with ``joblib.parallel_config(backend="dask")``) and must be as
 trusted as the client.
 
 Not supported on Dask input (a clear error before any work): ``groups``
-(a group's rows are summed in an order read from their content),
+(a group's rows are summed in an order read from their content; the
+private fit would also need a group's rows, which may span blocks, summed
+before its gradient is clipped: parties are single rows here),
 ``subspace=None`` (the full-space walk reads whole rows at every step), a
 network's walk, a Pipeline's transformers, and no ``X_val`` (the held-out
 rows would have to come from ``X``).
@@ -32,6 +40,8 @@ rows would have to come from ``X``).
 Dask is imported only when an input is a Dask collection (checked by the
 module of its type); ``pip install "skdpval[dask]"`` installs it.
 """
+
+from concurrent.futures import CancelledError
 
 import numpy as np
 from sklearn.utils.validation import (
@@ -106,6 +116,10 @@ def _map_block(X, steps, function, *row_args):
     return function(_apply_steps(X, steps), *row_args)
 
 
+def _sum_block(X, steps, function, row_args, args):
+    return function(_apply_steps(X, steps), *row_args, *args)
+
+
 class DaskRows:
     """The training rows of a Dask collection, transformed lazily block by block.
 
@@ -164,6 +178,96 @@ class DaskRows:
         aligned = self.array.rechunk({0: block_rows or SCORE_BLOCK_ROWS})
         return self._over_blocks(aligned, _map_block, self.steps, function,
                                  row_args=row_args)
+
+    def sum_blocks(self, function, *row_args):
+        """A function ``sums(*args)``: the sum over this array's blocks of
+        ``function(X_block, *row_args_block, *args)``, added in the client.
+
+        For sums that are exact (integers: the private fit's fixed-point
+        gradient sums), so that any chunking gives the same total. The
+        in-memory ``row_args`` (one entry a row) are cut into the blocks
+        once and, with a distributed Client, sent to its workers once, so
+        that each call sends only ``args``. Each call reads the blocks anew
+        (one pass over the rows: from their source, e.g. Parquet), except
+        with a distributed Client whose workers' memory limits hold the
+        transformed rows several times over (:func:`_rows_fit_on_workers`):
+        they are then kept on the workers for the calls (released with
+        ``sums``). A call whose data went with a lost worker (its tasks
+        cancelled) sends them again and recomputes its sum, at most
+        ``LOST_WORKER_RETRIES`` times. Either way the sums are the same.
+        """
+        import dask
+
+        starts = np.r_[0, np.cumsum(self.array.chunks[0])]
+        source = self.array.to_delayed().ravel()
+        cut = [tuple(arg[lo:hi] for arg in row_args)
+               for lo, hi in zip(starts[:-1], starts[1:])]
+        client = walk_client(self)
+        keep = client is not None and _rows_fit_on_workers(client, self.shape)
+        transform = dask.delayed(_apply_steps, pure=False)
+        placed = {}
+
+        def place():
+            """The blocks and row arguments the tasks read, on the workers
+            when there is a Client (again after a lost worker)."""
+            if client is None:
+                placed.update(blocks=source, steps=self.steps, pieces=cut)
+                return
+            from ._walk import _scatter_directly
+
+            placed["pieces"] = client.scatter(cut, hash=False,
+                                              direct=_scatter_directly(client))
+            placed.update(blocks=source, steps=self.steps)
+            if keep:
+                placed.update(blocks=client.compute([transform(block, self.steps)
+                                                     for block in source]),
+                              steps=())
+
+        place()
+        task = dask.delayed(_sum_block, pure=False)
+
+        def sums(*args):
+            for attempt in range(LOST_WORKER_RETRIES + 1):
+                try:
+                    parts = dask.compute(*[
+                        task(block, placed["steps"], function, piece, args)
+                        for block, piece in zip(placed["blocks"], placed["pieces"])])
+                    break
+                except CancelledError:
+                    if client is None or attempt == LOST_WORKER_RETRIES:
+                        raise
+                    place()
+            total = parts[0].copy()
+            for part in parts[1:]:
+                total += part
+            return total
+
+        return sums
+
+
+# A sum whose tasks were cancelled because their data went with a lost
+# worker (data sent to several workers do not stay there: Dask's active
+# memory manager drops the extra copies) is computed again, its data sent
+# again, at most this many times.
+LOST_WORKER_RETRIES = 3
+
+
+# Rows read at every step of a fit (the private fit's 20 passes) are kept on
+# the workers when they take at most this share of the workers' summed
+# memory limits (a worker without a limit: not kept). Measured
+# (benchmarks/dask_fit.py, n = 1e6 from Parquet, 2 workers of 1 GiB): a pass
+# that reads the Parquet blocks anew cost about 3 s.
+KEEP_ROWS_MEMORY_SHARE = 0.25
+
+
+def _rows_fit_on_workers(client, shape):
+    """Whether rows of ``shape`` (float64) fit the workers' memory limits
+    by the share ``KEEP_ROWS_MEMORY_SHARE`` (public: sizes only)."""
+    limits = [worker.get("memory_limit") or 0
+              for worker in client.scheduler_info()["workers"].values()]
+    if not limits or min(limits) <= 0:
+        return False
+    return shape[0] * shape[1] * 8 <= KEEP_ROWS_MEMORY_SHARE * sum(limits)
 
 
 def map_row_blocks(function, X, *row_args, block_rows=None):

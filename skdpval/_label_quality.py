@@ -298,9 +298,10 @@ class DPLabelQuality(BaseValuator):
         X : array-like of shape (n_samples, n_features)
             Training samples (private). A Dask array or data frame is
             scored where its blocks live (``X_val`` in memory); the noise
-            is drawn in the client. The values equal the numpy path's
-            with the same public model (``"auto"`` keeps the validation
-            model on Dask input; the user guide's "Data held by Dask").
+            is drawn in the client (also that of a private fit of the
+            public model, whose steps are summed on the blocks). The values
+            equal the numpy path's bit for bit (the user guide's "Data held
+            by Dask").
         y : array-like of shape (n_samples,)
             Their labels or targets.
         X_val, y_val : array-like, default=None
@@ -380,6 +381,7 @@ class DPLabelQuality(BaseValuator):
             theta, mechanism.details["public_model_fit"] = run_fit(problem, fit,
                                                                    mechanism)
             self.public_model_ = labels_model(self.estimator_, theta, problem)
+            problem = None  # its targets and weights (n numbers each): freed
         if not is_classifier(self.estimator_):
             self.residual_scale_ = _residual_scale(self.public_model_, parties)
         self.margin_scale_ = self._margin_scale(parties)
@@ -413,7 +415,7 @@ class DPLabelQuality(BaseValuator):
         fits, self.public_model_reason_ = resolve_public_model(
             self, estimator, n_parties=n_parties, n_val=len(parties.X_val),
             n_params=n_outputs * (parties.X.shape[1] + 1), mu=budget_mu(mechanism),
-            rows=parties.X, share=1.0 if self.threat_model == "joint" else None)
+            share=1.0 if self.threat_model == "joint" else None)
         self.public_model_fitted_privately_ = fits
         if not fits:
             return None

@@ -10,10 +10,15 @@ privacy, and the valuators use that model where they used the validation one
 The fit is full-batch noisy gradient descent, warm-started from the model
 fitted on the validation set. Each of ``n_steps`` steps releases
 
-    S~_t = gamma (rint(S_t / gamma) + m_t),  S_t = sum_j clip(g_j(theta_t), C)
+    S~_t = gamma (rint(S_t / gamma) + m_t),
+    S_t = u sum_j rint(clip(g_j(theta_t), C - u sqrt(D)) / u)
 
 the sum over parties of each party's clipped gradient (its mean loss plus the
-penalty), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
+penalty), each rounded to the fixed-point step ``u = C 2**-32`` and summed
+exactly in 64-bit integers (:func:`fixed_point_unit`: the sum is the same
+however the rows are split, in memory or over Dask blocks; the clip shrunk by
+``u sqrt(D)``, ``D`` the parameters, keeps each rounded gradient within
+``C``), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
 (:class:`~skdpval._secure_noise.Grid`), drawn by the fit's
 :class:`~skdpval._mechanism.PrivacyMechanism` (stream kind ``PUBLIC_FIT``),
 and steps ``theta_{t+1} = theta_t - f P^-1 S~_t / n`` (``f =
@@ -128,15 +133,46 @@ def check_public_model(public_model, share):
 
 # --- the kernel -----------------------------------------------------------------
 
+# The per-step sums are exact: each party's clipped gradient is rounded to a
+# fixed-point grid of step ``unit = clip 2**-b`` and the integers are summed
+# in int64. Integer addition is associative, so the sum does not depend on
+# how the rows are split (in memory, or over Dask chunks in any order): both
+# paths release the same bits. ``b`` is FIT_SUM_BITS while the sum fits in 63
+# bits (each party adds at most ``2**b`` a coordinate: ``n 2**b <= 2**62``).
+FIT_SUM_BITS = 32
+_MIN_SUM_BITS = 16
+
+
+def fixed_point_unit(clip, n_parties):
+    """The fixed-point step of the fit's sums for ``n_parties`` parties
+    (public): ``clip 2**-b``, ``b = min(FIT_SUM_BITS, 62 - bit_length(n))``."""
+    bits = min(FIT_SUM_BITS, 62 - int(n_parties).bit_length())
+    if bits < _MIN_SUM_BITS:
+        raise ValueError(f"The private fit sums at most 2**{62 - _MIN_SUM_BITS} "
+                         f"parties exactly; got {n_parties}. Use "
+                         "public_model='validation'.")
+    return math.ldexp(float(clip), -bits)
+
+
+def rounded_clip(clip, unit, size):
+    """The norm each party's gradient is clipped to before rounding, so that
+    the rounded vector (``size`` coordinates, each moved by at most ``unit``:
+    half a step of rounding, and the last bits of the division by ``unit``)
+    still has norm at most ``clip``: the sum's sensitivity is unchanged."""
+    return float(clip) - unit * math.sqrt(size)
+
+
 @njit(cache=True, nogil=True)
 def clipped_gradient_sum(theta, X, T, row_weights, offsets, loss, loss_param, l2, l1,
-                         n_penalized, clip, margin_buf, dloss_buf, party, out):
-    """``out`` <- sum over parties of each party's gradient (mean loss of its
-    rows plus the penalty) clipped to L2 norm ``clip``."""
+                         n_penalized, clip, unit, margin_buf, dloss_buf, party, out):
+    """``out`` (int64) <- sum over parties of each party's gradient (mean
+    loss of its rows plus the penalty) clipped to L2 norm ``clip``, in
+    units of ``unit`` rounded to integers (exact, in any order)."""
     n_outputs, n_columns = theta.shape
+    inverse_unit = 1.0 / unit
     for k in range(n_outputs):
         for c in range(n_columns):
-            out[k, c] = 0.0
+            out[k, c] = 0
     for j in range(offsets.shape[0] - 1):
         K.party_gradient(theta, X, T, row_weights, offsets[j], offsets[j + 1], loss,
                          loss_param, l2, l1, n_penalized, margin_buf, dloss_buf,
@@ -144,7 +180,7 @@ def clipped_gradient_sum(theta, X, T, row_weights, offsets, loss, loss_param, l2
         K.clip_l2(party, clip)
         for k in range(n_outputs):
             for c in range(n_columns):
-                out[k, c] += party[k, c]
+                out[k, c] += np.int64(np.rint(party[k, c] * inverse_unit))
 
 
 # Reassociation and contraction only (no finite-math flags: a gradient that
@@ -153,48 +189,71 @@ _ROW_FASTMATH = {"reassoc", "contract", "nsz"}
 
 
 @njit(cache=True, nogil=True, fastmath=_ROW_FASTMATH)
-def clipped_row_gradient_sum(theta, X, T, row_weights, row_sq, loss, loss_param, l2,
-                             n_penalized, clip, out):
+def clipped_row_gradient_sum(theta, X, T, row_weights, loss, loss_param, l2,
+                             n_penalized, clip, unit, out):
     """:func:`clipped_gradient_sum` for one-row parties, one output and no
     L1 term, in one pass over the rows: a row's gradient is ``a x + l2
     theta_pen`` (``a`` its weighted loss derivative), whose norm follows from
-    ``row_sq`` (each row's ``|x|^2``, fixed over the fit), ``x . theta_pen``
-    and ``|theta_pen|^2``; the clipped penalty parts are summed as one
-    scalar. A gradient that is not finite counts as zero (as
+    ``|x|^2``, ``x . theta_pen`` and ``|theta_pen|^2`` (summed in the pass
+    that forms the margin). A gradient that is not finite counts as zero (as
     :func:`skdpval._kernels.clip_l2` sets it)."""
     n_columns = theta.shape[1]
     coef = theta[0]
     pen_sq = 0.0
     for c in range(n_penalized):
         pen_sq += coef[c] * coef[c]
-    total = np.zeros(n_columns)
-    penalty_total = 0.0
+    for c in range(n_columns):
+        out[0, c] = 0
+    inverse_unit = 1.0 / unit
     clip_sq = clip * clip
     for row in range(X.shape[0]):
         x = X[row]
         dot_pen = 0.0
+        row_sq = 0.0
         for c in range(n_penalized):
             dot_pen += coef[c] * x[c]
+            row_sq += x[c] * x[c]
         m = dot_pen
         for c in range(n_penalized, n_columns):
             m += coef[c] * x[c]
+            row_sq += x[c] * x[c]
         a = row_weights[row] * K._output_dloss(loss, m, T[row, 0], loss_param)
-        norm_sq = a * a * row_sq[row] + 2.0 * a * l2 * dot_pen + l2 * l2 * pen_sq
-        scale = 1.0  # the root only for the rows clipped
+        norm_sq = a * a * row_sq + 2.0 * a * l2 * dot_pen + l2 * l2 * pen_sq
+        scale = inverse_unit  # the root only for the rows clipped
         if norm_sq > clip_sq:
             if not norm_sq < np.inf:
                 continue
-            scale = clip / np.sqrt(norm_sq)
+            scale = clip / np.sqrt(norm_sq) * inverse_unit
         elif not norm_sq >= -np.inf:  # NaN
             continue
         a *= scale
-        for c in range(n_columns):
-            total[c] += a * x[c]
-        penalty_total += scale
-    for c in range(n_columns):
-        out[0, c] = total[c]
-    for c in range(n_penalized):
-        out[0, c] += penalty_total * l2 * coef[c]
+        penalty = l2 * scale
+        for c in range(n_penalized):
+            out[0, c] += np.int64(np.rint(a * x[c] + penalty * coef[c]))
+        for c in range(n_penalized, n_columns):
+            out[0, c] += np.int64(np.rint(a * x[c]))
+
+
+def rows_gradient_sum(X, T, row_weights, theta, offsets, loss, loss_param, l2, l1,
+                      n_penalized, clip, unit):
+    """The clipped sum of rows ``X`` (in memory) at ``theta``, in int64 units
+    of ``unit``; ``offsets`` None: one row a party. The kernel is chosen from
+    the parties' shape alone (one-row parties, one output, no L1 term: the
+    one-pass kernel), so any block of rows is summed as the whole is (C
+    order: one compiled kernel for every block)."""
+    X, T, row_weights = K._f64(X), K._f64(T), K._f64(row_weights)
+    out = np.empty(theta.shape, dtype=np.int64)
+    if offsets is None and theta.shape[0] == 1 and l1 == 0:
+        clipped_row_gradient_sum(theta, X, T, row_weights, loss, loss_param, l2,
+                                 n_penalized, clip, unit, out)
+        return out
+    if offsets is None:
+        offsets = np.arange(len(X) + 1, dtype=np.int64)
+    n_outputs = theta.shape[0]
+    clipped_gradient_sum(theta, X, T, row_weights, offsets, loss, loss_param, l2, l1,
+                         n_penalized, clip, unit, np.empty(n_outputs),
+                         np.empty(n_outputs), np.empty_like(theta), out)
+    return out
 
 
 def preconditioner(X_val, loss, l2, shrinkage=FIT_SHRINKAGE):
@@ -214,44 +273,64 @@ def preconditioner(X_val, loss, l2, shrinkage=FIT_SHRINKAGE):
                           hermitian=True)
 
 
+def unweighted_rows_gradient_sum(X, T, theta, *args):
+    """:func:`rows_gradient_sum` with unit row weights (made per block)."""
+    return rows_gradient_sum(X, T, K.unit_weights(len(X)), theta, *args)
+
+
+def _one_row_each(offsets, block=2**20):
+    """Whether ``offsets`` is ``0, 1, ..., n`` (checked a block at a time:
+    no temporary of n numbers)."""
+    return all(np.array_equal(offsets[lo:lo + block],
+                              np.arange(lo, min(lo + block, len(offsets))))
+               for lo in range(0, len(offsets), block))
+
+
 def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
                            n_penalized, row_weights, clip, learning_rate, n_steps,
                            noise_std, grid, draw):
     """The private fit: ``n_steps`` released clipped sums, averaged iterates.
 
-    ``learning_rate``: a symmetric matrix over the columns (a
+    ``X``: the rows in memory, or :class:`~skdpval._dask.DaskRows` (one row
+    a party): each step's sum is then formed on the blocks, each block's
+    exact integer sum (:func:`rows_gradient_sum`) sent to the client, which
+    adds them, draws the noise and takes the step. The sums are exact
+    (:func:`fixed_point_unit`), so both give the same bits however the rows
+    are chunked. ``learning_rate``: a symmetric matrix over the columns (a
     preconditioner: a step is ``(S~ / n) @ learning_rate``).
     ``draw(lo, hi, out)`` fills ``out`` with the integer noise of streams
     ``lo .. hi - 1`` (grid units); ``noise_std`` 0 adds no noise (and draws
     none). Returns theta.
     """
     theta = np.array(theta0, dtype=np.float64, order="C")
-    X, T = K._f64(X), K._f64(T)
-    offsets = K._i64(offsets)
-    weights = K.unit_weights(len(X)) if row_weights is None else K._f64(row_weights)
+    T = K._f64(T)
     n_parties = len(offsets) - 1
+    one_row_parties = n_parties == len(X) and _one_row_each(offsets)
+    unit = fixed_point_unit(clip, n_parties)
+    kernel_args = (None if one_row_parties else K._i64(offsets), int(loss),
+                   float(loss_param), float(l2), float(l1), int(n_penalized),
+                   rounded_clip(clip, unit, theta.size), unit)
+    if hasattr(X, "sum_blocks"):  # Dask rows: one row a party
+        if not one_row_parties:
+            raise ValueError("The private fit on Dask input needs one row a party.")
+        gradient_sum = (X.sum_blocks(unweighted_rows_gradient_sum, T)
+                        if row_weights is None else
+                        X.sum_blocks(rows_gradient_sum, T, K._f64(row_weights)))
+    else:
+        X = K._f64(X)
+        weights = (K.unit_weights(len(X)) if row_weights is None
+                   else K._f64(row_weights))
+
+        def gradient_sum(theta, *args):
+            return rows_gradient_sum(X, T, weights, theta, *args)
     size = theta.size
     if noise_std > 0:  # every step's draws at once, stream (PUBLIC_FIT, t)
         noise = draw(0, n_steps, np.empty((n_steps, size)))
-    total = np.empty_like(theta)
-    buffers = (np.empty(theta.shape[0]), np.empty(theta.shape[0]),
-               np.empty_like(theta))
     released = np.empty(size)
     average = np.zeros_like(theta)
     first_averaged = n_steps // 2
-    one_row_parties = len(offsets) == len(X) + 1 and np.all(np.diff(offsets) == 1)
-    fast = one_row_parties and theta.shape[0] == 1 and l1 == 0
-    if fast:
-        row_sq = np.einsum("ij,ij->i", X, X)
     for t in range(n_steps):
-        if fast:
-            clipped_row_gradient_sum(theta, X, T, weights, row_sq, int(loss),
-                                     float(loss_param), float(l2), int(n_penalized),
-                                     float(clip), total)
-        else:
-            clipped_gradient_sum(theta, X, T, weights, offsets, int(loss),
-                                 float(loss_param), float(l2), float(l1),
-                                 int(n_penalized), float(clip), *buffers, total)
+        total = gradient_sum(theta.copy(), *kernel_args).astype(np.float64) * unit
         if noise_std > 0:
             releases_on_grid(total.ravel(), noise[t], grid.gamma, grid.bound, released)
             step = released.reshape(theta.shape)
@@ -338,25 +417,17 @@ def private_fit_unsupported(estimator):
 
 
 def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu,
-                         rows=None, share=None):
+                         share=None):
     """``(fit_privately, why)`` for ``valuator.public_model`` (public only);
     ``share`` of mu^2 for the fit (default ``valuator.public_model_share``;
     1 under the joint threat model, where the fit is the whole billboard).
 
     ``"private"`` for an estimator the fit does not cover raises a
-    ValueError naming why; ``"auto"`` keeps the validation model then. So
-    for training ``rows`` held by Dask (:mod:`skdpval._dask`): the fit
-    reads every row at each of its steps, which does not run on the blocks
-    yet.
+    ValueError naming why; ``"auto"`` keeps the validation model then.
+    Training rows held by Dask decide as in memory: the fit runs on their
+    blocks (:func:`noisy_gradient_descent`).
     """
     option = valuator.public_model
-    if option != "validation" and hasattr(rows, "project_on"):
-        if option == "private":
-            raise ValueError("public_model='private' reads the training rows at "
-                             "each of its steps, which does not run on Dask input "
-                             "yet: use public_model='validation' (or 'auto').")
-        return False, ("public_model='auto' keeps the validation model: Dask "
-                       "input (the private fit does not run on the blocks yet)")
     if option == "validation":
         return False, "public_model='validation'"
     if mu is None:
@@ -438,7 +509,9 @@ def labels_problem(validation_model, estimator, parties, *, record_level, classe
         scale = float(np.std(parties.y_val)) or 1.0
         T = (T - centre) / scale
     X, X_val = with_intercept(spec, parties.X, parties.X_val)
-    weights, _ = row_weights(spec, parties.y, parties.y_val, classes, None)
+    weights = None  # unweighted: no array of n ones (n = 1e7: 80 MB)
+    if spec.is_classifier and spec.class_weight is not None:
+        weights, _ = row_weights(spec, parties.y, parties.y_val, classes, None)
     n_penalized = parties.X.shape[1] + (spec.fit_intercept and spec.penalize_intercept)
     has_intercept = bool(spec.fit_intercept and spec.intercept_column)
     theta0 = _theta_of(validation_model, T.shape[1], X.shape[1], has_intercept,
@@ -496,9 +569,12 @@ def run_fit(problem, part, mechanism):
         n_steps=FIT_STEPS, clip=FIT_CLIP, step_factor=FIT_STEP_FACTOR,
         preconditioner_shrinkage=FIT_SHRINKAGE,
         n_parties=len(problem.offsets) - 1,
+        sum_unit=fixed_point_unit(FIT_CLIP, len(problem.offsets) - 1),
         release=("full-batch noisy gradient descent on the training rows: each "
                  "step releases the sum over parties of each party's gradient "
-                 "clipped to clip, on a grid with rounded Gaussian noise; each "
+                 "clipped to clip (less sum_unit sqrt(d)) and rounded to "
+                 "multiples of sum_unit (an exact sum, the same however the "
+                 "rows are split), on a grid with rounded Gaussian noise; each "
                  "step is step_factor times the preconditioned released mean "
                  "gradient (preconditioner: the loss's curvature bound times the "
                  "validation rows' second moments, shrunk toward their mean "

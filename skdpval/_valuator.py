@@ -637,9 +637,10 @@ class DPDataValuator(BaseValuator):
             ``y`` and ``sample_weight`` Dask or in memory, ``X_val`` in
             memory): the rows are projected there and the walk runs on one
             number a party, on the distributed Client's workers when there
-            is one; the values equal the numpy path's with the same public
-            model (``"auto"`` keeps the validation model on Dask input; the
-            user guide's "Data held by Dask").
+            is one (a private fit of the public model sums its steps on
+            the blocks and draws its noise in the client); the values equal
+            the numpy path's bit for bit (the user guide's "Data held by
+            Dask").
         y : array-like of shape (n_samples,)
             Their targets.
         X_val : array-like of shape (n_val, n_features), default=None
@@ -896,7 +897,7 @@ class DPDataValuator(BaseValuator):
         self.public_model_fitted_privately_, self.public_model_reason_ = (
             resolve_public_model(self, estimator, n_parties=n_parties,
                                  n_val=len(game.X_val), n_params=game.X.shape[1]
-                                 * game.T.shape[1], mu=mu, rows=game.X))
+                                 * game.T.shape[1], mu=mu))
         mechanism.details["public_model"] = self.public_model_reason_
         if not self.public_model_fitted_privately_:
             return None, None

@@ -40,8 +40,8 @@ def regression():
 
 
 def valuator(**params):
-    # The validation model on both paths: "auto" keeps it on both here, but
-    # the report's reason differs (Dask input, or a small training set).
+    # The validation model on both paths ("auto" keeps it at these sizes);
+    # the private fit's tests ask for public_model="private".
     return DPDataValuator(**{"n_permutations": 12, "batch_permutations": 4,
                              "epsilon": 1.0, "random_state": 0, "noise_seed": 3,
                              "public_model": "validation", **params})
@@ -124,7 +124,7 @@ def test_label_quality_scores_aligned_blocks_past_one_block(monkeypatch):
     X, y, X_val, y_val = split(*make_classification(n_samples=1100, n_features=8,
                                                     random_state=4), 100)
     # No noise, no grid; the validation model on both paths (without noise
-    # "auto" would fit the in-memory rows plainly, which Dask input cannot).
+    # "auto" would fit the rows plainly: the score's blocks are the point here).
     scorer = lambda: DPLabelQuality(epsilon=np.inf, random_state=0,
                                     public_model="validation")
     expected = scorer().fit(X, y, X_val=X_val, y_val=y_val).values_
@@ -156,10 +156,11 @@ def no_release(monkeypatch):
     monkeypatch.setattr(mechanism_module, "noise_key", refuse)
 
 
+@pytest.mark.parametrize("public_model", ["auto", "private"])
 @pytest.mark.parametrize("defect", ["nan", "inf", "nan and inf", "label", "y nan"])
 @pytest.mark.parametrize("estimator", [DPDataValuator, DPLabelQuality])
 def test_bad_input_in_a_chunk_gives_the_in_memory_error(binary, defect, estimator,
-                                                        monkeypatch):
+                                                        public_model, monkeypatch):
     X, y, X_val, y_val = binary
     X, y = X.copy(), y.astype(float)
     if "inf" in defect:
@@ -170,11 +171,12 @@ def test_bad_input_in_a_chunk_gives_the_in_memory_error(binary, defect, estimato
         y[120] = 7
     if defect == "y nan":
         y[120] = np.nan
+    make = lambda: estimator(epsilon=1.0, public_model=public_model)
     with pytest.raises(ValueError) as in_memory:
-        estimator(epsilon=1.0).fit(X, y, X_val=X_val, y_val=y_val)
+        make().fit(X, y, X_val=X_val, y_val=y_val)
     no_release(monkeypatch)
     with pytest.raises(ValueError) as on_dask:
-        estimator(epsilon=1.0).fit(*chunked(X, y, 40), X_val=X_val, y_val=y_val)
+        make().fit(*chunked(X, y, 40), X_val=X_val, y_val=y_val)
     assert str(on_dask.value) == str(in_memory.value)
     assert "private data" in str(on_dask.value) or "class set" in str(on_dask.value)
 
@@ -359,21 +361,142 @@ def test_values_equal_the_numpy_path_gathered_in_small_groups(binary, monkeypatc
         assert_array_equal(got.values_stderr_, expected.values_stderr_)
 
 
-def test_auto_keeps_the_validation_model_on_dask_input():
-    # Many rows: on numpy input "auto" fits the public model privately; the
-    # private fit does not run on Dask blocks, so there "auto" keeps the
-    # validation model and says why, and "private" is refused.
+# --- the public model fitted privately on the blocks ---------------------------------
+
+def _same_fit(got, expected):
+    assert_array_equal(got.values_, expected.values_)
+    assert_array_equal(got.values_stderr_, expected.values_stderr_)
+    assert got.privacy_report_ == expected.privacy_report_
+    assert got.public_model_fitted_privately_
+    assert expected.public_model_fitted_privately_
+
+
+@pytest.mark.parametrize("epsilon", [1.0, np.inf])  # inf: a fit without noise
+@pytest.mark.parametrize("case", ["binary", "three_classes", "regression"])
+def test_label_quality_with_a_private_fit_equals_the_numpy_path(case, epsilon,
+                                                                request):
+    """The fit's 20 steps summed on the blocks: the public model and the
+    values are the numpy path's, bit for bit, at two chunkings (the
+    one-pass kernel, and the general one for three classes)."""
+    X, y, X_val, y_val = request.getfixturevalue(case)
+    estimator = Ridge() if case == "regression" else LogisticRegression()
+    scorer = lambda: DPLabelQuality(estimator, epsilon=epsilon, random_state=0,
+                                    noise_seed=1, public_model="private")
+    expected = scorer().fit(X, y, X_val=X_val, y_val=y_val)
+    assert not np.array_equal(expected.public_model_.coef_, expected.estimator_.coef_)
+    for rows in (7, 64):
+        got = scorer().fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val)
+        _same_fit(got, expected)
+        assert_array_equal(got.public_model_.coef_, expected.public_model_.coef_)
+        assert_array_equal(got.public_model_.intercept_,
+                           expected.public_model_.intercept_)
+
+
+@pytest.mark.parametrize("case", ["binary", "three_classes", "regression"])
+def test_valuator_with_a_private_fit_equals_the_numpy_path(case, request):
+    X, y, X_val, y_val = request.getfixturevalue(case)
+    params = {"public_model": "private"}
+    if case == "regression":
+        params["estimator"] = Ridge()
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val,
+                                      sample_weight=weights)
+    for rows in (7, 64):
+        got = valuator(**params).fit(*chunked(X, y, rows), X_val=X_val, y_val=y_val,
+                                     sample_weight=da.from_array(weights, chunks=50))
+        _same_fit(got, expected)
+        assert_array_equal(got.public_model_, expected.public_model_)
+
+
+def test_auto_decides_on_dask_input_as_in_memory():
+    """Many rows: "auto" fits the public model privately on numpy input and
+    on Dask input alike (the same public quantities), with the same values."""
     X, y = make_classification(n_samples=3040, n_features=4, random_state=5)
     X_val, y_val, X, y = X[:40], y[:40], X[40:], y[40:]
     for make in (DPLabelQuality, DPDataValuator):
-        params = dict(epsilon=3.0, random_state=0)
+        params = dict(epsilon=3.0, random_state=0, noise_seed=2)
         if make is DPDataValuator:
             params["n_permutations"] = 4
         in_memory = make(**params).fit(X, y, X_val=X_val, y_val=y_val)
-        assert in_memory.public_model_fitted_privately_
         on_dask = make(**params).fit(*chunked(X, y, 1000), X_val=X_val, y_val=y_val)
-        assert not on_dask.public_model_fitted_privately_
-        assert "Dask" in on_dask.public_model_reason_
-        with pytest.raises(ValueError, match="Dask"):
-            make(public_model="private", **params).fit(
-                *chunked(X, y, 1000), X_val=X_val, y_val=y_val)
+        _same_fit(on_dask, in_memory)
+        assert on_dask.public_model_reason_ == in_memory.public_model_reason_
+
+
+@pytest.mark.parametrize("keep_rows", [True, False])
+def test_the_private_fit_runs_on_the_cluster_with_the_same_values(binary, keep_rows,
+                                                                   monkeypatch):
+    """With a distributed Client each step's block sums are computed on its
+    workers (labels and weights scattered once, the rows kept there when
+    they fit the workers' memory, else read anew each step), the noise in
+    the client."""
+    import skdpval._dask as dask_module
+
+    X, y, X_val, y_val = binary
+    if not keep_rows:
+        monkeypatch.setattr(dask_module, "KEEP_ROWS_MEMORY_SHARE", 0.0)
+    scattered, kept = [], []
+    original_scatter = distributed.Client.scatter
+    original_fit = dask_module._rows_fit_on_workers
+
+    def recording_scatter(self, data, **kwargs):
+        scattered.append(len(data))
+        return original_scatter(self, data, **kwargs)
+
+    def recording_fit(client, shape):
+        kept.append(original_fit(client, shape))
+        return kept[-1]
+
+    monkeypatch.setattr(distributed.Client, "scatter", recording_scatter)
+    monkeypatch.setattr(dask_module, "_rows_fit_on_workers", recording_fit)
+    makers = (lambda: DPLabelQuality(random_state=0, noise_seed=1,
+                                     public_model="private"),
+              lambda: valuator(public_model="private"))
+    expected = [make().fit(X, y, X_val=X_val, y_val=y_val) for make in makers]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        got = [make().fit(*chunked(X, y, 30), X_val=X_val, y_val=y_val)
+               for make in makers]
+    assert scattered[:1] == [7]  # the fit's 7 blocks' labels and weights, once
+    assert kept == [keep_rows, keep_rows]
+    for fitted, reference in zip(got, expected):
+        _same_fit(fitted, reference)
+
+
+@pytest.mark.parametrize("keep_rows", [True, False])
+def test_a_worker_killed_mid_private_fit_changes_no_value(monkeypatch, keep_rows):
+    """A worker process killed after the fit's third step: a step whose
+    data (labels and weights, kept rows) went with it sends them again and
+    sums again, and the values are the same."""
+    import os
+    import signal
+
+    import skdpval._dask as dask_module
+    import skdpval._private_fit as fit_module
+
+    if not keep_rows:
+        monkeypatch.setattr(dask_module, "KEEP_ROWS_MEMORY_SHARE", 0.0)
+    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
+                                                    random_state=5), 300)
+    make = lambda: DPLabelQuality(random_state=0, noise_seed=1, public_model="private")
+    expected = make().fit(X, y, X_val=X_val, y_val=y_val)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        target = pids[sorted(pids)[0]]
+        steps = []
+        original = fit_module.releases_on_grid
+
+        def kill_after_the_third_step(*args):
+            steps.append(1)
+            if len(steps) == 3:
+                os.kill(target, signal.SIGKILL)
+            return original(*args)
+
+        monkeypatch.setattr(fit_module, "releases_on_grid", kill_after_the_third_step)
+        got = make().fit(*chunked(X, y, 250), X_val=X_val, y_val=y_val)
+        assert len(steps) == 20
+        assert target not in client.run(os.getpid).values()  # it did die
+    _same_fit(got, expected)

@@ -265,12 +265,15 @@ def test_one_row_kernel_equals_the_general_clipped_sum(loss_name, l2):
     theta = rng.normal(size=(1, 5))
     weights = rng.uniform(0.5, 2.0, 300)
     loss = getattr(K, loss_name)
-    general, fast = np.empty((1, 5)), np.empty((1, 5))
+    unit = 2.0**-30
+    general, fast = np.empty((1, 5), np.int64), np.empty((1, 5), np.int64)
     clipped_gradient_sum(theta, X, T, weights, np.arange(301), loss, 0.0, l2, 0.0, 4,
-                         1.5, np.empty(1), np.empty(1), np.empty((1, 5)), general)
-    clipped_row_gradient_sum(theta, X, T, weights, np.sum(X * X, axis=1), loss, 0.0,
-                             l2, 4, 1.5, fast)
-    np.testing.assert_allclose(fast, general, rtol=1e-10, atol=1e-10)
+                         1.5, unit, np.empty(1), np.empty(1), np.empty((1, 5)),
+                         general)
+    clipped_row_gradient_sum(theta, X, T, weights, loss, 0.0, l2, 4, 1.5, unit, fast)
+    # Rounded to the unit row by row: a row's two roundings may differ by one.
+    np.testing.assert_allclose(fast * unit, general * unit, rtol=1e-10,
+                               atol=300 * unit)
 
 
 def test_auto_keeps_the_validation_model_for_a_network_and_says_why():
@@ -326,22 +329,22 @@ def test_fit_kernels_equal_a_plain_numpy_clipped_sum(loss_name, l2):
     clip = float(np.median(norms))  # half the rows clipped, half not
     expected = reference_sum(theta, X, T, np.arange(n + 1), loss=loss_name, l2=l2,
                              n_penalized=6, clip=clip, row_weights=weights)
-    fast = np.empty((1, 7))
-    clipped_row_gradient_sum(theta, X, T, weights, np.sum(X * X, axis=1), loss, 0.1,
-                             l2, 6, clip, fast)
-    np.testing.assert_allclose(fast, expected, rtol=1e-10, atol=1e-10)
+    unit = 2.0**-32 * clip  # each party's coordinates rounded to it: n units at most
+    fast = np.empty((1, 7), np.int64)
+    clipped_row_gradient_sum(theta, X, T, weights, loss, 0.1, l2, 6, clip, unit, fast)
+    np.testing.assert_allclose(fast * unit, expected, rtol=1e-10, atol=n * unit)
 
     offsets = np.r_[0, np.cumsum(rng.integers(1, 5, n))]
     offsets = offsets[offsets <= n]
     offsets[-1] = n
     theta3 = rng.normal(size=(3, 7))
     T3 = rng.normal(size=(n, 3)) if loss_name != "logistic" else T.repeat(3, 1)
-    general = np.empty((3, 7))
+    general = np.empty((3, 7), np.int64)
     clipped_gradient_sum(theta3, X, T3, weights, offsets, loss, 0.1, l2, 0.05, 6, clip,
-                         np.empty(3), np.empty(3), np.empty((3, 7)), general)
+                         unit, np.empty(3), np.empty(3), np.empty((3, 7)), general)
     expected = reference_sum(theta3, X, T3, offsets, loss=loss_name, l2=l2,
                              n_penalized=6, clip=clip, row_weights=weights, l1=0.05)
-    np.testing.assert_allclose(general, expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(general * unit, expected, rtol=1e-10, atol=n * unit)
 
 
 def test_fit_kernels_drop_a_row_whose_gradient_overflows():
@@ -364,13 +367,89 @@ def test_fit_kernels_drop_a_row_whose_gradient_overflows():
                             np.arange(50), loss="squared", l2=0.1, n_penalized=3,
                             clip=1.0)
     np.testing.assert_allclose(expected, without, rtol=1e-12)
-    fast, general = np.empty((1, 4)), np.empty((1, 4))
-    with np.errstate(over="ignore", invalid="ignore"):
-        row_sq = np.sum(X * X, axis=1)
-    clipped_row_gradient_sum(theta, X, T, np.ones(50), row_sq, K.SQUARED, 0.0, 0.1, 3,
-                             1.0, fast)
+    unit = 2.0**-32
+    fast, general = np.empty((1, 4), np.int64), np.empty((1, 4), np.int64)
+    clipped_row_gradient_sum(theta, X, T, np.ones(50), K.SQUARED, 0.0, 0.1, 3, 1.0,
+                             unit, fast)
     clipped_gradient_sum(theta, X, T, np.ones(50), np.arange(51), K.SQUARED, 0.0, 0.1,
-                         0.0, 3, 1.0, np.empty(1), np.empty(1), np.empty((1, 4)),
+                         0.0, 3, 1.0, unit, np.empty(1), np.empty(1), np.empty((1, 4)),
                          general)
-    np.testing.assert_allclose(fast, expected, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(general, expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(fast * unit, expected, rtol=1e-10, atol=50 * unit)
+    np.testing.assert_allclose(general * unit, expected, rtol=1e-10, atol=50 * unit)
+
+
+# --- exact sums: the same bits however the rows are split ---------------------------
+
+def _fit_rows(n, d, seed, scale=3.0):
+    rng = np.random.default_rng(seed)
+    X = np.c_[rng.normal(size=(n, d)) * rng.uniform(0.05, scale, (n, 1)), np.ones(n)]
+    T = np.where(rng.random((n, 1)) < 0.5, -1.0, 1.0)
+    return rng, X, T, rng.uniform(0.5, 2.0, n)
+
+
+@pytest.mark.parametrize("n_outputs, l1", [(1, 0.0), (1, 0.05), (3, 0.0)])
+def test_fit_sums_of_any_split_of_the_rows_equal_the_whole(n_outputs, l1):
+    """Blocks of rows cut anywhere and added in any order give the sum of
+    the whole, bit for bit (the one-pass kernel and the general one)."""
+    import skdpval._kernels as K
+    from skdpval._private_fit import fixed_point_unit, rows_gradient_sum
+
+    rng, X, T, weights = _fit_rows(1000, 6, 5)
+    T = T.repeat(n_outputs, 1)
+    theta = rng.normal(size=(n_outputs, 7))
+    unit = fixed_point_unit(1.0, len(X))
+    args = (None, K.LOGISTIC, 0.0, 0.2, l1, 6, 1.0, unit)
+    whole = rows_gradient_sum(X, T, weights, theta, *args)
+    assert whole.dtype == np.int64
+    for _ in range(5):
+        cuts = np.r_[0, np.sort(rng.choice(np.arange(1, 1000), rng.integers(1, 40),
+                                           replace=False)), 1000]
+        blocks = list(zip(cuts[:-1], cuts[1:]))
+        rng.shuffle(blocks)
+        total = np.zeros_like(whole)
+        for lo, hi in blocks:
+            total += rows_gradient_sum(X[lo:hi], T[lo:hi], weights[lo:hi], theta,
+                                       *args)
+        np.testing.assert_array_equal(total, whole)
+    # Float sums of the same rows differ with the split: what the integers fix.
+    rows = rng.normal(size=(1000, 7)) * 1e3
+    assert any(not np.array_equal(rows.sum(axis=0), rows[:k].sum(axis=0)
+                                  + rows[k:].sum(axis=0)) for k in range(1, 1000, 37))
+
+
+@pytest.mark.parametrize("d", [4, 63])
+def test_a_rounded_party_gradient_stays_within_the_clip(d):
+    """Each party's clipped gradient, rounded to the fixed-point unit, has
+    norm at most the fit's clip (the sum's sensitivity), thanks to the
+    shrunk clip: rounded after a clip to the clip itself, some rows exceed
+    it (the check can fail). A coarse unit makes the rounding visible."""
+    import skdpval._kernels as K
+    from skdpval._private_fit import rounded_clip, rows_gradient_sum
+
+    rng, X, T, weights = _fit_rows(400, d, 6, scale=30.0)  # most rows clipped
+    theta = rng.normal(size=(1, d + 1))
+    clip, unit = 2.0, 2.0**-12
+    norms = {}
+    for name, inner in (("shrunk", rounded_clip(clip, unit, d + 1)), ("plain", clip)):
+        args = (None, K.LOGISTIC, 0.0, 0.2, 0.0, d, inner, unit)
+        norms[name] = np.array([
+            np.linalg.norm(rows_gradient_sum(X[r:r + 1], T[r:r + 1], weights[r:r + 1],
+                                             theta, *args) * unit)
+            for r in range(len(X))])
+    assert np.mean(norms["shrunk"] > 0.99 * clip) > 0.5
+    assert np.all(norms["shrunk"] <= clip)
+    assert np.any(norms["plain"] > clip)
+
+
+def test_the_fixed_point_sum_cannot_overflow():
+    """``n`` parties each adding at most ``clip / unit`` a coordinate stay
+    within int64 (public bound), and the unit is fine where that allows."""
+    from skdpval._private_fit import FIT_SUM_BITS, fixed_point_unit
+
+    for n in (2, 1000, 10**7, 2**31, 10**12):
+        unit = fixed_point_unit(2.0, n)
+        assert n * (2.0 / unit) <= 2.0**62
+        if n < 2**30:
+            assert unit == 2.0 * 2.0**-FIT_SUM_BITS
+    with pytest.raises(ValueError, match="parties"):
+        fixed_point_unit(2.0, 2**47)
