@@ -480,37 +480,42 @@ def test_values_stderr_covers_the_exact_value():
 
 
 def _release_efficiency(q, k, wave):
-    """1 / (k sum w_l^2): how evenly a correlated walk's counted means weigh
-    the k releases (1 = as one release at the budget). Counted permutation t
-    steps with the mean of the releases before its wave."""
+    """1 / (k sum w_l^2): how evenly a correlated walk's counted updates weigh
+    the k releases (1 = as one release at the budget). Permutation t of the
+    wave after release t0 steps with the mean of releases 1..t0 and t."""
     weights = np.zeros(k)
     counted = [t for t in range(1, k + 1) if t > q * k]
     for t in counted:
         before = (t - 1) // wave * wave
-        weights[:before] += 1.0 / before if before else 0.0
+        weights[:before] += 1.0 / (before + 1)
+        weights[t - 1] += 1.0 / (before + 1)
     weights /= len(counted)
     return 1.0 / (k * np.sum(weights**2))
 
 
-@pytest.mark.parametrize("k, wave, semivalue, expected", [
-    (1000, 16, "shapley", 0.98),   # the last 2%
-    (200, 16, "shapley", 0.92),    # at least one wave
-    (100, 16, "shapley", 0.9),     # at most 10%
-    (1000, 16, "banzhaf", 0.9),    # other semivalues keep the paper's 0.9
+@pytest.mark.parametrize("k, wave, semivalue, n_counted", [
+    (1000, 16, "shapley", 20),    # the last 2%
+    (200, 16, "shapley", 16),     # at least one wave
+    (100, 16, "shapley", 10),     # at most what q = 0.9 counts
+    (50, 1, "shapley", 2),        # at least two (a spread for the stderr)
+    (1057, 64, "shapley", 64),    # q k is not an integer
+    (1000, 16, "banzhaf", 100),   # other semivalues keep the paper's 0.9
 ])
-def test_auto_burn_in_counts_a_short_tail_for_shapley(k, wave, semivalue, expected):
-    X, y = make_classification(n_samples=80, n_features=4, random_state=0)
+def test_auto_burn_in_counts_a_short_tail_for_shapley(k, wave, semivalue, n_counted):
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
     valuator = DPDataValuator(epsilon=3.0, n_permutations=k, batch_permutations=wave,
                               semivalue=semivalue, random_state=0)
-    valuator.fit(X[:50], y[:50], X_val=X[50:], y_val=y[50:])
-    assert valuator.q_ == pytest.approx(expected)
-    # Why: the counted means weigh the releases more evenly than at q = 0.9.
-    if semivalue == "shapley" and expected > 0.9:
+    valuator.fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])
+    assert valuator.n_marginals_ == n_counted
+    assert np.all(np.isfinite(valuator.values_stderr_))
+    # Why: the counted updates weigh the releases more evenly than at q = 0.9.
+    if semivalue == "shapley" and n_counted < k - int(0.9 * k):
         assert (_release_efficiency(valuator.q_, k, wave)
                 > _release_efficiency(0.9, k, wave))
-    if k == 1000 and semivalue == "shapley":  # 0.986 against 0.958
-        assert _release_efficiency(valuator.q_, k, wave) > 0.98
-        assert _release_efficiency(0.9, k, wave) < 0.96
+    if (k, wave) == (1000, 16):  # 0.988 against 0.960
+        assert _release_efficiency(0.9, k, wave) < 0.965
+        if semivalue == "shapley":
+            assert _release_efficiency(valuator.q_, k, wave) > 0.985
     iid = DPDataValuator(epsilon=3.0, noise="iid", n_permutations=k,
                          semivalue=semivalue, random_state=0)
-    assert iid.fit(X[:50], y[:50], X_val=X[50:], y_val=y[50:]).q_ == 0.0
+    assert iid.fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:]).q_ == 0.0
