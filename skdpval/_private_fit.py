@@ -14,7 +14,9 @@ fitted on the validation set. Each of ``n_steps`` steps releases
     S_t = u sum_j rint(clip(g_j(theta_t), C - u sqrt(D)) / u)
 
 the sum over parties of each party's clipped gradient (its mean loss plus the
-penalty), each rounded to the fixed-point step ``u = C 2**-32`` and summed
+penalty), each rounded to the fixed-point step ``u = C 2**-b`` (``b = 32``
+below 2**21 parties, then ``53 - bit_length(n)``, so that the sum is also
+exact as a float64) and summed
 exactly in 64-bit integers (:func:`fixed_point_unit`: the sum is the same
 however the rows are split, in memory or over Dask blocks; the clip shrunk by
 ``u sqrt(D)``, ``D`` the parameters, keeps each rounded gradient within
@@ -137,18 +139,19 @@ def check_public_model(public_model, share):
 # fixed-point grid of step ``unit = clip 2**-b`` and the integers are summed
 # in int64. Integer addition is associative, so the sum does not depend on
 # how the rows are split (in memory, or over Dask chunks in any order): both
-# paths release the same bits. ``b`` is FIT_SUM_BITS while the sum fits in 63
-# bits (each party adds at most ``2**b`` a coordinate: ``n 2**b <= 2**62``).
+# paths release the same bits. ``b`` is FIT_SUM_BITS while the sum stays
+# below 2**53 (each party adds at most ``2**b`` a coordinate: ``n 2**b <
+# 2**53``), so that it also converts to float64 exactly before its release.
 FIT_SUM_BITS = 32
 _MIN_SUM_BITS = 16
 
 
 def fixed_point_unit(clip, n_parties):
     """The fixed-point step of the fit's sums for ``n_parties`` parties
-    (public): ``clip 2**-b``, ``b = min(FIT_SUM_BITS, 62 - bit_length(n))``."""
-    bits = min(FIT_SUM_BITS, 62 - int(n_parties).bit_length())
+    (public): ``clip 2**-b``, ``b = min(FIT_SUM_BITS, 53 - bit_length(n))``."""
+    bits = min(FIT_SUM_BITS, 53 - int(n_parties).bit_length())
     if bits < _MIN_SUM_BITS:
-        raise ValueError(f"The private fit sums at most 2**{62 - _MIN_SUM_BITS} "
+        raise ValueError(f"The private fit sums at most 2**{53 - _MIN_SUM_BITS} "
                          f"parties exactly; got {n_parties}. Use "
                          "public_model='validation'.")
     return math.ldexp(float(clip), -bits)

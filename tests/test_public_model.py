@@ -446,10 +446,11 @@ def test_the_fixed_point_sum_cannot_overflow():
     within int64 (public bound), and the unit is fine where that allows."""
     from skdpval._private_fit import FIT_SUM_BITS, fixed_point_unit
 
-    for n in (2, 1000, 10**7, 2**31, 10**12):
+    for n in (2, 1000, 2**21 - 1, 10**7, 2**31, 10**10):
         unit = fixed_point_unit(2.0, n)
-        assert n * (2.0 / unit) <= 2.0**62
-        if n < 2**30:
+        # below 2**53 units: exact in int64 and as a float64
+        assert n * (2.0 / unit) < 2.0**53
+        if n < 2**21:
             assert unit == 2.0 * 2.0**-FIT_SUM_BITS
     with pytest.raises(ValueError, match="parties"):
-        fixed_point_unit(2.0, 2**47)
+        fixed_point_unit(2.0, 2**38)
