@@ -37,6 +37,7 @@ starting points (``starts``) serve the gradients a fit needs around the walk
 (:func:`_gradient_steps`).
 """
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -60,6 +61,7 @@ from ._kernels import (
     validation_scratch,
 )
 from . import _line
+from ._first_use import twin_of, use_twin
 from ._secure_noise import NO_GRID, release_on_grid
 from ._walk import PartiesByOffsets
 
@@ -701,22 +703,76 @@ def _no_validation(m, n_outputs):
             np.empty(0, dtype=np.int64))
 
 
+def _logistic_dloss_python(m, t):
+    """:func:`skdpval._kernels._logistic_dloss` in Python floats (libm's exp,
+    as numba's): the same bits."""
+    z = t * m
+    e = math.exp(-abs(z))
+    return -t * (e if z > 0.0 else 1.0) / (1.0 + e)
+
+
+def _clip_python(g, clip_norm):
+    """:func:`skdpval._kernels.clip_l2` of one coordinate in Python floats."""
+    norm = math.sqrt(0.0 + g * g)
+    if norm == math.inf:
+        largest = max(0.0, abs(g))
+        if largest < math.inf:
+            ratio = g / largest
+            norm = largest * math.sqrt(0.0 + ratio * ratio)
+    if not norm < math.inf:
+        return 0.0
+    return g * (clip_norm / norm if norm > clip_norm else 1.0)
+
+
+def _scalar_logistic_steps(F, T, row_weights, l2, penalty, clip_norm,
+                           learning_rate, starts, permutations, ends):
+    """:func:`_gradient_steps` in Python floats where its ``general`` is None,
+    the loss binary logistic and no L1 term: the same operations in the
+    same order (IEEE doubles, libm's exp), so the same bits."""
+    c, t, w = F[:, 0, 0].tolist(), T[:, 0].tolist(), row_weights.tolist()
+    shrink, start = float(penalty[0, 0]), starts[:, 0].tolist()
+    for b, order in enumerate(permutations.tolist()):
+        z = start[b % len(start)]
+        for j in order:
+            gradient = w[j] * (_logistic_dloss_python(z * c[j], t[j]) * c[j])
+            if l2 != 0.0:
+                gradient += l2 * (shrink * z)
+            z -= learning_rate * _clip_python(gradient, clip_norm)
+        ends[b, 0] = z
+
+
+# Steps of the Python twin of the gradient steps at most (about 2 us each:
+# a default fit's learning-rate search takes 26 x n of them).
+TWIN_MAX_STEPS = 2**15
+
+
 def _run_gradient_steps(basis, X, T, offsets, *, loss, loss_param, l2, n_penalized,
                         clip_norm, learning_rate, starts, permutations, l1,
                         row_weights):
     """:func:`_gradient_steps` on the rows of ``X`` projected on ``basis``
-    (buffers allocated); returns where the walks end, ``ends``."""
+    (buffers allocated); returns where the walks end, ``ends``. The
+    default's (one direction, binary logistic, no L1 term) runs in Python
+    until the kernel is compiled, when small (:mod:`skdpval._first_use`)."""
     n_outputs, m = T.shape[1], basis.shape[0]
     ends = np.empty((permutations.shape[0], m))
     F = project_rows(basis, X, n_outputs)
+    permutations = np.ascontiguousarray(permutations, np.int64)
+    row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+    if (scalar_flag(F, offsets) is None and kernel_codes(loss, 0, n_outputs)[0] is None
+            and l1 == 0.0
+            and use_twin(_gradient_steps, permutations.size, TWIN_MAX_STEPS)):
+        with twin_of(_gradient_steps):
+            _scalar_logistic_steps(
+                F, _f64(T), row_weights, float(l2),
+                penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
+                float(learning_rate), _f64(starts), permutations, ends)
+        return ends
     _gradient_steps(
-        F, _f64(T),
-        unit_weights(len(X)) if row_weights is None else _f64(row_weights),
+        F, _f64(T), row_weights,
         np.ascontiguousarray(offsets, np.int64), kernel_codes(loss, 0, n_outputs)[0],
         float(loss_param), float(l2), penalty_matrix(basis, n_outputs, n_penalized),
         float(l1), penalised_basis(basis, n_outputs, n_penalized), float(clip_norm),
-        float(learning_rate), _f64(starts),
-        np.ascontiguousarray(permutations, np.int64), ends, np.empty((1, m)),
+        float(learning_rate), _f64(starts), permutations, ends, np.empty((1, m)),
         np.empty(n_outputs), np.empty(n_outputs), scalar_flag(F, offsets))
     return ends
 

@@ -1,0 +1,52 @@
+"""Numpy until compiled: which of a kernel and its numpy twin a call runs.
+
+A few kernels of a default fit (its noise, orders, the wave sums, and set-up
+done once a fit) have numpy twins that give the same bits. A kernel's first
+call in a process with an empty numba cache compiles it (0.2-0.9 s each);
+its twin costs nothing to start but more per call. So, as renting before
+buying: a call runs the twin while the kernel is neither compiled in this
+process nor in numba's disk cache, the call is small (``size`` at most the
+twin's ``max_size``) and the twin has spent less than ``RENT_SECONDS`` in
+this process; otherwise the kernel (compiled on that call if need be). A
+fit with a warm cache runs the kernels; a first fit runs the twins and
+compiles only what they do not cover. Either way the values are the same.
+"""
+
+import time
+from contextlib import contextmanager
+
+# A twin stops standing in for its kernel once it has run this long in a
+# process (about a small kernel's compilation: renting then costs at most
+# about as much again as buying at once).
+RENT_SECONDS = 0.3
+
+_spent = {}
+_on_disk = {}
+
+
+def _cached_on_disk(kernel):
+    """Whether numba's disk cache holds a fresh compilation of ``kernel``
+    (its index, for this source); True when that cannot be read."""
+    if kernel not in _on_disk:
+        try:
+            _on_disk[kernel] = bool(kernel._cache._cache_file._load_index())
+        except Exception:  # another numba: take the kernel
+            _on_disk[kernel] = True
+    return _on_disk[kernel]
+
+
+def use_twin(kernel, size, max_size):
+    """Whether a call of ``size`` should run ``kernel``'s numpy twin."""
+    return (size <= max_size and not kernel.signatures
+            and _spent.get(kernel, 0.0) < RENT_SECONDS
+            and not _cached_on_disk(kernel))
+
+
+@contextmanager
+def twin_of(kernel):
+    """Count the time of a twin's call against ``kernel``'s rent."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        _spent[kernel] = _spent.get(kernel, 0.0) + time.perf_counter() - started
