@@ -635,6 +635,32 @@ def logistic_loss_sums_numpy(margins, targets, n_val):
     return total
 
 
+def _exps_libm(a):
+    """``exp`` of each of ``a`` by libm, as numba's ``np.exp`` (numpy's own
+    SIMD exp may differ in the last bit)."""
+    return np.array([math.exp(value) for value in np.ravel(a).tolist()]).reshape(
+        np.shape(a))
+
+
+def logistic_losses_and_gradients_numpy(margins, T, row_weights, dloss_out):
+    """:func:`losses_and_gradients` of the binary logistic loss (its code
+    None) in numpy: the kernel's operations in its order (the sum over rows
+    in turn), so the same bits."""
+    n_rows = margins.shape[0]
+    m, t = margins[:, 0], T[:, 0]
+    with np.errstate(all="ignore"):  # silent, as the kernel
+        z = -t * m
+        softplus_z = (np.where(0.0 > z, 0.0, z)  # numba's max(z, 0.0)
+                      + _log1p_unit.py_func(_exp_neg_numpy(np.abs(z))))
+        terms = row_weights * (0.0 + softplus_z)
+        total = np.cumsum(np.concatenate([[0.0], terms]))[-1]  # in row order
+        signed = t * m
+        e = _exps_libm(-np.abs(signed))
+        dloss = -t * np.where(signed > 0.0, e, 1.0) / (1.0 + e)
+        dloss_out[:, 0] = dloss * (row_weights / n_rows)
+    return total / n_rows
+
+
 @njit(**_jit)
 def _row_losses(loss, margins, T_val_t, loss_param, scratch):
     """``scratch[0, i]`` = the loss of validation row ``i``, for every column.
