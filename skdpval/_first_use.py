@@ -27,18 +27,19 @@ _on_disk = {}
 def _cached_on_disk(kernel):
     """Whether numba's disk cache holds a fresh compilation of ``kernel``
     (its index, for this source); True when that cannot be read."""
-    if kernel not in _on_disk:
+    if id(kernel) not in _on_disk:
         try:
-            _on_disk[kernel] = bool(kernel._cache._cache_file._load_index())
+            _on_disk[id(kernel)] = bool(kernel._cache._cache_file._load_index())
         except Exception:  # another numba: take the kernel
-            _on_disk[kernel] = True
-    return _on_disk[kernel]
+            _on_disk[id(kernel)] = True
+    return _on_disk[id(kernel)]
 
 
-def use_twin(kernel, size, max_size):
-    """Whether a call of ``size`` should run ``kernel``'s numpy twin."""
+def use_twin(kernel, size, max_size, seconds=0.0):
+    """Whether a call of ``size`` should run ``kernel``'s numpy twin; with
+    ``seconds``, whether the twin can also run that long more."""
     return (size <= max_size and not kernel.signatures
-            and _spent.get(kernel, 0.0) < RENT_SECONDS
+            and _spent.get(id(kernel), 0.0) + seconds < RENT_SECONDS
             and not _cached_on_disk(kernel))
 
 
@@ -49,4 +50,5 @@ def twin_of(kernel):
     try:
         yield
     finally:
-        _spent[kernel] = _spent.get(kernel, 0.0) + time.perf_counter() - started
+        _spent[id(kernel)] = (_spent.get(id(kernel), 0.0)
+                              + time.perf_counter() - started)

@@ -461,6 +461,31 @@ def _exact(kind, rows, z):
     return -total / n_val
 
 
+def _exact_logistic_numpy(rows, z):
+    """:func:`_exact` of the binary logistic rows at the scalar ``z``: the
+    kernel's softplus (its polynomials) summed in row order."""
+    with np.errstate(all="ignore"):
+        x = -rows[:, 0] * z
+        terms = (np.where(0.0 > x, 0.0, x)  # numba's max(x, 0.0)
+                 + K._log1p_unit.py_func(K._exp_neg_numpy(np.abs(x))))
+        return -np.cumsum(np.concatenate([[0.0], terms]))[-1] / rows.shape[0]
+
+
+def hermite_values_numpy(lo, inv_h, table, rows, z):
+    """:func:`_hermite` of the binary logistic line at each of ``z``, in
+    numpy: the same operations, the same bits."""
+    with np.errstate(all="ignore"):
+        x = (z - lo) * inv_h
+        inside = (x >= 0.0) & (x < table.shape[0])
+        i = np.where(inside, x, 0.0).astype(np.int64)
+        t = x - i
+        a = table[i].T
+        out = a[0] + t * (a[1] + t * (a[2] + t * (a[3] + t * (a[4] + t * a[5]))))
+    for b in np.flatnonzero(~inside):  # past the table: from the rows
+        out[b] = _exact_logistic_numpy(rows, z[b])
+    return out
+
+
 @njit(**K._scalar)
 def horner5(table, i, t):
     """``sum_k table[i, k] t^k``: interval ``i`` of a table of quintics."""

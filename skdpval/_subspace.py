@@ -568,12 +568,103 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
     return marginals, end_utility, ends
 
 
+def _line_walk_numpy(p, permutations, noise, x_tt, rolling_mean, grid, marginals,
+                     end_utility):
+    """:func:`_line_walk` in numpy where numba compiles it alone (the
+    default's: binary logistic along its table, one row a party, sample
+    level, central, no L1 term, no prefetches): the walks advance together,
+    a step of all of them at once, each by the kernel's operations in its
+    order (Python floats' libm exp for its exp), so the same bits."""
+    line = p.line
+    n_walks, n_steps = permutations.shape
+    has_noise = noise is not None
+    use_rolling = rolling_mean is not None
+    gamma, bound = float(grid[0]), float(grid[1])
+    c, t, w = p.F[:, 0, 0], p.T[:, 0], p.row_weights
+    shrink, rate, clip = float(p.penalty[0, 0]), p.learning_rate, p.clip_norm
+    walks = np.arange(n_walks)
+    fresh = x_tt if use_rolling else None
+    z = np.zeros(n_walks)
+    end_utility[:] = _line.hermite_values_numpy(line.lo, line.inv_h, line.table,
+                                                line.s_val, np.zeros(1))[0]
+    with np.errstate(all="ignore"):
+        for position in range(n_steps):
+            j = permutations[:, position]
+            cj, tj = c[j], t[j]
+            signed = tj * (z * cj)
+            e = np.array([math.exp(v) for v in (-np.abs(signed)).tolist()])
+            dloss = -tj * np.where(signed > 0.0, e, 1.0) / (1.0 + e)
+            update = w[j] * (dloss * cj)
+            if p.l2 != 0.0:
+                update = update + p.l2 * (shrink * z)
+            # clip_l2 of one coordinate
+            norm = np.sqrt(0.0 + update * update)
+            overflowed = norm == np.inf
+            if overflowed.any():
+                largest = np.where(0.0 < np.abs(update), np.abs(update), 0.0)
+                ratio = update / largest
+                rescaled = largest * np.sqrt(0.0 + ratio * ratio)
+                norm = np.where(overflowed & (largest < np.inf), rescaled, norm)
+            update = np.where(norm < np.inf,
+                              update * np.where(norm > clip, clip / norm, 1.0), 0.0)
+            if has_noise:  # release_on_grid
+                m = noise[walks, j, 0]
+                if gamma == 0.0:
+                    update = update + m
+                else:
+                    a = np.rint(update / gamma)
+                    a = np.where(a > bound, bound, np.where(a < -bound, -bound, a))
+                    update = gamma * (a + m) + 0.0
+            if use_rolling:
+                noise[walks, j, 0] = update
+                update = fresh * update + (1.0 - fresh) * rolling_mean[j, 0]
+            z_new = z - rate * update
+            current = _line.hermite_values_numpy(line.lo, line.inv_h, line.table,
+                                                 line.s_val, z_new)
+            marginals[walks, j] = p.weights[position] * (current - end_utility)
+            end_utility[:] = current
+            z = z_new
+
+
+# Steps (walks x parties) of the numpy line walk at most: a wave of 16 walks
+# of 300 parties in about 30 ms (the kernel: 1.5 ms, after 1.5-2 s of
+# compilation); and its seconds a step, about.
+TWIN_MAX_WALK_STEPS = 2**14
+TWIN_SECONDS_PER_STEP = 6e-6
+
+
+def _has_line_walk_twin(p):
+    """Whether :func:`_line_walk_numpy` can walk the problem ``p``."""
+    return (p.general is None and _line.kind_flag(p.line.kind) is None
+            and not p.record_level and not p.joint and p.l1 == 0.0
+            and kernel_codes(p.loss, p.utility, p.F.shape[2])[0] is None
+            and prefetch_flag(p.offsets) is None)
+
+
+def line_walk_twin_serves(p, n_permutations, batch_permutations):
+    """Whether the numpy line walk will walk all of a fit's waves (so that
+    the fit compiles no walk): see :mod:`skdpval._first_use`."""
+    return (getattr(p, "line", None) is not None and _has_line_walk_twin(p)
+            and use_twin(_line_walk, batch_permutations * p.n_parties,
+                         TWIN_MAX_WALK_STEPS,
+                         n_permutations * p.n_parties * TWIN_SECONDS_PER_STEP))
+
+
 def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
-    """:func:`_line_walk` with its buffers; returns (marginals, end_utility)."""
+    """:func:`_line_walk` with its buffers; returns (marginals, end_utility).
+    The default's walk runs in numpy until its kernel is compiled, when
+    small (:mod:`skdpval._first_use`)."""
     n_walks = permutations.shape[0]
     line = p.line
     marginals = np.empty((n_walks, p.offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
+    if (_has_line_walk_twin(p)
+            and use_twin(_line_walk, permutations.size, TWIN_MAX_WALK_STEPS)):
+        with twin_of(_line_walk):
+            _line_walk_numpy(p, np.ascontiguousarray(permutations, np.int64), noise,
+                             None if x_tt is None else _f64(x_tt), rolling_mean,
+                             grid, marginals, end_utility)
+        return marginals, end_utility
     _line_walk(p.F, p.T, p.row_weights, p.offsets,
                kernel_codes(p.loss, p.utility, p.F.shape[2])[0], p.loss_param, p.l2,
                p.penalty,

@@ -699,7 +699,6 @@ class DPDataValuator(BaseValuator):
                           public=self.chosen_params_)
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
-        self._say_if_first_compile(spec)
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=self._record_level(groups))
         fit, walk = self._declare_public_model_fit(model.estimator, game, mechanism)
@@ -747,6 +746,7 @@ class DPDataValuator(BaseValuator):
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
         problem = self._problem(game, noise_std, line_center)
+        self._say_if_first_compile(spec, problem)
         # Past the walk only the shapes of the per-party arrays are read, and
         # the largest semivalue weight: the problem holds the rest, freed
         # with it before the statistics (n = 1e7: 80 MB an array).
@@ -767,13 +767,18 @@ class DPDataValuator(BaseValuator):
             walked.pop(), game, parties, noise_std,
             unseen_noise_factor(x_tt, counted, self.batch_permutations))
 
-    def _say_if_first_compile(self, spec):
+    def _say_if_first_compile(self, spec, problem):
         """One line when this fit's walk compiles for the first time
         (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
         those of ``benchmarks/speed.py``'s cold start at load about 2
         (``benchmarks/results/speed_cold.jsonl``: 6.3, 9.6 and 8.8 s for the
         default walk, the full-space walk and ``MLPClassifier()``'s line;
-        the others were not measured again)."""
+        the others were not measured again). Nothing to say when the
+        default walk runs in numpy (a small first fit:
+        :func:`skdpval._subspace.line_walk_twin_serves`)."""
+        if spec.network is None and _subspace.line_walk_twin_serves(
+                problem, self.n_permutations, self.batch_permutations):
+            return
         if spec.network is not None:
             kernel, what, seconds = (
                 (_mlp.line_walk, "a network's walk along its public line", "9 s")
