@@ -583,7 +583,7 @@ def _line_walk_numpy(p, permutations, noise, x_tt, rolling_mean, grid, marginals
     c, t, w = p.F[:, 0, 0], p.T[:, 0], p.row_weights
     shrink, rate, clip = float(p.penalty[0, 0]), p.learning_rate, p.clip_norm
     walks = np.arange(n_walks)
-    fresh = x_tt if use_rolling else None
+    fresh = np.ones(n_walks) if x_tt is None else x_tt
     z = np.zeros(n_walks)
     end_utility[:] = _line.hermite_values_numpy(line.lo, line.inv_h, line.table,
                                                 line.s_val, np.zeros(1))[0]
