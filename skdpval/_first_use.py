@@ -8,8 +8,10 @@ buying: a call runs the twin while the kernel is neither compiled in this
 process nor in numba's disk cache, the call is small (``size`` at most the
 twin's ``max_size``) and the twin has spent less than ``RENT_SECONDS`` in
 this process; otherwise the kernel (compiled on that call if need be). A
-fit with a warm cache runs the kernels; a first fit runs the twins and
-compiles only what they do not cover. Either way the values are the same.
+job that would outlast the rent (:func:`plan`, a fit's walk) compiles at
+once. A fit with a warm cache runs the kernels; a small first fit runs the
+twins and compiles only what they do not cover. Either way the values are
+the same.
 """
 
 import time
@@ -41,6 +43,17 @@ def use_twin(kernel, size, max_size, seconds=0.0):
     return (size <= max_size and not kernel.signatures
             and _spent.get(id(kernel), 0.0) + seconds < RENT_SECONDS
             and not _cached_on_disk(kernel))
+
+
+def plan(kernel, size, max_size, seconds):
+    """Before a job of calls of ``size`` at most and ``seconds`` of the twin
+    in all: whether the twin will make all of them. If it would run out of
+    rent partway, it is retired now, so that the kernel compiles at the
+    first call (renting first would only add the rent)."""
+    if use_twin(kernel, size, max_size, seconds):
+        return True
+    _spent[id(kernel)] = max(_spent.get(id(kernel), 0.0), RENT_SECONDS)
+    return False
 
 
 @contextmanager

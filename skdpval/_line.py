@@ -330,9 +330,10 @@ def _step(sixth):
     return (46080.0 * LINE_TOLERANCE / max(sixth, 1e-300)) ** (1.0 / 6.0)
 
 
-# Terms (nodes x validation rows) of the numpy table at most: 2**18 in
-# about 20 ms (a default first fit's table: 190 x 269).
-TWIN_MAX_TERMS = 2**18
+# Terms (nodes x validation rows) of the numpy table at most: 2**20 in
+# about 0.15 s (a default first fit's table: 190 x 269 at k = 20, 1109 x
+# 269 at k = 1000; the kernel: 0.3-0.5 s of compilation).
+TWIN_MAX_TERMS = 2**20
 
 
 def _hermite_table(kind, rows, tabulate, sixth, z_range, max_intervals):

@@ -15,7 +15,7 @@ Generators (:mod:`skdpval._walk`).
 import numpy as np
 from numba import njit
 
-from ._first_use import twin_of, use_twin
+from ._first_use import plan, twin_of, use_twin
 from ._kernels import _jit
 
 
@@ -103,8 +103,18 @@ def permutations_numpy(words, n):
 
 
 # Largest draw of the numpy shuffle (parties x permutations): 300 x 16 in
-# about 10 ms (the kernel: 0.01 ms, after 0.3 s of compilation).
+# about 30 ms (the kernel: 0.01 ms, after 0.3 s of compilation); and its
+# seconds a party's place, about.
 TWIN_MAX_DRAWS = 2**13
+TWIN_SECONDS_PER_DRAW = 6e-6
+
+
+def plan_permutations(n_permutations, n_parties, batch_permutations):
+    """Before a fit: whether its orders will all be shuffled in numpy; if
+    not, the kernel compiles at the first wave
+    (:func:`skdpval._first_use.plan`)."""
+    return plan(permutations_from_words, batch_permutations * n_parties,
+                TWIN_MAX_DRAWS, n_permutations * n_parties * TWIN_SECONDS_PER_DRAW)
 
 
 def permutations(words, n):

@@ -62,7 +62,7 @@ from ._kernels import (
     validation_scratch,
 )
 from . import _line
-from ._first_use import twin_of, use_twin
+from ._first_use import plan, twin_of, use_twin
 from ._secure_noise import NO_GRID, release_on_grid
 from ._walk import PartiesByOffsets
 
@@ -641,13 +641,14 @@ def _has_line_walk_twin(p):
             and prefetch_flag(p.offsets) is None)
 
 
-def line_walk_twin_serves(p, n_permutations, batch_permutations):
-    """Whether the numpy line walk will walk all of a fit's waves (so that
-    the fit compiles no walk): see :mod:`skdpval._first_use`."""
+def plan_line_walk(p, n_permutations, batch_permutations):
+    """Whether the numpy line walk will walk all of a fit's waves (then the
+    fit compiles no walk); if not, the walk's kernel compiles at its first
+    wave (:func:`skdpval._first_use.plan`)."""
     return (getattr(p, "line", None) is not None and _has_line_walk_twin(p)
-            and use_twin(_line_walk, batch_permutations * p.n_parties,
-                         TWIN_MAX_WALK_STEPS,
-                         n_permutations * p.n_parties * TWIN_SECONDS_PER_STEP))
+            and plan(_line_walk, batch_permutations * p.n_parties,
+                     TWIN_MAX_WALK_STEPS,
+                     n_permutations * p.n_parties * TWIN_SECONDS_PER_STEP))
 
 
 def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):

@@ -10,7 +10,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from . import _kernels, _mlp, _subspace
+from . import _kernels, _mlp, _orders, _subspace
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ._data import (
     UTILITY_CODES,
@@ -746,7 +746,13 @@ class DPDataValuator(BaseValuator):
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
         problem = self._problem(game, noise_std, line_center)
-        self._say_if_first_compile(spec, problem)
+        # Numpy stands in for the walk's kernels on a small first fit (no
+        # compilation); a larger one compiles them at once.
+        _orders.plan_permutations(self.n_permutations, len(parties.train_parties),
+                                  self.batch_permutations)
+        walks_in_numpy = spec.network is None and _subspace.plan_line_walk(
+            problem, self.n_permutations, self.batch_permutations)
+        self._say_if_first_compile(spec, walks_in_numpy)
         # Past the walk only the shapes of the per-party arrays are read, and
         # the largest semivalue weight: the problem holds the rest, freed
         # with it before the statistics (n = 1e7: 80 MB an array).
@@ -767,17 +773,16 @@ class DPDataValuator(BaseValuator):
             walked.pop(), game, parties, noise_std,
             unseen_noise_factor(x_tt, counted, self.batch_permutations))
 
-    def _say_if_first_compile(self, spec, problem):
+    def _say_if_first_compile(self, spec, walks_in_numpy):
         """One line when this fit's walk compiles for the first time
         (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
         those of ``benchmarks/speed.py``'s cold start at load about 2
         (``benchmarks/results/speed_cold.jsonl``: 6.3, 9.6 and 8.8 s for the
         default walk, the full-space walk and ``MLPClassifier()``'s line;
         the others were not measured again). Nothing to say when the
-        default walk runs in numpy (a small first fit:
-        :func:`skdpval._subspace.line_walk_twin_serves`)."""
-        if spec.network is None and _subspace.line_walk_twin_serves(
-                problem, self.n_permutations, self.batch_permutations):
+        default walk runs in numpy, ``walks_in_numpy`` (a small first fit:
+        :func:`skdpval._subspace.plan_line_walk`)."""
+        if walks_in_numpy:
             return
         if spec.network is not None:
             kernel, what, seconds = (

@@ -229,3 +229,15 @@ def test_a_compiled_kernel_is_used(monkeypatch):
         kernel(np.zeros((2, 0)), np.zeros((2, 3)), np.zeros((2, 3)),
                np.ones(2, np.int64), _reduction.tree_merges(2))
     assert not _first_use.use_twin(kernel, 1, 10)
+
+
+def test_a_job_past_the_rent_compiles_at_once(monkeypatch):
+    """plan: a twin that would run out of rent partway through a job is
+    retired before it starts (the kernel then compiles at the first call)."""
+    monkeypatch.setattr(_first_use, "_spent", {})
+    short, long = (types.SimpleNamespace(signatures=[]) for _ in range(2))
+    monkeypatch.setattr(_first_use, "_on_disk", {id(short): False, id(long): False})
+    assert _first_use.plan(short, 10, 10, seconds=0.01)
+    assert _first_use.use_twin(short, 10, 10)
+    assert not _first_use.plan(long, 10, 10, seconds=_first_use.RENT_SECONDS)
+    assert not _first_use.use_twin(long, 1, 10)
