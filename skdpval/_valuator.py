@@ -777,9 +777,10 @@ class DPDataValuator(BaseValuator):
         """One line when this fit's walk compiles for the first time
         (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
         those of ``benchmarks/speed.py``'s cold start at load about 2
-        (``benchmarks/results/speed_cold.jsonl``: 6.3, 9.6 and 8.8 s for the
-        default walk, the full-space walk and ``MLPClassifier()``'s line;
-        the others were not measured again). Nothing to say when the
+        (``benchmarks/results/speed_cold.jsonl``: 9.6 and 8.8 s for the
+        full-space walk and ``MLPClassifier()``'s line; the default walk's
+        kernel alone about 2-3 s, past its numpy twin; the others were not
+        measured again). Nothing to say when the
         default walk runs in numpy, ``walks_in_numpy`` (a small first fit:
         :func:`skdpval._subspace.plan_line_walk`)."""
         if walks_in_numpy:
@@ -791,7 +792,7 @@ class DPDataValuator(BaseValuator):
                 (_mlp.walk, "a network's full-space walk", "20-40 s"))
         elif isinstance(self.subspace, str):
             kernel, what, seconds = (_subspace._line_walk,
-                                     "the default walk along a public line", "6 s")
+                                     "the default walk along a public line", "3 s")
         elif self.subspace is None:
             kernel, what, seconds = _kernels._walk, "the full-space walk", "10 s"
         else:
