@@ -24,6 +24,7 @@ RENT_SECONDS = 0.3
 
 _spent = {}
 _on_disk = {}
+_ready = set()
 
 
 def _cached_on_disk(kernel):
@@ -40,9 +41,14 @@ def _cached_on_disk(kernel):
 def use_twin(kernel, size, max_size, seconds=0.0):
     """Whether a call of ``size`` should run ``kernel``'s numpy twin; with
     ``seconds``, whether the twin can also run that long more."""
-    return (size <= max_size and not kernel.signatures
-            and _spent.get(id(kernel), 0.0) + seconds < RENT_SECONDS
-            and not _cached_on_disk(kernel))
+    key = id(kernel)
+    if key in _ready or size > max_size:
+        return False
+    if kernel.signatures or _cached_on_disk(kernel):
+        # ready for good (numba's ``signatures`` costs 30 us a call: asked once)
+        _ready.add(key)
+        return False
+    return _spent.get(key, 0.0) + seconds < RENT_SECONDS
 
 
 def plan(kernel, size, max_size, seconds):

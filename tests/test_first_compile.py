@@ -55,6 +55,7 @@ def test_a_small_first_fit_walks_in_numpy_and_says_nothing(monkeypatch, tmp_path
                         _kernel(tmp_path / "absent.nbi"), raising=True)
     monkeypatch.setattr(first_use, "_spent", {})  # no rent spent yet
     monkeypatch.setattr(first_use, "_on_disk", {})
+    monkeypatch.setattr(first_use, "_ready", set())
     X, y = make_classification(n_samples=60, n_features=3, n_informative=2,
                                n_redundant=0, random_state=0)
     valuator = DPDataValuator(epsilon=1.0, n_permutations=2, random_state=0)

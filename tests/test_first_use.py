@@ -204,6 +204,7 @@ def test_a_fit_with_the_twins_is_the_fit_with_the_kernels(monkeypatch, params):
 def test_a_twin_stands_in_only_while_its_kernel_is_absent_and_the_call_small(
         monkeypatch):
     monkeypatch.setattr(_first_use, "_spent", {})
+    monkeypatch.setattr(_first_use, "_ready", set())
     kernel = types.SimpleNamespace(signatures=[])  # never compiled
     monkeypatch.setattr(_first_use, "_on_disk", {id(kernel): False})
     assert _first_use.use_twin(kernel, 10, 10)
@@ -222,6 +223,7 @@ def test_a_twin_stands_in_only_while_its_kernel_is_absent_and_the_call_small(
 
 def test_a_compiled_kernel_is_used(monkeypatch):
     monkeypatch.setattr(_first_use, "_spent", {})
+    monkeypatch.setattr(_first_use, "_ready", set())
     kernel = _reduction._merge_rows
     monkeypatch.setattr(_first_use, "_on_disk", {id(kernel): False})
     _reduction.reduce_walked(None, np.zeros((2, 3)), np.ones(2, bool))
@@ -235,6 +237,7 @@ def test_a_job_past_the_rent_compiles_at_once(monkeypatch):
     """plan: a twin that would run out of rent partway through a job is
     retired before it starts (the kernel then compiles at the first call)."""
     monkeypatch.setattr(_first_use, "_spent", {})
+    monkeypatch.setattr(_first_use, "_ready", set())
     short, long = (types.SimpleNamespace(signatures=[]) for _ in range(2))
     monkeypatch.setattr(_first_use, "_on_disk", {id(short): False, id(long): False})
     assert _first_use.plan(short, 10, 10, seconds=0.01)
