@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _logistic_dloss, _scalar,
+                       _scalar_py,
                        clip_l2, softplus, utility_of_margins)
 from ._line import horner5
 from ._subspace import release_tail, walk_start
@@ -440,7 +441,7 @@ def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second
                     u2[out + o] = d2 * s1 * s1 + d1 * u2[out + o]
 
 
-@njit(**_scalar)
+@njit(**_scalar_py)
 def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
               deep=True):
     """``(L, dL/dz, d2L/dz2)`` of one row at ``z`` (outputs by :func:`line_forward`)."""
@@ -466,7 +467,7 @@ def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, 
     return value, first, second
 
 
-@njit(**_scalar)
+@njit(**_scalar_py)
 def line_slope(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
                deep=True):
     """``dL/dz`` of one row at ``z``: :func:`line_loss`'s first derivative (the

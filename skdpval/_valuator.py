@@ -10,7 +10,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from . import _kernels, _mlp, _subspace
+from . import _kernels, _mlp, _orders, _subspace
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ._data import (
     UTILITY_CODES,
@@ -743,7 +743,6 @@ class DPDataValuator(BaseValuator):
                           public=self.chosen_params_)
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
-        self._say_if_first_compile(spec)
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=self._record_level(groups))
         fit, walk = self._declare_public_model_fit(model.estimator, game, mechanism)
@@ -793,6 +792,13 @@ class DPDataValuator(BaseValuator):
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
         problem = self._problem(game, noise_std, line_center)
+        # Numpy stands in for the walk's kernels on a small first fit (no
+        # compilation); a larger one compiles them at once.
+        _orders.plan_permutations(self.n_permutations, len(parties.train_parties),
+                                  self.batch_permutations)
+        walks_in_numpy = spec.network is None and _subspace.plan_line_walk(
+            problem, self.n_permutations, self.batch_permutations)
+        self._say_if_first_compile(spec, walks_in_numpy)
         # Past the walk only the shapes of the per-party arrays are read, and
         # the largest semivalue weight: the problem holds the rest, freed
         # with it before the statistics (n = 1e7: 80 MB an array).
@@ -813,13 +819,18 @@ class DPDataValuator(BaseValuator):
             walked.pop(), game, parties, noise_std,
             unseen_noise_factor(x_tt, counted, self.batch_permutations))
 
-    def _say_if_first_compile(self, spec):
+    def _say_if_first_compile(self, spec, walks_in_numpy):
         """One line when this fit's walk compiles for the first time
         (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
         those of ``benchmarks/speed.py``'s cold start at load about 2
-        (``benchmarks/results/speed_cold.jsonl``: 6.3, 9.6 and 8.8 s for the
-        default walk, the full-space walk and ``MLPClassifier()``'s line;
-        the others were not measured again)."""
+        (``benchmarks/results/speed_cold.jsonl``: 9.6 and 8.8 s for the
+        full-space walk and ``MLPClassifier()``'s line; the default walk's
+        kernel alone about 2-3 s, past its numpy twin; the others were not
+        measured again). Nothing to say when the
+        default walk runs in numpy, ``walks_in_numpy`` (a small first fit:
+        :func:`skdpval._subspace.plan_line_walk`)."""
+        if walks_in_numpy:
+            return
         if spec.network is not None:
             kernel, what, seconds = (
                 (_mlp.line_walk, "a network's walk along its public line", "9 s")
@@ -827,7 +838,7 @@ class DPDataValuator(BaseValuator):
                 (_mlp.walk, "a network's full-space walk", "20-40 s"))
         elif isinstance(self.subspace, str):
             kernel, what, seconds = (_subspace._line_walk,
-                                     "the default walk along a public line", "6 s")
+                                     "the default walk along a public line", "3 s")
         elif self.subspace is None:
             kernel, what, seconds = _kernels._walk, "the full-space walk", "10 s"
         else:
