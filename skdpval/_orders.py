@@ -60,8 +60,9 @@ def permutations_from_words(words, out):
             row[j] = swap
 
 
-def permutations(words, n):
-    """The permutations of ``n`` parties of the streams ``words`` ``(c, 4)``."""
-    out = np.empty((len(words), n), dtype=np.int64)
+def permutations(words, n, dtype=np.int64):
+    """The permutations of ``n`` parties of the streams ``words`` ``(c, 4)``
+    (as ``dtype``: int64, or int32 below 2^31 parties)."""
+    out = np.empty((len(words), n), dtype=dtype)
     permutations_from_words(np.ascontiguousarray(words, dtype=np.uint64), out)
     return out

@@ -52,7 +52,8 @@ def tree_nodes(lo, hi, depth):
 
 
 def merge_sums(left, right, in_place=False):
-    """Merge two sibling nodes (``left`` first), reusing left's arrays if asked.
+    """Merge two sibling nodes (``left`` first), reusing their arrays if asked
+    (``in_place``: both are consumed).
 
     Counted marginals merge with Chan, Golub and LeVeque's pairwise update;
     the raw releases add up. In place, one kernel pass with no temporary
@@ -94,8 +95,12 @@ def _merged_in_place(left, right):
     both = bool(n_left and n_right)
     mean, m2 = (left.mean, left.m2) if n_right == 0 else (right.mean, right.m2)
     if both:
+        # Chan's update reads right's mean at a party before it writes m2
+        # there: without an m2 of its own, the merged m2 takes right's mean's
+        # place (right is consumed; n = 1e7: 80 MB less).
         mean, m2 = left.mean, (left.m2 if left.m2 is not None
-                               else np.empty_like(left.mean))
+                               else right.m2 if right.m2 is not None
+                               else right.mean)
     empty = np.empty(0)
     _merge_in_place(
         empty if left.raw_sum is None else left.raw_sum.reshape(-1),
@@ -112,7 +117,8 @@ def _merged_in_place(left, right):
 def _merge_in_place(raw_left, raw_right, mean_left, mean_right, m2_left, m2_right,
                     m2_out, n_left, n_right):
     """``raw_left += raw_right``; with means (both sides count), Chan's
-    update of ``mean_left`` and ``m2_out`` (which may be ``m2_left``), an
+    update of ``mean_left`` and ``m2_out`` (which may be ``m2_left``,
+    ``m2_right`` or ``mean_right``: each party is read before written), an
     empty ``m2_left`` or ``m2_right`` standing for zeros: the operations of
     :func:`merge_sums`, element by element, in its order."""
     for i in range(raw_left.shape[0]):

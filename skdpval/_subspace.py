@@ -430,7 +430,7 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
             # 100,000 parties a step waited on memory most of its time.
             ahead = position + PREFETCH_STEPS
             for b in range(n_walks):
-                j = permutations[b, ahead]
+                j = np.int64(permutations[b, ahead])
                 if one_row:
                     prefetch(F, (j, 0, 0))
                     prefetch(T, (j, 0))
@@ -578,7 +578,8 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                p.l1, p.l1_basis, p.clip_norm, p.learning_rate,
                _line.kind_flag(line.kind), line.lo, line.inv_h, line.table,
                line.quad, line.s_val,
-               np.ascontiguousarray(permutations, np.int64),
+               np.ascontiguousarray(permutations, np.int32 if
+                                    permutations.dtype == np.int32 else np.int64),
                noise_or_empty(noise, rolling_mean is not None, 3),
                np.ones(n_walks) if x_tt is None else _f64(x_tt),
                rolling_mean is not None,
@@ -631,6 +632,11 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
             return self.n_parties * LINE_STEP_WORK
         m, n_outputs, n_rows = self.F_val.shape
         return self.n_parties * (m + 1) * n_outputs * n_rows
+
+    @property
+    def reads_int32_orders(self):
+        """Whether its walk takes orders as int32 as they are (along a line)."""
+        return self.line is not None
 
     def __reduce__(self):
         # Sent to workers (Dask, loky) in its compact form (:func:`packed`).
