@@ -670,6 +670,7 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
 # offsets of one row a party, which the scalar line walk never reads
 # (``general`` None, sample level), as a stand-in of their length (stride 0,
 # zeros). The walk's arithmetic is unchanged: the same values, bit for bit.
+# Packed again as they came (a worker passes the problem on to the others).
 
 _FILLED, _INT8, _UNREAD = "filled", "int8", "unread"
 
@@ -703,12 +704,14 @@ def _pack_array(array, offsets_unread=False):
         return array
     if offsets_unread:
         return _Packed(_UNREAD, None, array.shape[0])
+    if array.ndim == 1 and array.strides == (0,):  # unpacked already
+        return _Packed(_FILLED, array[:1].copy(), array.shape[0])
     if array.dtype != np.float64 or not array.flags.c_contiguous:
         return array
     if array.ndim == 1:
         first = array[0]
         if _same_bits(array, lambda block: np.full(block.shape, first)):
-            return _Packed(_FILLED, float(first), array.shape[0])
+            return _Packed(_FILLED, array[:1].copy(), array.shape[0])
     if _same_bits(array, lambda block: block.astype(np.int8)):
         return _Packed(_INT8, array.astype(np.int8), array.shape[0])
     return array
@@ -718,7 +721,7 @@ def _unpack_array(packed):
     if not isinstance(packed, _Packed):
         return packed
     if packed.kind == _FILLED:
-        return np.broadcast_to(np.float64(packed.payload), (packed.length,))
+        return np.broadcast_to(packed.payload[0], (packed.length,))
     if packed.kind == _INT8:
         return packed.payload
     return np.broadcast_to(np.int64(0), (packed.length,))  # _UNREAD
