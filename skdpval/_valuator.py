@@ -746,7 +746,8 @@ class DPDataValuator(BaseValuator):
         self.learning_rate_ = self._learning_rate(
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
-        problem = self._problem(game, noise_std, line_center)
+        # In a list that the walk empties (on Dask it frees the client's copy).
+        problem = [self._problem(game, noise_std, line_center)]
         # Past the walk only the shapes of the per-party arrays are read, and
         # the largest semivalue weight: the problem holds the rest, freed
         # with it before the statistics (n = 1e7: 80 MB an array).

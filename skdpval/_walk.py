@@ -33,7 +33,8 @@ Where the tasks run:
   worker keeps its own copy of the rolling means, updated from the wave's
   nodes, so that per wave only the nodes' sums cross the network, once
   (without a rolling mean, i.i.d. noise, a node waits for no merge); the
-  counted marginals are merged on one worker, off the critical path;
+  counted marginals are merged in the client (a worker holds the rows'
+  summaries, its copy of the means and one node's walk);
 - any other joblib backend (loky, multiprocessing): ``joblib.Parallel``.
 """
 
@@ -387,12 +388,14 @@ def _scatter_directly(client):
     return True if getattr(cluster, "scheduler", None) is not None else None
 
 
-def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
+def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
                  progress):
     """Waves on a Dask cluster: data sent once, tasks pinned, each worker
     keeping its copy of the rolling means (see :func:`next_rolling_mean`),
     the client the counted sums (a worker then holds the rows' summaries,
-    its copy of the means and one node's walk)."""
+    its copy of the means and one node's walk). ``box``: a list holding the
+    problem, emptied once the problem is sent."""
+    problem = box.pop()
     workers = sorted(client.scheduler_info()["workers"])
     # The values do not depend on the tree's depth (its merges are fixed).
     depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
@@ -422,6 +425,15 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                                counted[lo:hi], means[i % len(workers)], release_shape,
                                **on(i))
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
+        pending.append((start, stop, [client.submit(counted_part, node, **on(i))
+                                      for i, node in enumerate(nodes)]))
+        if release_shape is not None and counted[start:stop].any():
+            # The counted sums leave the workers before they update their
+            # means (a worker would hold them, its raw sums, the other's and
+            # two copies of the means: n = 1e7, 160 MB more at its peak).
+            while pending:
+                state, size = merge_first_pending()
+                progress.update(size)
         if release_shape is not None:
             # Every worker's copy for the next wave; after the last, the first
             # worker's alone: each party's mean of all its releases, which
@@ -432,8 +444,6 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
             means = [client.submit(next_rolling_mean, means[w], start, stop, depth,
                                    n_parties, release_shape, *raws, **on(w))
                      for w in range(1 if last else len(workers))]
-        pending.append((start, stop, [client.submit(counted_part, node, **on(i))
-                                      for i, node in enumerate(nodes)]))
         del nodes
         # Keep a wave queued behind the running one; merge finished waves.
         if len(pending) == 2:
@@ -569,7 +579,13 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     ``client``: a distributed
     Client to walk on (for Dask input, :func:`skdpval._dask.walk_client`),
     whatever ``n_jobs`` and the joblib backend say.
+
+    ``problem`` may come in a one-element list, which this empties: on Dask
+    the client then frees its copy once it is sent (n = 1e7 parties: 320
+    MB).
     """
+    box = problem if isinstance(problem, list) else [problem]
+    problem = box[0]
     n_permutations = len(x_tt)
     x_tt = np.asarray(x_tt, dtype=np.float64)
     counted = np.asarray(counted, dtype=bool)
@@ -586,23 +602,30 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
         n_workers = len(client.scheduler_info()["workers"])
     depth = math.ceil(math.log2(max(n_workers, 1)))
     progress = _Progress(n_permutations, verbose)
-    args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
+    if client is None and type(backend).__name__ == "DaskDistributedBackend":
+        client = backend.client
     if client is not None:
-        state = _run_on_dask(client, *args)
-    elif n_workers == 1 or isinstance(backend, SequentialBackend):
+        del problem
+        state = _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
+                             progress)
+        progress.close()
+        return _walk_result(state, initial[0])
+    args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
+    if n_workers == 1 or isinstance(backend, SequentialBackend):
         state = _run_locally(lambda tasks: [fn(*a) for fn, a in tasks], *args)
     elif isinstance(backend, ThreadingBackend):
         with ThreadPoolExecutor(n_workers - 1, thread_name_prefix="skdpval") as pool:
             state = _run_locally(_threads_map(pool), *args)
-    elif type(backend).__name__ == "DaskDistributedBackend":
-        state = _run_on_dask(backend.client, *args)
     else:
         with Parallel(n_jobs=n_jobs) as parallel:
             state = _run_locally(
                 lambda tasks: parallel(delayed(fn)(*a) for fn, a in tasks), *args)
     progress.close()
+    return _walk_result(state, problem.n_parties)
+
+
+def _walk_result(state, n_parties):
     counted_sums = state.counted
-    n_parties = problem.n_parties
     mean = (np.full(n_parties, np.nan) if counted_sums.mean is None
             else counted_sums.mean)
     m2 = np.zeros(n_parties) if counted_sums.m2 is None else counted_sums.m2

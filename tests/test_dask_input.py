@@ -392,7 +392,7 @@ def test_the_problem_travels_packed_and_walks_the_same_bits(monkeypatch):
     original = valuator_module.run_walks
 
     def recording(problem, draw, **kwargs):
-        seen.append((problem, draw))
+        seen.append((problem[0] if isinstance(problem, list) else problem, draw))
         return original(problem, draw, **kwargs)
 
     monkeypatch.setattr(valuator_module, "run_walks", recording)
