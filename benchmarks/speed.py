@@ -1036,7 +1036,7 @@ def main():
             label=lambda: DPLabelQuality(epsilon=1.0, random_state=0),
             valuator=lambda: DPDataValuator(
                 n_permutations=k, learning_rate=0.005, epsilon=1.0, random_state=0,
-                batch_permutations={batch_permutations}))
+                batch_permutations={batch_permutations}, public_model="validation"))
         fitted = []
         for name, make in fits.items():
             reset_peak()

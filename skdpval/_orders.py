@@ -117,13 +117,13 @@ def plan_permutations(n_permutations, n_parties, batch_permutations):
                 TWIN_MAX_DRAWS, n_permutations * n_parties * TWIN_SECONDS_PER_DRAW)
 
 
-def permutations(words, n):
+def permutations(words, n, dtype=np.int64):
     """The permutations of ``n`` parties of the streams ``words`` ``(c, 4)``
-    (small draws in numpy until the kernel is compiled:
-    :mod:`skdpval._first_use`)."""
+    (as ``dtype``: int64, or int32 below 2^31 parties; small draws in numpy
+    until the kernel is compiled: :mod:`skdpval._first_use`)."""
     if use_twin(permutations_from_words, len(words) * n, TWIN_MAX_DRAWS):
         with twin_of(permutations_from_words):
-            return permutations_numpy(words, n)
-    out = np.empty((len(words), n), dtype=np.int64)
+            return permutations_numpy(words, n).astype(dtype, copy=False)
+    out = np.empty((len(words), n), dtype=dtype)
     permutations_from_words(np.ascontiguousarray(words, dtype=np.uint64), out)
     return out

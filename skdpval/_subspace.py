@@ -243,7 +243,8 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
     for g in range(n_walks):
         b, j = b0 + g, parties[g]
         release_tail(update[g], noise, b, j, has_noise, grid, grid_bound,
-                     record_level is not None, offsets[j + 1] - offsets[j],
+                     record_level is not None,
+                     offsets[j + 1] - offsets[j] if record_level is not None else 1,
                      use_rolling,
                      x_tt[b] if use_rolling else 1.0, rolling_mean)
 
@@ -432,7 +433,7 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
             # 100,000 parties a step waited on memory most of its time.
             ahead = position + PREFETCH_STEPS
             for b in range(n_walks):
-                j = permutations[b, ahead]
+                j = np.int64(permutations[b, ahead])
                 if one_row:
                     prefetch(F, (j, 0, 0))
                     prefetch(T, (j, 0))
@@ -657,7 +658,7 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
     small (:mod:`skdpval._first_use`)."""
     n_walks = permutations.shape[0]
     line = p.line
-    marginals = np.empty((n_walks, p.offsets.shape[0] - 1))
+    marginals = np.empty((n_walks, p.n_parties))
     end_utility = np.empty(n_walks)
     if (_has_line_walk_twin(p)
             and use_twin(_line_walk, permutations.size, TWIN_MAX_WALK_STEPS)):
@@ -672,7 +673,8 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                p.l1, p.l1_basis, p.clip_norm, p.learning_rate,
                _line.kind_flag(line.kind), line.lo, line.inv_h, line.table,
                line.quad, line.s_val,
-               np.ascontiguousarray(permutations, np.int64),
+               np.ascontiguousarray(permutations, np.int32 if
+                                    permutations.dtype == np.int32 else np.int64),
                noise_or_empty(noise, rolling_mean is not None, 3),
                np.ones(n_walks) if x_tt is None else _f64(x_tt),
                rolling_mean is not None,
@@ -726,6 +728,15 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         m, n_outputs, n_rows = self.F_val.shape
         return self.n_parties * (m + 1) * n_outputs * n_rows
 
+    @property
+    def reads_int32_orders(self):
+        """Whether its walk takes orders as int32 as they are (along a line)."""
+        return self.line is not None
+
+    def __reduce__(self):
+        # Sent to workers (Dask, loky) in its compact form (:func:`packed`).
+        return _unpacked_problem, (packed(self),)
+
     def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
         """Run the walk along each permutation; see :func:`skdpval._kernels.walk`."""
         if self.line is not None:
@@ -741,6 +752,92 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
             l1=self.l1, l1_basis=self.l1_basis, row_weights=self.row_weights,
             record_level=self.record_level, grid=grid)
         return marginals, end_utility
+
+
+# --- the problem as it travels to workers ------------------------------------------
+#
+# A worker limited to 1 GiB walks n = 1e7 parties: each per-party array of
+# doubles is 80 MB there. Pickled, the problem sends only what its values
+# need; unpickled, what the kernels read as arrays is rebuilt without
+# copies: targets of small integers (+-1: binary classification) as int8,
+# which the kernels read as the same doubles; constant weights (Shapley's
+# ones, unweighted rows) as one number viewed n times (stride 0); and the
+# offsets of one row a party, which the scalar line walk never reads
+# (``general`` None, sample level), as a stand-in of their length (stride 0,
+# zeros). The walk's arithmetic is unchanged: the same values, bit for bit.
+# Packed again as they came (a worker passes the problem on to the others).
+
+_FILLED, _INT8, _UNREAD = "filled", "int8", "unread"
+
+
+class _Packed(namedtuple("_Packed", ["kind", "payload", "length"])):
+    """A packed per-party array (see the comment above)."""
+
+    __slots__ = ()
+
+
+# Compared in blocks of this many numbers: the client holds no full-size
+# temporary (n = 1e7: 80 MB).
+_PACK_BLOCK = 2**16
+
+
+def _same_bits(array, make):
+    """Whether ``make(block)`` has the bits of each block of ``array``
+    (float64, flattened)."""
+    flat = array.reshape(-1)
+    for lo in range(0, flat.shape[0], _PACK_BLOCK):
+        block = flat[lo:lo + _PACK_BLOCK]
+        if not np.array_equal(block.view(np.int64),
+                              np.asarray(make(block), np.float64).view(np.int64)):
+            return False
+    return True
+
+
+def _pack_array(array, offsets_unread=False):
+    """``array`` or a small description of it (see the comment above)."""
+    if not isinstance(array, np.ndarray) or array.size < 2:
+        return array
+    if offsets_unread:
+        return _Packed(_UNREAD, None, array.shape[0])
+    if array.ndim == 1 and array.strides == (0,):  # unpacked already
+        return _Packed(_FILLED, array[:1].copy(), array.shape[0])
+    if array.dtype != np.float64 or not array.flags.c_contiguous:
+        return array
+    if array.ndim == 1:
+        first = array[0]
+        if _same_bits(array, lambda block: np.full(block.shape, first)):
+            return _Packed(_FILLED, array[:1].copy(), array.shape[0])
+    if _same_bits(array, lambda block: block.astype(np.int8)):
+        return _Packed(_INT8, array.astype(np.int8), array.shape[0])
+    return array
+
+
+def _unpack_array(packed):
+    if not isinstance(packed, _Packed):
+        return packed
+    if packed.kind == _FILLED:
+        return np.broadcast_to(packed.payload[0], (packed.length,))
+    if packed.kind == _INT8:
+        return packed.payload
+    return np.broadcast_to(np.int64(0), (packed.length,))  # _UNREAD
+
+
+def packed(problem):
+    """The fields of a :class:`SubspaceProblem` to pickle: its per-party
+    arrays packed (see the comment above)."""
+    offsets_unread = (problem.line is not None and problem.general is None
+                      and not problem.record_level
+                      and np.array_equal(problem.offsets,
+                                         np.arange(problem.offsets.shape[0])))
+    fields = problem._asdict()
+    for name in ("T", "weights", "row_weights"):
+        fields[name] = _pack_array(fields[name])
+    fields["offsets"] = _pack_array(fields["offsets"], offsets_unread)
+    return tuple(fields.values())
+
+
+def _unpacked_problem(fields):
+    return SubspaceProblem(*(_unpack_array(field) for field in fields))
 
 
 def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,

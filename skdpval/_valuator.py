@@ -791,13 +791,14 @@ class DPDataValuator(BaseValuator):
         self.learning_rate_ = self._learning_rate(
             game, released_noise_std(noise_std, x_tt, counted,
                                      self.batch_permutations), search_seed)
-        problem = self._problem(game, noise_std, line_center)
+        # In a list that the walk empties (on Dask it frees the client's copy).
+        problem = [self._problem(game, noise_std, line_center)]
         # Numpy stands in for the walk's kernels on a small first fit (no
         # compilation); a larger one compiles them at once.
         _orders.plan_permutations(self.n_permutations, len(parties.train_parties),
                                   self.batch_permutations)
         walks_in_numpy = spec.network is None and _subspace.plan_line_walk(
-            problem, self.n_permutations, self.batch_permutations)
+            problem[0], self.n_permutations, self.batch_permutations)
         self._say_if_first_compile(spec, walks_in_numpy)
         # Past the walk only the shapes of the per-party arrays are read, and
         # the largest semivalue weight: the problem holds the rest, freed

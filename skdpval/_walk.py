@@ -33,10 +33,12 @@ Where the tasks run:
   worker keeps its own copy of the rolling means, updated from the wave's
   nodes, so that per wave only the nodes' sums cross the network, once
   (without a rolling mean, i.i.d. noise, a node waits for no merge); the
-  counted marginals are merged on one worker, off the critical path;
+  counted marginals are merged in the client (a worker holds the rows'
+  summaries, its copy of the means and one node's walk);
 - any other joblib backend (loky, multiprocessing): ``joblib.Parallel``.
 """
 
+import copy
 import math
 import sys
 import time
@@ -156,12 +158,20 @@ class SeededDraws:
         self.noise_std = noise_std
         self.has_noise = noise_std > 0
         self.grid = NO_GRID if grid is None else (grid.gamma, grid.bound)
+        self.order_dtype = np.int64
+
+    def with_orders(self, dtype):
+        """A copy drawing its orders as ``dtype`` (the same permutations)."""
+        draw = copy.copy(self)
+        draw.order_dtype = dtype
+        return draw
 
     def __call__(self, lo, hi, noise_out):
         if noise_out is not None:
             gaussian_noise(self.noise_key, WALK, lo, hi, self.noise_std / self.grid[0],
                            noise_out.reshape(hi - lo, -1))
-        return _orders.permutations(self.order_words[lo:hi], self.n_parties)
+        return _orders.permutations(self.order_words[lo:hi], self.n_parties,
+                                    self.order_dtype)
 
 
 # --- a node's walk ---------------------------------------------------------------
@@ -233,32 +243,72 @@ class WalkState(namedtuple("WalkState", ["rolling_mean", "counted", "end_utility
                    np.full(n_permutations, np.nan))
 
 
-def end_wave(state, start, stop, depth, *nodes):
+# Arrays of n parties are merged in blocks of this many: every operation is
+# element by element, so the bits are those of whole arrays, and no
+# temporary outgrows a block (a worker limited to 1 GiB holds n = 1e7
+# parties: 80 MB an array).
+MERGE_BLOCK = 2**16
+
+
+def _blocks(n):
+    return [slice(lo, lo + MERGE_BLOCK) for lo in range(0, max(n, 1), MERGE_BLOCK)]
+
+
+def _node_slice(node, block):
+    """A node's sums on the parties of ``block`` (views)."""
+    return node._replace(
+        raw_sum=None if node.raw_sum is None else node.raw_sum[block],
+        mean=None if node.mean is None else node.mean[block],
+        m2=None if node.m2 is None else node.m2[block])
+
+
+def _wave_sums(start, stop, depth, nodes, block):
+    """The wave's sums on ``block``: its nodes merged up the tree (new arrays)."""
+    by_start = {a: _node_slice(node, block)
+                for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth))}
+    return reduce_tree(start, stop, depth, lambda a, b: by_start[a], merge_sums)
+
+
+def end_wave(state, start, stop, depth, *nodes, in_place=False):
     """Merge a wave's ``nodes`` (those of ``tree_nodes(start, stop, depth)``) into ``state``.
 
-    Returns a new state and leaves its arguments untouched (on Dask they
-    live in a worker's memory).
+    Returns the new state; the nodes are left untouched (on Dask they live
+    in a worker's memory), and so is ``state`` unless ``in_place`` (then its
+    arrays hold the new state's). Merged block by block (``MERGE_BLOCK``).
     """
-    by_start = {}
-    for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth)):
-        by_start[a] = node
+    n_counted = sum(node.n_counted for node in nodes)
+    rolling_mean, counted = state.rolling_mean, state.counted
+    n_parties = len(rolling_mean) if rolling_mean is not None else next(
+        (len(node.mean) for node in nodes if node.mean is not None), 0)
+    if rolling_mean is not None and not in_place:
+        rolling_mean = np.empty_like(rolling_mean)
+    mean, m2 = counted.mean, counted.m2
+    if n_counted and (mean is None or m2 is None or not in_place):
+        mean, m2 = np.empty(n_parties), np.empty(n_parties)
     with _diverged_walks_are_reported_later():
-        wave = reduce_tree(start, stop, depth, lambda a, b: by_start[a], merge_sums)
-        rolling_mean = state.rolling_mean
-        if rolling_mean is not None:
-            rolling_mean = advanced_mean(rolling_mean, wave.raw_sum, start, stop)
-        counted = merge_sums(state.counted, wave._replace(raw_sum=None))
-    end_utility = state.end_utility.copy()
-    end_utility[start:stop] = wave.end_utility
-    return WalkState(rolling_mean, counted._replace(end_utility=np.empty(0)),
-                     end_utility)
+        for block in _blocks(n_parties):
+            wave = _wave_sums(start, stop, depth, nodes, block)
+            if rolling_mean is not None:
+                rolling_mean[block] = advanced_mean(state.rolling_mean[block],
+                                                    wave.raw_sum, start, stop)
+            if n_counted:
+                merged = merge_sums(_node_slice(counted, block),
+                                    wave._replace(raw_sum=None))
+                mean[block] = merged.mean
+                m2[block] = 0.0 if merged.m2 is None else merged.m2
+    if n_counted:
+        counted = NodeSums(None, counted.n_counted + n_counted, mean, m2, np.empty(0))
+    end_utility = state.end_utility if in_place else state.end_utility.copy()
+    end_utility[start:stop] = np.concatenate(
+        [node.end_utility for node in nodes]) if nodes else []
+    return WalkState(rolling_mean, counted, end_utility)
 
 
 # On Dask every worker keeps its own copy of the rolling means, updated from
 # the wave's nodes by the same arithmetic as :func:`end_wave` (so the copies
 # are bit-identical): a wave's nodes then wait for one exchange of the
 # nodes' raw sums, not for a merge on one worker and a copy sent back. The
-# counted marginals and the final utilities are merged on one worker, off
+# counted marginals and the final utilities are merged in the client, off
 # the waves' critical path. Before the first wave a copy is None (zeros).
 
 def walk_node_of_mean(problem, draw, lo, hi, x_tt, counted, rolling_mean,
@@ -270,37 +320,39 @@ def walk_node_of_mean(problem, draw, lo, hi, x_tt, counted, rolling_mean,
     return walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean)
 
 
+def raw_part(node):
+    """A node's raw sums alone (what the rolling means read)."""
+    return NodeSums(node.raw_sum, 0, None, None, np.empty(0))
+
+
+def counted_part(node):
+    """A node's sums without its raw sums (what the client merges)."""
+    return node._replace(raw_sum=None)
+
+
 def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape,
                       *nodes):
     """A worker's copy of the rolling means after the wave of ``nodes``: the
-    operations of :func:`end_wave` on the raw sums, in its order."""
-    by_start = {a: node.raw_sum
-                for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth))}
-    if rolling_mean is None:
-        rolling_mean = np.zeros((n_parties, *release_shape))
+    operations of :func:`end_wave` on the raw sums, in its order, into a new
+    array (its arguments are left untouched)."""
+    out = np.empty((n_parties, *release_shape))
     with _diverged_walks_are_reported_later():
-        raw_sum = reduce_tree(start, stop, depth, lambda a, b: by_start[a],
-                              lambda left, right: left + right)
-        return advanced_mean(rolling_mean, raw_sum, start, stop)
+        for block in _blocks(n_parties):
+            old = (np.zeros((len(out[block]), *release_shape)) if rolling_mean is None
+                   else rolling_mean[block])
+            out[block] = advanced_mean(old, _wave_sums(start, stop, depth, nodes,
+                                                       block).raw_sum, start, stop)
+    return out
 
 
 def advanced_mean(rolling_mean, raw_sum, start, stop):
     """The means of releases ``0 .. stop - 1`` from those of ``0 .. start -
     1`` and the sum of the others: ``(start * rolling_mean + raw_sum) /
-    stop``, computed on one new array (a worker limited to 1 GiB holds n =
-    1e7 parties' means: 80 MB); its arguments are left untouched."""
+    stop``, computed on one new array; its arguments are left untouched."""
     mean = start * rolling_mean
     mean += raw_sum
     mean /= stop
     return mean
-
-
-def end_wave_of_state(state, start, stop, depth, *nodes):
-    """:func:`end_wave` without the rolling means (for Dask): ``state`` is a
-    WalkState, or before the first wave the arguments of WalkState.start."""
-    if not isinstance(state, WalkState):
-        state = WalkState.start(*state)
-    return end_wave(state, start, stop, depth, *nodes)
 
 
 # --- where the tasks run --------------------------------------------------------
@@ -336,16 +388,20 @@ def _scatter_directly(client):
     return True if getattr(cluster, "scheduler", None) is not None else None
 
 
-def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
+def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
                  progress):
     """Waves on a Dask cluster: data sent once, tasks pinned, each worker
-    keeping its copy of the rolling means (see :func:`next_rolling_mean`)."""
-    from distributed import wait
-
+    keeping its copy of the rolling means (see :func:`next_rolling_mean`),
+    the client the counted sums (a worker then holds the rows' summaries,
+    its copy of the means and one node's walk). ``box``: a list holding the
+    problem, emptied once the problem is sent."""
+    problem = box.pop()
     workers = sorted(client.scheduler_info()["workers"])
     # The values do not depend on the tree's depth (its merges are fixed).
     depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
     n_parties, release_shape, n_permutations = initial
+    if getattr(problem, "reads_int32_orders", False) and n_parties < 2**31:
+        draw = draw.with_orders(np.int32)  # a worker's walk: 4 bytes a party less
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
     problem, draw = client.scatter([problem, draw], broadcast=True, hash=False,
                                    direct=_scatter_directly(client))
@@ -355,34 +411,52 @@ def _run_on_dask(client, problem, draw, waves, depth, x_tt, counted, initial,
                     pure=False)
 
     means = [None] * len(workers)
-    state = (n_parties, None, n_permutations)
+    state = WalkState.start(n_parties, None, n_permutations)
     pending = []
+
+    def merge_first_pending():
+        start, stop, parts = pending.pop(0)
+        # Gathered, then released: the workers free them before the merge.
+        parts = client.gather(parts)
+        return end_wave(state, start, stop, depth, *parts, in_place=True), stop - start
+
     for start, stop in waves:
         nodes = [client.submit(walk_node_of_mean, problem, draw, lo, hi, x_tt[lo:hi],
                                counted[lo:hi], means[i % len(workers)], release_shape,
                                **on(i))
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
+        pending.append((start, stop, [client.submit(counted_part, node, **on(i))
+                                      for i, node in enumerate(nodes)]))
+        if release_shape is not None and counted[start:stop].any():
+            # The counted sums leave the workers before they update their
+            # means (a worker would hold them, its raw sums, the other's and
+            # two copies of the means: n = 1e7, 160 MB more at its peak).
+            while pending:
+                state, size = merge_first_pending()
+                progress.update(size)
         if release_shape is not None:
             # Every worker's copy for the next wave; after the last, the first
             # worker's alone: each party's mean of all its releases, which
-            # the caller reads (values_stderr_).
+            # the caller reads (values_stderr_). The raw sums travel alone.
+            raws = [client.submit(raw_part, node, **on(i))
+                    for i, node in enumerate(nodes)]
             last = stop == waves[-1][1]
             means = [client.submit(next_rolling_mean, means[w], start, stop, depth,
-                                   n_parties, release_shape, *nodes, **on(w))
+                                   n_parties, release_shape, *raws, **on(w))
                      for w in range(1 if last else len(workers))]
-        state = client.submit(end_wave_of_state, state, start, stop, depth, *nodes,
-                              **on(0))
-        # Keep a wave queued behind the running one; report finished waves.
-        pending.append((state, stop - start))
+            # Freed once read (held here, a wave's raw sums outlived the
+            # next wave's walk: n = 1e7, 160 MB a worker).
+            del raws
+        del nodes
+        # Keep a wave queued behind the running one; merge finished waves.
         if len(pending) == 2:
-            finished, size = pending.pop(0)
-            wait(finished)
+            state, size = merge_first_pending()
             progress.update(size)
-    result = state.result()
-    for _, size in pending:
+    while pending:
+        state, size = merge_first_pending()
         progress.update(size)
     rolling_mean = None if release_shape is None else means[0].result()
-    return result._replace(rolling_mean=rolling_mean)
+    return state._replace(rolling_mean=rolling_mean)
 
 
 class _CompileClock(numba_event.Listener):
@@ -508,7 +582,13 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     ``client``: a distributed
     Client to walk on (for Dask input, :func:`skdpval._dask.walk_client`),
     whatever ``n_jobs`` and the joblib backend say.
+
+    ``problem`` may come in a one-element list, which this empties: on Dask
+    the client then frees its copy once it is sent (n = 1e7 parties: 320
+    MB).
     """
+    box = problem if isinstance(problem, list) else [problem]
+    problem = box[0]
     n_permutations = len(x_tt)
     x_tt = np.asarray(x_tt, dtype=np.float64)
     counted = np.asarray(counted, dtype=bool)
@@ -525,23 +605,30 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
         n_workers = len(client.scheduler_info()["workers"])
     depth = math.ceil(math.log2(max(n_workers, 1)))
     progress = _Progress(n_permutations, verbose)
-    args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
+    if client is None and type(backend).__name__ == "DaskDistributedBackend":
+        client = backend.client
     if client is not None:
-        state = _run_on_dask(client, *args)
-    elif n_workers == 1 or isinstance(backend, SequentialBackend):
+        del problem
+        state = _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
+                             progress)
+        progress.close()
+        return _walk_result(state, initial[0])
+    args = (problem, draw, waves, depth, x_tt, counted, initial, progress)
+    if n_workers == 1 or isinstance(backend, SequentialBackend):
         state = _run_locally(lambda tasks: [fn(*a) for fn, a in tasks], *args)
     elif isinstance(backend, ThreadingBackend):
         with ThreadPoolExecutor(n_workers - 1, thread_name_prefix="skdpval") as pool:
             state = _run_locally(_threads_map(pool), *args)
-    elif type(backend).__name__ == "DaskDistributedBackend":
-        state = _run_on_dask(backend.client, *args)
     else:
         with Parallel(n_jobs=n_jobs) as parallel:
             state = _run_locally(
                 lambda tasks: parallel(delayed(fn)(*a) for fn, a in tasks), *args)
     progress.close()
+    return _walk_result(state, problem.n_parties)
+
+
+def _walk_result(state, n_parties):
     counted_sums = state.counted
-    n_parties = problem.n_parties
     mean = (np.full(n_parties, np.nan) if counted_sums.mean is None
             else counted_sums.mean)
     m2 = np.zeros(n_parties) if counted_sums.m2 is None else counted_sums.m2

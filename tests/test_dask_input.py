@@ -500,3 +500,51 @@ def test_a_worker_killed_mid_private_fit_changes_no_value(monkeypatch, keep_rows
         assert len(steps) == 20
         assert target not in client.run(os.getpid).values()  # it did die
     _same_fit(got, expected)
+
+
+def test_the_problem_travels_packed_and_walks_the_same_bits(monkeypatch):
+    """What workers receive: int8 targets, constant weights and unread offsets
+    as a few numbers (packed again as small when a worker passes it on), and
+    int32 orders; a node walked from it has the same sums, bit for bit."""
+    import pickle
+
+    import skdpval._valuator as valuator_module
+    from skdpval._walk import walk_node
+
+    seen = []
+    original = valuator_module.run_walks
+
+    def recording(problem, draw, **kwargs):
+        seen.append((problem[0] if isinstance(problem, list) else problem, draw))
+        return original(problem, draw, **kwargs)
+
+    monkeypatch.setattr(valuator_module, "run_walks", recording)
+    X, y, X_val, y_val = split(*make_classification(n_samples=3000, n_features=4,
+                                                    random_state=4), 500)
+    valuator().fit(X, y, X_val=X_val, y_val=y_val)
+    (problem, draw), = seen
+    n = problem.n_parties
+    sent = pickle.dumps(problem, protocol=5)
+    empty = problem._replace(F=problem.F[:0], T=problem.T[:0],
+                             offsets=problem.offsets[:1], weights=problem.weights[:0],
+                             row_weights=problem.row_weights[:0])
+    # F as it is, the targets in one byte, the rest a few numbers.
+    assert len(sent) < len(pickle.dumps(empty)) + problem.F.nbytes + n + 1024
+    received = pickle.loads(sent)
+    assert received.T.dtype == np.int8
+    assert received.weights.strides == received.offsets.strides == (0,)
+    assert len(pickle.dumps(received, protocol=5)) < len(sent) + 1024  # passed on
+    rng = np.random.default_rng(0)
+    rolling_mean, x_tt = rng.normal(size=(n, 1)), np.full(12, 0.25)
+    counted = np.arange(12) >= 6
+    for lo, hi in [(0, 4), (4, 12)]:
+        expected = walk_node(problem, draw, lo, hi, x_tt[lo:hi], counted[lo:hi],
+                             rolling_mean)
+        got = walk_node(received, draw.with_orders(np.int32), lo, hi, x_tt[lo:hi],
+                        counted[lo:hi], rolling_mean)
+        for field in ("raw_sum", "mean", "m2", "end_utility"):
+            if getattr(expected, field) is None:
+                assert getattr(got, field) is None
+            else:
+                assert_array_equal(getattr(got, field), getattr(expected, field))
+    assert draw.with_orders(np.int32)(0, 2, None).dtype == np.int32
