@@ -95,10 +95,10 @@ def auto_burn_in(semivalue, n_permutations, batch_permutations):
     """``q="auto"`` with averaged releases: 0.9, or for Shapley the last 2% of
     the permutations counted: at least one wave and two permutations, and at
     most as many as 0.9 counts."""
-    k = n_permutations
-    at_most = k - int(np.floor(AUTO_BURN_IN * k))
     if semivalue != "shapley":
         return AUTO_BURN_IN
+    k = n_permutations
+    at_most = k - int(np.floor(AUTO_BURN_IN * k))
     n_counted = min(max(int(np.ceil(AUTO_COUNTED_FRACTION * k)),
                         batch_permutations, 2), at_most)
     q = (k - n_counted) / k

@@ -29,6 +29,7 @@ import skdpval._walk as walk_module
 from reference import algorithm1
 from skdpval import DPDataValuator, _kernels
 from skdpval._models import model_spec
+from skdpval._noise import counted_permutations, noise_schedule, unseen_noise_factor
 from skdpval._semivalues import semivalue_weights
 
 
@@ -512,10 +513,14 @@ def test_auto_burn_in_counts_a_short_tail_for_shapley(k, wave, semivalue, n_coun
     if semivalue == "shapley" and n_counted < k - int(0.9 * k):
         assert (_release_efficiency(valuator.q_, k, wave)
                 > _release_efficiency(0.9, k, wave))
-    if (k, wave) == (1000, 16):  # 0.988 against 0.960
-        assert _release_efficiency(0.9, k, wave) < 0.965
-        if semivalue == "shapley":
-            assert _release_efficiency(valuator.q_, k, wave) > 0.985
+    if (k, wave) == (1000, 16) and semivalue == "shapley":  # 0.988 against 0.960
+        assert _release_efficiency(valuator.q_, k, wave) > 0.985
+    # The stderr's shared-noise factor (skdpval._noise) is this evenness, but
+    # for the spread's own ddof terms: 1 / (k factor) within 1% (0.5% at 10 counted).
+    x_tt, _, _ = noise_schedule("correlated", k, wave)
+    factor = unseen_noise_factor(x_tt, counted_permutations(valuator.q_, k), wave)
+    assert 1.0 / (k * factor) == pytest.approx(
+        _release_efficiency(valuator.q_, k, wave), rel=1e-2)
     iid = DPDataValuator(epsilon=3.0, noise="iid", n_permutations=k,
                          semivalue=semivalue, random_state=0)
     assert iid.fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:]).q_ == 0.0
