@@ -315,6 +315,7 @@ def walk_node_of_mean(problem, draw, lo, hi, x_tt, counted, rolling_mean,
                       release_shape):
     """:func:`walk_node` with a worker's copy of the rolling means (None
     before the first wave; ``release_shape`` None: no rolling mean)."""
+    return_reader_memory()
     if release_shape is not None and rolling_mean is None:
         rolling_mean = np.zeros((problem.n_parties, *release_shape))
     return walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean)
@@ -333,9 +334,19 @@ def counted_part(node):
 def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape,
                       *nodes):
     """A worker's copy of the rolling means after the wave of ``nodes``: the
-    operations of :func:`end_wave` on the raw sums, in its order, into a new
-    array (its arguments are left untouched)."""
-    out = np.empty((n_parties, *release_shape))
+    operations of :func:`end_wave` on the raw sums, in its order, written
+    over ``rolling_mean`` (a new array before the first wave).
+
+    In place, though Dask's tasks should leave their inputs alone: the old
+    copy is read by no other task (this worker's walk of the wave is done:
+    the raw sums come from it), the client holds no reference to it, and
+    Dask never reads it again, since a lost copy is recomputed from its
+    lineage (from the first wave), not from a later copy. A new array would
+    hold 8 bytes a party more at the worker's peak (n = 1e7: 80 MB of a 1
+    GiB worker). Run on another worker, the task changes its own copy.
+    """
+    out = (np.empty((n_parties, *release_shape)) if rolling_mean is None
+           else rolling_mean)
     with _diverged_walks_are_reported_later():
         for block in _blocks(n_parties):
             old = (np.zeros((len(out[block]), *release_shape)) if rolling_mean is None
@@ -343,6 +354,17 @@ def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape
             out[block] = advanced_mean(old, _wave_sums(start, stop, depth, nodes,
                                                        block).raw_sum, start, stop)
     return out
+
+
+def return_reader_memory():
+    """Give back to the system the memory pyarrow's pool keeps after reading
+    (Parquet): a worker that read 10^6 rows of 20 features held 143 MiB
+    more than after ``release_unused`` (504 against 361 MiB; 0.7 us a call),
+    which a walk of 10^7 parties on a worker limited to 1 GiB needs. Only
+    if pyarrow is loaded."""
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None and hasattr(pyarrow, "default_memory_pool"):
+        pyarrow.default_memory_pool().release_unused()
 
 
 def advanced_mean(rolling_mean, raw_sum, start, stop):
