@@ -38,7 +38,6 @@ Every fitted valuator exports its values the same way:
 import warnings
 
 import numpy as np
-from scipy.stats import rankdata
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -94,6 +93,23 @@ def check_converged(values, utilities, initial_utility, learning_rate, utility,
             f"{np.median(utilities):.3g}, against {initial_utility:.3g} before "
             f"it. {remedy}", ConvergenceWarning, stacklevel=stacklevel + 1)
 
+
+
+# The ranks are written in blocks of this many parties (n = 1e7: scipy's
+# rankdata held about five arrays of n at the client's peak, 400 MB).
+RANK_BLOCK = 2**16
+
+
+def ordinal_rank(values, train, n_all):
+    """``rank[train[i]]``: 1 for the largest of ``values``, ties in the order
+    of ``train`` (scipy's ``rankdata(-values, method="ordinal")``), NaN after
+    every number; 0 for the parties not in ``train``."""
+    order = np.argsort(-values, kind="stable")
+    rank = np.zeros(n_all, dtype=np.int64)
+    for lo in range(0, len(order), RANK_BLOCK):
+        block = order[lo:lo + RANK_BLOCK]
+        rank[train[block]] = np.arange(lo + 1, lo + 1 + len(block))
+    return rank
 
 class BaseValuator(OwnerValues, BaseEstimator):
     """Base class of the valuators: the template :meth:`_fit` and its steps;
@@ -208,9 +224,7 @@ class BaseValuator(OwnerValues, BaseEstimator):
         train = parties.train_parties
         self.values_ = np.full(parties.n_all_parties, np.nan)
         self.values_[train] = values
-        rank = np.zeros(parties.n_all_parties, dtype=np.int64)
-        rank[train] = rankdata(-values, method="ordinal")
-        self.rank_ = rank
+        self.rank_ = ordinal_rank(values, train, parties.n_all_parties)
         if groups is not None:
             self.sample_values_ = self.values_[parties.party_of_sample]
 

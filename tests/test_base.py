@@ -112,3 +112,24 @@ def test_federated_groups_given_third_is_an_error_naming_the_new_order():
     X, y, groups = _groups_data()
     with pytest.raises(ValueError, match="pass groups=client_of_each_sample"):
         DPFederatedValuator(n_rounds=2, noise="none").fit(X, y, groups)
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 70_000])
+def test_ranks_are_scipys_ordinal_ranks_written_in_blocks(n):
+    """rank_ as scipy's rankdata(-values, "ordinal") (ties, signed zeros),
+    over blocks of parties that split them unevenly; NaN ranks last."""
+    from scipy.stats import rankdata
+
+    from skdpval._base import ordinal_rank
+
+    rng = np.random.default_rng(n)
+    values = rng.integers(-3, 4, n) * 0.5 * rng.choice([-1.0, 1.0], n)
+    values[rng.random(n) < 0.1] = -0.0
+    train = np.sort(rng.choice(n + 9, n, replace=False)).astype(np.int32)
+    expected = np.zeros(n + 9, dtype=np.int64)
+    expected[train] = rankdata(-values, method="ordinal")
+    assert_array_equal(ordinal_rank(values, train, n + 9), expected)
+    values[0] = np.nan
+    rank = ordinal_rank(values, train, n + 9)
+    assert rank[train[0]] == n
+    assert_array_equal(np.sort(rank[train]), np.arange(1, n + 1))
