@@ -63,6 +63,7 @@ from ._data import (
     standardize_by_validation,
     standardize_targets,
 )
+from ._walk import LOST_WORKER_RETRIES
 
 # The label score's model scores rows in blocks of this many, aligned at
 # row 0, on Dask and in memory alike (see the module docstring).
@@ -194,7 +195,9 @@ class DaskRows:
         they are then kept on the workers for the calls (released with
         ``sums``). A call whose data went with a lost worker (its tasks
         cancelled) sends them again and recomputes its sum, at most
-        ``LOST_WORKER_RETRIES`` times. Either way the sums are the same.
+        ``LOST_WORKER_RETRIES`` times (data sent to several workers do not
+        stay there: Dask's active memory manager drops the extra copies).
+        Either way the sums are the same.
         """
         import dask
 
@@ -243,13 +246,6 @@ class DaskRows:
             return total
 
         return sums
-
-
-# A sum whose tasks were cancelled because their data went with a lost
-# worker (data sent to several workers do not stay there: Dask's active
-# memory manager drops the extra copies) is computed again, its data sent
-# again, at most this many times.
-LOST_WORKER_RETRIES = 3
 
 
 # Rows read at every step of a fit (the private fit's 20 passes) are kept on

@@ -40,10 +40,11 @@ Where the tasks run:
 
 import copy
 import math
+import pickle
 import sys
 import time
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from functools import lru_cache
 
 import numpy as np
@@ -412,12 +413,47 @@ def _scatter_directly(client):
 
 def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
                  progress):
+    """Waves on a Dask cluster (see :func:`_walk_on_workers`), walked again
+    from the first wave, with the same values, when a lost worker took data
+    the walk cannot recompute, at most ``LOST_WORKER_RETRIES`` times.
+
+    ``box``: a list holding the problem, emptied here: the client keeps the
+    problem as the workers receive it (packed; n = 1e7: about 90 MB, not
+    320), to send it again after a loss.
+    """
+    problem = pickle.loads(pickle.dumps(box.pop(), protocol=pickle.HIGHEST_PROTOCOL))
+    for attempt in range(LOST_WORKER_RETRIES + 1):
+        try:
+            return _walk_on_workers(client, problem, draw, waves, x_tt, counted,
+                                    initial, progress)
+        except CancelledError:
+            if attempt == LOST_WORKER_RETRIES:
+                raise
+            progress.restart()
+
+
+# A walk whose data went with a lost worker is walked again from its first
+# wave at most this many times (a worker killed again and again is a fault
+# to report, not to retry).
+LOST_WORKER_RETRIES = 3
+
+
+def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
+                     progress):
     """Waves on a Dask cluster: data sent once, tasks pinned, each worker
     keeping its copy of the rolling means (see :func:`next_rolling_mean`),
     the client the counted sums (a worker then holds the rows' summaries,
-    its copy of the means and one node's walk). ``box``: a list holding the
-    problem, emptied once the problem is sent."""
-    problem = box.pop()
+    its copy of the means and one node's walk).
+
+    Each worker receives its own copy of the problem and the draws (its own
+    keys, one replica each: Dask's active memory manager drops extra
+    replicas of a key between waves, and the copy a worker then fetched
+    again, 90 MB at n = 1e7, both cost memory and left the problem on one
+    worker, so that losing it lost the walk's data). Tasks stay on their
+    worker (a stolen node would fetch the problem and the means). A lost
+    worker's data cannot be recomputed (they were sent, not computed): its
+    tasks are cancelled, and :func:`_run_on_dask` walks again.
+    """
     workers = sorted(client.scheduler_info()["workers"])
     # The values do not depend on the tree's depth (its merges are fixed).
     depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
@@ -425,11 +461,12 @@ def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
     if getattr(problem, "reads_int32_orders", False) and n_parties < 2**31:
         draw = draw.with_orders(np.int32)  # a worker's walk: 4 bytes a party less
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
-    problem, draw = client.scatter([problem, draw], broadcast=True, hash=False,
-                                   direct=_scatter_directly(client))
+    sent = [client.scatter([problem, draw], workers=[worker], hash=False,
+                           direct=_scatter_directly(client))
+            for worker in workers]
 
     def on(i):
-        return dict(workers=[workers[i % len(workers)]], allow_other_workers=True,
+        return dict(workers=[workers[i % len(workers)]], allow_other_workers=False,
                     pure=False)
 
     means = [None] * len(workers)
@@ -443,9 +480,9 @@ def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
         return end_wave(state, start, stop, depth, *parts, in_place=True), stop - start
 
     for start, stop in waves:
-        nodes = [client.submit(walk_node_of_mean, problem, draw, lo, hi, x_tt[lo:hi],
-                               counted[lo:hi], means[i % len(workers)], release_shape,
-                               **on(i))
+        nodes = [client.submit(walk_node_of_mean, *sent[i % len(workers)], lo, hi,
+                               x_tt[lo:hi], counted[lo:hi], means[i % len(workers)],
+                               release_shape, **on(i))
                  for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
         pending.append((start, stop, [client.submit(counted_part, node, **on(i))
                                       for i, node in enumerate(nodes)]))
@@ -548,6 +585,15 @@ class _Progress:
             rate = self.done / max(now - self.started, 1e-9)
             self._print(f"[DPDataValuator] {self.done}/{self.total} permutations, "
                         f"{rate:.1f}/s, ETA {(self.total - self.done) / rate:.1f}s")
+
+    def restart(self):
+        """The walk starts again from its first permutation (a lost worker)."""
+        if self.enabled:
+            self._print("[DPDataValuator] a Dask worker was lost with the walk's "
+                        "data: walking again from the first permutation")
+        self.done = 0
+        if self.bar is not None:
+            self.bar.reset()
 
     def close(self):
         if self.bar is not None:
