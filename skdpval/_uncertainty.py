@@ -33,6 +33,8 @@ def noise_slope_squared_norm(values, value_variance, mean_releases):
     """
     n = len(values)
     releases = mean_releases.reshape(n, -1)
+    if releases.shape[1] == 1:
+        return _slope_squared_on_one_release(values, value_variance, releases[:, 0])
     releases = releases - releases.mean(axis=0)
     u, singular, _ = np.linalg.svd(releases, full_matrices=False)
     keep = singular > singular[0] * max(releases.shape) * np.finfo(float).eps
@@ -44,6 +46,31 @@ def noise_slope_squared_norm(values, value_variance, mean_releases):
     fitted_error = float(np.sum(value_variance @ (u / singular) ** 2))
     squared_norm = max(0.0, float(slope @ slope) - fitted_error)
     return squared_norm * releases.shape[1] / len(singular)
+
+
+# One release a party (the public line) is read in blocks of this many
+# parties: the SVD's way held about six arrays of n at the client's peak (n =
+# 1e7: 480 MB).
+SLOPE_BLOCK = 2**16
+
+
+def _slope_squared_on_one_release(values, value_variance, releases):
+    """:func:`noise_slope_squared_norm` of one release a party: the SVD of
+    the centred column ``r`` is ``r / |r|`` and ``|r|``, so the slope is
+    ``r . (v - mean v) / |r|^2`` and the fitted error ``sum_j var_j r_j^2 /
+    |r|^4``; sums over blocks of parties."""
+    release_mean, value_mean = releases.mean(), values.mean()
+    squares = cross = error = 0.0
+    for lo in range(0, len(values), SLOPE_BLOCK):
+        r = releases[lo:lo + SLOPE_BLOCK] - release_mean
+        squares += float(r @ r)
+        cross += float(r @ (values[lo:lo + SLOPE_BLOCK] - value_mean))
+        error += float(value_variance[lo:lo + SLOPE_BLOCK] @ (r * r))
+    # Releases equal up to rounding have no slope (the SVD would read one
+    # from their rounding errors).
+    if np.sqrt(squares) <= np.abs(releases).max() * len(values) * np.finfo(float).eps:
+        return 0.0
+    return max(0.0, cross * cross / squares / squares - error / squares / squares)
 
 
 def shared_noise_variance(values, value_variance, mean_releases, noise_std,

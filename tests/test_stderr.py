@@ -197,3 +197,26 @@ def test_the_slope_on_the_mean_releases_is_read_without_the_error_it_fits(
         values = 3.0 + releases @ a + rng.normal(size=n_parties) * np.sqrt(error_variance)
         estimates.append(noise_slope_squared_norm(values, error_variance, releases))
     assert_allclose(np.mean(estimates), 4.0, rtol=0.1)
+
+
+@pytest.mark.parametrize("n_parties", [2, 50, 70_000])
+def test_the_slope_on_one_release_a_party_is_the_svds(n_parties):
+    """One release a party (the public line) is read in blocks of parties,
+    without an SVD: the same squared slope as the SVD's (plain numpy here);
+    equal releases have none."""
+    from skdpval._uncertainty import noise_slope_squared_norm
+
+    rng = np.random.default_rng(n_parties)
+    releases = rng.normal(size=(n_parties, 1)) * 3.0 + 1.0
+    error_variance = rng.uniform(0.5, 1.5, size=n_parties)
+    values = 2.0 + 0.7 * releases[:, 0] + 0.1 * rng.normal(size=n_parties)
+    centred = releases - releases.mean(axis=0)
+    u, singular, _ = np.linalg.svd(centred, full_matrices=False)
+    slope = (u.T @ (values - values.mean())) / singular
+    fitted_error = np.sum(error_variance @ (u / singular) ** 2)
+    expected = max(0.0, float(slope @ slope) - fitted_error)
+    assert expected > 0.0
+    assert_allclose(noise_slope_squared_norm(values, error_variance, releases), expected,
+                    rtol=1e-10)
+    assert noise_slope_squared_norm(values, error_variance,
+                                    np.full((n_parties, 1), 0.1)) == 0.0
