@@ -486,7 +486,10 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
     worker, so that losing it lost the walk's data). Tasks stay on their
     worker (a stolen node would fetch the problem and the means). A lost
     worker's data cannot be recomputed (they were sent, not computed): its
-    tasks are cancelled, and :func:`_run_on_dask` walks again.
+    tasks are cancelled, and :func:`_run_on_dask` walks again. A retired
+    worker's tasks are not cancelled (its data moved) but would wait for it
+    forever: the client checks that the workers are there while it waits
+    (:func:`_gather_from`) and walks again too.
     """
     workers = sorted(client.scheduler_info()["workers"])
     # The values do not depend on the tree's depth (its merges are fixed).
