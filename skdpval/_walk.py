@@ -426,9 +426,14 @@ def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
         try:
             return _walk_on_workers(client, problem, draw, waves, x_tt, counted,
                                     initial, progress)
-        except CancelledError:
+        except CancelledError as lost:
             if attempt == LOST_WORKER_RETRIES:
                 raise
+            # The cancelled future keeps this error, the error its traceback,
+            # and the traceback the walk's frames: the attempt's futures
+            # (the copies of the problem on the workers left) and its state
+            # would live as long as the client.
+            lost.__traceback__ = None
             progress.restart()
 
 
@@ -436,6 +441,35 @@ def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
 # wave at most this many times (a worker killed again and again is a fault
 # to report, not to retry).
 LOST_WORKER_RETRIES = 3
+
+# While it waits for the workers, the client checks every this many seconds
+# that the workers its tasks are pinned to are still there.
+WORKER_CHECK_SECONDS = 1.0
+
+
+class WorkerLeftError(CancelledError):
+    """A worker a walk's tasks are pinned to left the cluster with its data
+    moved elsewhere (retired: adaptive scaling, a graceful shutdown): its
+    tasks would wait for it forever, so the walk starts again."""
+
+
+def _gather_from(client, futures, workers):
+    """``client.gather(futures)``, raising :class:`WorkerLeftError` when
+    one of ``workers`` leaves before the futures are done (a killed worker's
+    tasks are cancelled, since they lose the data they were sent; a retired
+    worker's are not, and wait in Dask's 'no-worker' state)."""
+    from distributed import wait
+
+    while True:
+        try:
+            wait(futures, timeout=WORKER_CHECK_SECONDS)
+        except TimeoutError:
+            present = client.scheduler_info()["workers"]
+            if any(worker not in present for worker in workers):
+                raise WorkerLeftError(
+                    "a Dask worker of the walk left the cluster") from None
+            continue
+        return client.gather(futures)
 
 
 def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
@@ -452,7 +486,10 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
     worker, so that losing it lost the walk's data). Tasks stay on their
     worker (a stolen node would fetch the problem and the means). A lost
     worker's data cannot be recomputed (they were sent, not computed): its
-    tasks are cancelled, and :func:`_run_on_dask` walks again.
+    tasks are cancelled, and :func:`_run_on_dask` walks again. A retired
+    worker's tasks are not cancelled (its data moved) but would wait for it
+    forever: the client checks that the workers are there while it waits
+    (:func:`_gather_from`) and walks again too.
     """
     workers = sorted(client.scheduler_info()["workers"])
     # The values do not depend on the tree's depth (its merges are fixed).
@@ -461,9 +498,14 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
     if getattr(problem, "reads_int32_orders", False) and n_parties < 2**31:
         draw = draw.with_orders(np.int32)  # a worker's walk: 4 bytes a party less
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
-    sent = [client.scatter([problem, draw], workers=[worker], hash=False,
-                           direct=_scatter_directly(client))
-            for worker in workers]
+    try:
+        sent = [client.scatter([problem, draw], workers=[worker], hash=False,
+                               direct=_scatter_directly(client))
+                for worker in workers]
+    except (OSError, TimeoutError):
+        # A worker lost while it receives its copy (a closed connection), or
+        # before (Dask waits for it, then finds no valid worker).
+        raise WorkerLeftError("a Dask worker of the walk left the cluster") from None
 
     def on(i):
         return dict(workers=[workers[i % len(workers)]], allow_other_workers=False,
@@ -476,7 +518,7 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
     def merge_first_pending():
         start, stop, parts = pending.pop(0)
         # Gathered, then released: the workers free them before the merge.
-        parts = client.gather(parts)
+        parts = _gather_from(client, parts, workers)
         return end_wave(state, start, stop, depth, *parts, in_place=True), stop - start
 
     for start, stop in waves:
@@ -514,7 +556,8 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
     while pending:
         state, size = merge_first_pending()
         progress.update(size)
-    rolling_mean = None if release_shape is None else means[0].result()
+    rolling_mean = (None if release_shape is None
+                    else _gather_from(client, means[:1], workers)[0])
     return state._replace(rolling_mean=rolling_mean)
 
 

@@ -301,6 +301,105 @@ def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim):
         # Two waves, perhaps the third (done before the kill), then all six.
         assert len(waves) in (8, 9) and waves[-6:] == [4] * 6
         assert target not in client.run(os.getpid).values()  # it did die
+        # The first walk's futures are released (its copy of the problem on
+        # the worker left is freed): the cancelled future's error must not
+        # keep the walk's frames alive.
+        assert _tasks_left_on_the_scheduler(client) == []
+    assert_array_equal(got.values_, expected.values_)
+    assert_array_equal(got.final_utilities_, expected.final_utilities_)
+
+
+def _tasks_left_on_the_scheduler(client, seconds=10):
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        left = client.run_on_scheduler(
+            lambda dask_scheduler: sorted(map(str, dask_scheduler.tasks)))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def _fit_or_hang(fit, seconds=120):
+    """``fit()`` in a thread: its result, or a failure if it does not end."""
+    import threading
+
+    out = []
+    thread = threading.Thread(target=lambda: out.append(fit()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the fit did not end in {seconds} s"
+    assert out, "the fit raised (see the thread's traceback)"
+    return out[0]
+
+
+def test_a_worker_retired_mid_walk_changes_no_value(monkeypatch):
+    """A worker retired gracefully after the second wave (adaptive scaling,
+    a graceful shutdown: Dask moves its data to the other worker, so no task
+    is cancelled): the tasks pinned to it must not wait for it forever; the
+    walk starts again on the worker left, with the same values."""
+    import threading
+
+    import skdpval._walk as walk_module
+
+    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
+                                                    random_state=5), 300)
+    params = dict(n_permutations=24, batch_permutations=4, q=0.5)
+    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        waves = []
+        original = walk_module._Progress.update
+
+        def retire_after_the_second_wave(self, n):
+            waves.append(n)
+            if len(waves) == 2:
+                victim = sorted(client.scheduler_info()["workers"])[1]
+                threading.Thread(target=client.retire_workers, args=([victim],)).start()
+            return original(self, n)
+
+        monkeypatch.setattr(walk_module._Progress, "update", retire_after_the_second_wave)
+        got = _fit_or_hang(lambda: valuator(**params).fit(
+            *chunked(X, y, 250), X_val=X_val, y_val=y_val))
+        assert len(client.scheduler_info()["workers"]) == 1  # it did leave
+        assert len(waves) > 6 and waves[-6:] == [4] * 6
+    assert_array_equal(got.values_, expected.values_)
+    assert_array_equal(got.final_utilities_, expected.final_utilities_)
+
+
+def test_a_worker_killed_as_the_walk_sends_it_the_problem_changes_no_value():
+    """A worker killed just before the walk sends it its copy of the problem
+    (the connection is reset): the walk starts again on the workers there
+    are then, with the same values."""
+    import os
+    import signal
+
+    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
+                                                    random_state=5), 300)
+    params = dict(n_permutations=24, batch_permutations=4, q=0.5)
+    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        original = client.scatter
+        sent_to = []
+
+        def kill_before_the_first_copy(data, workers=None, **kwargs):
+            if workers is not None and len(workers) == 1:
+                if not sent_to:
+                    os.kill(client.run(os.getpid, workers=workers)[workers[0]],
+                            signal.SIGKILL)
+                sent_to.append(workers[0])
+            return original(data, workers=workers, **kwargs)
+
+        client.scatter = kill_before_the_first_copy
+        got = _fit_or_hang(lambda: valuator(**params).fit(
+            *chunked(X, y, 250), X_val=X_val, y_val=y_val))
+        # Its copy was never sent (the walk starts again without it).
+        assert sent_to.count(sent_to[0]) == 1
+        assert sent_to[0] not in client.scheduler_info()["workers"]
     assert_array_equal(got.values_, expected.values_)
     assert_array_equal(got.final_utilities_, expected.final_utilities_)
 
