@@ -60,15 +60,17 @@ def _slope_squared_on_one_release(values, value_variance, releases):
     ``r . (v - mean v) / |r|^2`` and the fitted error ``sum_j var_j r_j^2 /
     |r|^4``; sums over blocks of parties."""
     release_mean, value_mean = releases.mean(), values.mean()
-    squares = cross = error = 0.0
+    squares = cross = error = largest = 0.0
     for lo in range(0, len(values), SLOPE_BLOCK):
-        r = releases[lo:lo + SLOPE_BLOCK] - release_mean
+        block = releases[lo:lo + SLOPE_BLOCK]
+        largest = max(largest, float(np.max(block)), -float(np.min(block)))
+        r = block - release_mean
         squares += float(r @ r)
         cross += float(r @ (values[lo:lo + SLOPE_BLOCK] - value_mean))
         error += float(value_variance[lo:lo + SLOPE_BLOCK] @ (r * r))
     # Releases equal up to rounding have no slope (the SVD would read one
     # from their rounding errors).
-    if np.sqrt(squares) <= np.abs(releases).max() * len(values) * np.finfo(float).eps:
+    if np.sqrt(squares) <= largest * len(values) * np.finfo(float).eps:
         return 0.0
     return max(0.0, cross * cross / squares / squares - error / squares / squares)
 
