@@ -267,6 +267,13 @@ def test_dask_is_not_imported_for_numpy_input():
     assert out.strip().splitlines()[-1] == "[]"
 
 
+def _lost_worker_game(**params):
+    """The data of the lost-worker tests and the numpy fit they must equal."""
+    data = split(*make_classification(n_samples=1300, n_features=5, random_state=5),
+                 300)
+    return data, valuator(**params).fit(data[0], data[1], X_val=data[2], y_val=data[3])
+
+
 @pytest.mark.parametrize("victim", [0, 1])
 def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim):
     """A worker process killed after the second wave (every worker holds its
@@ -278,10 +285,8 @@ def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim):
 
     import skdpval._walk as walk_module
 
-    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
-                                                    random_state=5), 300)
     params = dict(n_permutations=24, batch_permutations=4)
-    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    (X, y, X_val, y_val), expected = _lost_worker_game(**params)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
@@ -343,10 +348,8 @@ def test_a_worker_retired_mid_walk_changes_no_value(monkeypatch):
 
     import skdpval._walk as walk_module
 
-    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
-                                                    random_state=5), 300)
     params = dict(n_permutations=24, batch_permutations=4, q=0.5)
-    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    (X, y, X_val, y_val), expected = _lost_worker_game(**params)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
@@ -376,10 +379,8 @@ def test_a_worker_killed_as_the_walk_sends_it_the_problem_changes_no_value():
     import os
     import signal
 
-    X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
-                                                    random_state=5), 300)
     params = dict(n_permutations=24, batch_permutations=4, q=0.5)
-    expected = valuator(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    (X, y, X_val, y_val), expected = _lost_worker_game(**params)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
