@@ -427,13 +427,19 @@ def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
             return _walk_on_workers(client, problem, draw, waves, x_tt, counted,
                                     initial, progress)
         except CancelledError as lost:
-            if attempt == LOST_WORKER_RETRIES:
-                raise
             # The cancelled future keeps this error, the error its traceback,
             # and the traceback the walk's frames: the attempt's futures
             # (the copies of the problem on the workers left) and its state
             # would live as long as the client.
             lost.__traceback__ = None
+            if attempt == LOST_WORKER_RETRIES:
+                raise RuntimeError(
+                    f"A lost Dask worker cancelled each of the walk's {attempt + 1} "
+                    "tries. A worker past its memory limit is killed and "
+                    "restarted: with little memory a worker, lower "
+                    "batch_permutations (on n workers, n walks one permutation a "
+                    "worker, about 37 bytes a party) or give the workers more "
+                    "memory.") from lost
             progress.restart()
 
 

@@ -274,12 +274,13 @@ def _lost_worker_game(**params):
     return data, valuator(**params).fit(data[0], data[1], X_val=data[2], y_val=data[3])
 
 
-@pytest.mark.parametrize("victim", [0, 1])
-def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim):
+@pytest.mark.parametrize("victim, retries", [(0, 3), (1, 3), (1, 0)])
+def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim, retries):
     """A worker process killed after the second wave (every worker holds its
     own copy of the problem and of the rolling means): its data cannot be
     recomputed, so the walk starts again from the first wave, on the
-    workers there are then, and the values are the same."""
+    workers there are then, and the values are the same. Without retries
+    left, a clear error with a remedy."""
     import os
     import signal
 
@@ -302,6 +303,12 @@ def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim):
             return original(self, n)
 
         monkeypatch.setattr(walk_module._Progress, "update", kill_after_the_second_wave)
+        monkeypatch.setattr(walk_module, "LOST_WORKER_RETRIES", retries)
+        if retries == 0:
+            with pytest.raises(RuntimeError, match="cancelled each of the walk's 1 "
+                                                   "tries.*lower batch_permutations"):
+                valuator(**params).fit(*chunked(X, y, 250), X_val=X_val, y_val=y_val)
+            return
         got = valuator(**params).fit(*chunked(X, y, 250), X_val=X_val, y_val=y_val)
         # Two waves, perhaps the third (done before the kill), then all six.
         assert len(waves) in (8, 9) and waves[-6:] == [4] * 6
