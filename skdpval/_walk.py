@@ -42,6 +42,7 @@ import copy
 import math
 import pickle
 import sys
+import threading
 import time
 from collections import namedtuple
 from concurrent.futures import CancelledError, ThreadPoolExecutor
@@ -463,19 +464,31 @@ def _gather_from(client, futures, workers):
     """``client.gather(futures)``, raising :class:`WorkerLeftError` when
     one of ``workers`` leaves before the futures are done (a killed worker's
     tasks are cancelled, since they lose the data they were sent; a retired
-    worker's are not, and wait in Dask's 'no-worker' state)."""
-    from distributed import wait
+    worker's are not, and wait in Dask's 'no-worker' state).
 
-    while True:
-        try:
-            wait(futures, timeout=WORKER_CHECK_SECONDS)
-        except TimeoutError:
-            present = client.scheduler_info()["workers"]
-            if any(worker not in present for worker in workers):
-                raise WorkerLeftError(
-                    "a Dask worker of the walk left the cluster") from None
-            continue
-        return client.gather(futures)
+    It waits on the futures' callbacks, not on ``distributed.wait`` with a
+    timeout: each timeout's error held the walk's frames in a reference
+    cycle until a full garbage collection, a wave's gathered sums with them
+    (n = 1e7: the client's peak 1,568 MiB against 1,270).
+    """
+    if not futures:
+        return []
+    remaining = [len(futures)]
+    lock, all_done = threading.Lock(), threading.Event()
+
+    def one_done(_):
+        with lock:
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                all_done.set()
+
+    for future in futures:
+        future.add_done_callback(one_done)
+    while not all_done.wait(WORKER_CHECK_SECONDS):
+        present = client.scheduler_info()["workers"]
+        if any(worker not in present for worker in workers):
+            raise WorkerLeftError("a Dask worker of the walk left the cluster")
+    return client.gather(futures)
 
 
 def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,

@@ -695,3 +695,38 @@ def test_the_problem_travels_packed_and_walks_the_same_bits(monkeypatch):
             else:
                 assert_array_equal(getattr(got, field), getattr(expected, field))
     assert draw.with_orders(np.int32)(0, 2, None).dtype == np.int32
+
+
+def test_waiting_for_a_wave_keeps_no_walk_frame_alive(binary, monkeypatch):
+    """The client waits for a wave's sums in turns of WORKER_CHECK_SECONDS
+    (it checks the workers between turns): a turn must not leave the walk's
+    frames in a reference cycle, which only a full garbage collection frees
+    (with distributed.wait's timeout error they held a wave's gathered sums:
+    n = 1e7, 300 MiB of the client's peak)."""
+    import gc
+
+    import skdpval._walk as walk_module
+
+    X, y, X_val, y_val = binary
+    monkeypatch.setattr(walk_module, "WORKER_CHECK_SECONDS", 1e-4)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        chunked_X, chunked_y = chunked(X, y, 30)
+        valuator().fit(chunked_X, chunked_y, X_val=X_val, y_val=y_val)  # compiled
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            valuator(n_permutations=24).fit(chunked_X, chunked_y, X_val=X_val,
+                                              y_val=y_val)
+            gc.collect()
+            walk_frames = [item for item in gc.garbage
+                           if type(item).__name__ == "frame"
+                           and item.f_code.co_name in ("_gather_from",
+                                                       "_walk_on_workers")]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+    assert walk_frames == []
