@@ -25,58 +25,31 @@ again at each step, as at n = 1e7 with workers of 1 GiB).
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 
+from dask_data import run_script
+
 SCRIPT = """
-import json, resource, tempfile, time
+import json, time
 import numpy as np
-
-def _status(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) / 1024
-
-def phase_peak_mib():
-    return _status("VmHWM:")
-
-def reset_peak():
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
+from dask_data import (D, parquet_on_cluster, phase_peak_mib, read_parquet,
+                       reset_peak, status_mib, validation_set)
 
 def main():
     import warnings
     warnings.simplefilter("ignore")
-    import dask.array as da
     import dask.dataframe as dd
-    import distributed
     import skdpval._dask
     from skdpval import DPLabelQuality
     if {keep_share!r} is not None:
         skdpval._dask.KEEP_ROWS_MEMORY_SHARE = {keep_share!r}
-    n, d, chunk_rows = {n}, 20, {chunk_rows}
+    n, d, chunk_rows = {n}, D, {chunk_rows}
     out = dict()
-    with tempfile.TemporaryDirectory(dir={directory!r}) as path, \\
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                     processes=True, memory_limit={memory_limit!r},
-                                     dashboard_address=None) as cluster, \\
-            distributed.Client(cluster) as client:
-        rng = da.random.default_rng(0)
-        X = rng.normal(size=(n, d), chunks=(chunk_rows, d))
-        w = np.linspace(-1.0, 1.0, d)
-        y = ((X @ w + rng.normal(size=n, chunks=chunk_rows)) > 0).astype(np.int64)
-        frame = dd.from_dask_array(da.concatenate([X, y[:, None]], axis=1),
-                                   columns=[f"x{{i}}" for i in range(d)] + ["y"])
-        frame.to_parquet(path, write_index=False)
-        del X, y, frame
-        client.restart()
-        X_val = np.random.default_rng(1).normal(size=(2000, d))
-        y_val = ((X_val @ w + np.random.default_rng(2).normal(size=2000)) > 0) * 1
-        data = dd.read_parquet(path)
-        X, y = data[[f"x{{i}}" for i in range(d)]], data["y"]
+    with parquet_on_cluster({directory!r}, n, chunk_rows, 2,
+                            {memory_limit!r}) as (path, client):
+        X_val, y_val = validation_set()
+        _, X, y = read_parquet(path)
         make = lambda option: DPLabelQuality(epsilon=1.0, random_state=0,
                                              noise_seed=0, public_model=option)
         # Compile the kernels in every process first (the fit's and the score's).
@@ -87,7 +60,7 @@ def main():
         for option in ("validation", "private", "auto"):
             reset_peak()
             client.run(reset_peak)
-            out[option + "_client_start_mib"] = _status("VmRSS:")
+            out[option + "_client_start_mib"] = status_mib("VmRSS:")
             started = time.perf_counter()
             fitted = make(option).fit(X, y, X_val=X_val, y_val=y_val)
             out[option + "_seconds"] = time.perf_counter() - started
@@ -99,8 +72,7 @@ def main():
             fits = fitted.public_model_fitted_privately_
             out[option + "_fits_privately"] = bool(fits)
             del fitted
-        X_memory = data[[f"x{{i}}" for i in range(d)]].compute().to_numpy()
-        y_memory = data["y"].compute().to_numpy()
+        X_memory, y_memory = X.compute().to_numpy(), y.compute().to_numpy()
         started = time.perf_counter()
         in_memory = make("private").fit(X_memory, y_memory, X_val=X_val, y_val=y_val)
         out["numpy_private_seconds"] = time.perf_counter() - started
@@ -131,7 +103,7 @@ def main():
                                   memory_limit=args.memory_limit, directory=directory,
                                   keep_share=args.keep_share))
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, script], capture_output=True, text=True)
+        out = run_script(script)
     case = dict(case="dask private fit", n=args.n, d=20, n_val=2000,
                 source="Parquet on disk", chunk_rows=min(args.chunk_rows, args.n),
                 workers="2 processes x 1 thread", memory_limit=args.memory_limit,

@@ -976,25 +976,13 @@ def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
 
 
 DASK_SCALE = """
-import json, os, resource, tempfile, time
+import json, resource, time
 import numpy as np
+from dask_data import (parquet_on_cluster, phase_peak_mib, read_parquet, reset_peak,
+                       validation_set)
 
 def peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-def _status(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) / 1024
-
-def phase_peak_mib():
-    # VmHWM: the peak resident memory since the last reset_peak().
-    return _status("VmHWM:")
-
-def reset_peak():
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 def on_workers(client, function):
     # A worker past its limit is being restarted: its peak is lost.
@@ -1004,32 +992,15 @@ def on_workers(client, function):
         return f"{{type(error).__name__}} (a worker restarting)"
 
 def main():
-    import dask.array as da
-    import dask.dataframe as dd
-    import distributed
     from skdpval import DPDataValuator, DPLabelQuality
-    n, d, k, chunk_rows = {n}, {d}, {k}, {chunk_rows}
+    n, k, chunk_rows = {n}, {k}, {chunk_rows}
     out = dict()
-    with tempfile.TemporaryDirectory(dir={directory!r}) as path, \\
-            distributed.LocalCluster(n_workers={n_workers}, threads_per_worker=1,
-                                     processes=True, memory_limit={memory_limit!r},
-                                     dashboard_address=None) as cluster, \\
-            distributed.Client(cluster) as client:
-        # The data set, written to Parquet by the workers (never in the client).
-        rng = da.random.default_rng(0)
-        X = rng.normal(size=(n, d), chunks=(chunk_rows, d))
-        w = np.linspace(-1.0, 1.0, d)
-        y = ((X @ w + rng.normal(size=n, chunks=chunk_rows)) > 0).astype(np.int64)
-        frame = dd.from_dask_array(da.concatenate([X, y[:, None]], axis=1),
-                                   columns=[f"x{{i}}" for i in range(d)] + ["y"])
-        frame.to_parquet(path, write_index=False)
-        del X, y, frame
-        # A fresh set of workers: their peaks are the fits' alone.
-        client.restart()
-        X_val = np.random.default_rng(1).normal(size=(2000, d))
-        y_val = ((X_val @ w + np.random.default_rng(2).normal(size=2000)) > 0) * 1
-        data = dd.read_parquet(path)
-        X, y = data[[f"x{{i}}" for i in range(d)]], data["y"]
+    # The data set, written to Parquet by the workers (never in the client),
+    # then fresh workers: their peaks are the fits' alone.
+    with parquet_on_cluster({directory!r}, n, chunk_rows, {n_workers},
+                            {memory_limit!r}) as (path, client):
+        X_val, y_val = validation_set()
+        _, X, y = read_parquet(path)
         out["client_before_fits_mib"] = phase_peak_mib()
         out["workers_before_fits_mib"] = on_workers(client, phase_peak_mib)
         fits = dict(
@@ -1059,7 +1030,7 @@ if __name__ == "__main__":
 """
 
 
-def dask_scale(ns=(10_000, 100_000, 1_000_000, 10_000_000), k=100, d=20,
+def dask_scale(ns=(10_000, 100_000, 1_000_000, 10_000_000), k=100,
                memory_limit="1GiB", chunk_rows=250_000, n_workers=(2,),
                batch_permutations=16):
     """Dask input read from Parquet on disk (written by the workers), a
@@ -1067,25 +1038,26 @@ def dask_scale(ns=(10_000, 100_000, 1_000_000, 10_000_000), k=100, d=20,
     each: the label score and the default walk; time and peak memory per
     process (the client's in a fresh process: it runs the scheduler too),
     for each fit and over the run."""
+    from dask_data import D, run_script
+
     for workers in n_workers:
         for n in ns:
             with tempfile.TemporaryDirectory() as directory:
                 script = os.path.join(directory, "scale.py")
                 with open(script, "w") as f:
                     f.write(DASK_SCALE.format(
-                        n=n, d=d, k=k, chunk_rows=min(chunk_rows, n),
+                        n=n, k=k, chunk_rows=min(chunk_rows, n),
                         memory_limit=memory_limit, directory=directory,
                         n_workers=workers, batch_permutations=batch_permutations))
                 started = time.perf_counter()
-                out = subprocess.run([sys.executable, script], capture_output=True,
-                                     text=True)
+                out = run_script(script)
             if out.returncode != 0:
-                emit(case="dask_scale", n=n, k=k, d=d, memory_limit=memory_limit,
+                emit(case="dask_scale", n=n, k=k, d=D, memory_limit=memory_limit,
                      workers=f"{workers} processes x 1 thread",
                      failed=out.stderr.strip().splitlines()[-3:])
                 continue
             measured = json.loads(out.stdout.strip().splitlines()[-1])
-            emit(case="dask_scale", n=n, k=k, d=d, data_mib=round(n * d * 8 / 2**20),
+            emit(case="dask_scale", n=n, k=k, d=D, data_mib=round(n * D * 8 / 2**20),
                  memory_limit=memory_limit, chunk_rows=min(chunk_rows, n),
                  workers=f"{workers} processes x 1 thread", source="Parquet on disk",
                  batch_permutations=batch_permutations,
