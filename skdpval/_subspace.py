@@ -44,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from ._kernels import (
+    _exps_libm,
     _f64,
     _jit,
     _scalar,
@@ -593,7 +594,7 @@ def _line_walk_numpy(p, permutations, noise, x_tt, rolling_mean, grid, marginals
             j = permutations[:, position]
             cj, tj = c[j], t[j]
             signed = tj * (z * cj)
-            e = np.array([math.exp(v) for v in (-np.abs(signed)).tolist()])
+            e = _exps_libm(-np.abs(signed))
             dloss = -tj * np.where(signed > 0.0, e, 1.0) / (1.0 + e)
             update = w[j] * (dloss * cj)
             if p.l2 != 0.0:

@@ -342,8 +342,8 @@ def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape
     In place, though Dask's tasks should leave their inputs alone: the old
     copy is read by no other task (this worker's walk of the wave is done:
     the raw sums come from it), the client holds no reference to it, and
-    Dask never reads it again, since a lost copy is recomputed from its
-    lineage (from the first wave), not from a later copy. A new array would
+    Dask never reads it again: a lost worker makes the walk start again
+    from its first wave (:func:`_run_on_dask`). A new array would
     hold 8 bytes a party more at the worker's peak (n = 1e7: 80 MB of a 1
     GiB worker). Run on another worker, the task changes its own copy.
     """
@@ -412,8 +412,7 @@ def _scatter_directly(client):
     return True if getattr(cluster, "scheduler", None) is not None else None
 
 
-def _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
-                 progress):
+def _run_on_dask(client, box, draw, waves, x_tt, counted, initial, progress):
     """Waves on a Dask cluster (see :func:`_walk_on_workers`), walked again
     from the first wave, with the same values, when a lost worker took data
     the walk cannot recompute, at most ``LOST_WORKER_RETRIES`` times.
@@ -471,19 +470,15 @@ def _gather_from(client, futures, workers):
     cycle until a full garbage collection, a wave's gathered sums with them
     (n = 1e7: the client's peak 1,568 MiB against 1,270).
     """
-    if not futures:
-        return []
-    remaining = [len(futures)]
-    lock, all_done = threading.Lock(), threading.Event()
+    all_done = threading.Event()
 
     def one_done(_):
-        with lock:
-            remaining[0] -= 1
-            if remaining[0] == 0:
-                all_done.set()
+        if all(future.done() for future in futures):
+            all_done.set()
 
     for future in futures:
         future.add_done_callback(one_done)
+    one_done(None)  # none to wait for, or all done already
     while not all_done.wait(WORKER_CHECK_SECONDS):
         present = client.scheduler_info()["workers"]
         if any(worker not in present for worker in workers):
@@ -739,7 +734,7 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
         client = backend.client
     if client is not None:
         del problem
-        state = _run_on_dask(client, box, draw, waves, depth, x_tt, counted, initial,
+        state = _run_on_dask(client, box, draw, waves, x_tt, counted, initial,
                              progress)
         progress.close()
         return _walk_result(state, initial[0])
