@@ -360,8 +360,9 @@ def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape
 
 def return_reader_memory():
     """Give back to the system the memory pyarrow's pool keeps after reading
-    (Parquet): a worker that read 10^6 rows of 20 features held 143 MiB
-    more than after ``release_unused`` (504 against 361 MiB; 0.7 us a call),
+    (Parquet): a worker that read 10^6 rows of 20 features held 505 MiB,
+    500 after a garbage collection and ``malloc_trim``, 358 after
+    ``release_unused`` (0.73 us a call; ``benchmarks/dask_reader_memory.py``),
     which a walk of 10^7 parties on a worker limited to 1 GiB needs. Only
     if pyarrow is loaded."""
     pyarrow = sys.modules.get("pyarrow")

@@ -261,7 +261,7 @@ def test_a_dask_workers_means_are_end_waves_written_over_the_old_copy(monkeypatc
 
 
 def test_the_walk_gives_back_the_memory_pyarrow_keeps(monkeypatch):
-    """A Dask worker that read Parquet keeps pyarrow's freed memory (143 MiB
+    """A Dask worker that read Parquet keeps pyarrow's freed memory (147 MiB
     at 10^6 rows): each walk task returns it first."""
     import types
 
