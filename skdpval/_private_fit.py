@@ -281,14 +281,6 @@ def unweighted_rows_gradient_sum(X, T, theta, *args):
     return rows_gradient_sum(X, T, K.unit_weights(len(X)), theta, *args)
 
 
-def _one_row_each(offsets, block=2**20):
-    """Whether ``offsets`` is ``0, 1, ..., n`` (checked a block at a time:
-    no temporary of n numbers)."""
-    return all(np.array_equal(offsets[lo:lo + block],
-                              np.arange(lo, min(lo + block, len(offsets))))
-               for lo in range(0, len(offsets), block))
-
-
 def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
                            n_penalized, row_weights, clip, learning_rate, n_steps,
                            noise_std, grid, draw):
@@ -308,7 +300,7 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
     theta = np.array(theta0, dtype=np.float64, order="C")
     T = K._f64(T)
     n_parties = len(offsets) - 1
-    one_row_parties = n_parties == len(X) and _one_row_each(offsets)
+    one_row_parties = n_parties == len(X) and K.one_row_each(offsets)
     unit = fixed_point_unit(clip, n_parties)
     kernel_args = (None if one_row_parties else K._i64(offsets), int(loss),
                    float(loss_param), float(l2), float(l1), int(n_penalized),

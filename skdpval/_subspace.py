@@ -54,6 +54,7 @@ from ._kernels import (
     logistic_losses_and_gradients_numpy,
     losses_and_gradients,
     noise_or_empty,
+    one_row_each,
     pad_columns,
     padded_length,
     prefetch,
@@ -162,7 +163,7 @@ def scalar_flag(F, offsets, record_level=False):
     sample level), which numba then compiles alone, without
     :func:`_party_gradient` (as :func:`level_flag`: 0.5-0.8 s of a default
     first fit's compilation); else True (decided at run time)."""
-    one_row = np.array_equal(offsets, np.arange(len(offsets)))
+    one_row = one_row_each(offsets)
     if F.shape[1] == 1 and F.shape[2] == 1 and one_row and not record_level:
         return None
     return True
@@ -828,8 +829,7 @@ def packed(problem):
     arrays packed (see the comment above)."""
     offsets_unread = (problem.line is not None and problem.general is None
                       and not problem.record_level
-                      and np.array_equal(problem.offsets,
-                                         np.arange(problem.offsets.shape[0])))
+                      and one_row_each(problem.offsets))
     fields = problem._asdict()
     for name in ("T", "weights", "row_weights"):
         fields[name] = _pack_array(fields[name])
