@@ -340,7 +340,7 @@ class DPDataValuator(BaseValuator):
         not on ``n_jobs``; 1 gives the paper's sequential algorithm. On
         Dask workers each walks ``batch_permutations / n_workers`` of a
         wave's permutations: with little memory a worker (10^7 parties on
-        1 GiB), one each (2 on 2 workers) needs about 37 bytes a party.
+        1 GiB), one each (2 on 2 workers) needs about 39 bytes a party.
 
     n_jobs : int or None, default=None
         Number of workers walking a wave's permutations: threads (a pool kept

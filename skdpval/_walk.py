@@ -439,7 +439,7 @@ def _run_on_dask(client, box, draw, waves, x_tt, counted, initial, progress):
                     "tries. A worker past its memory limit is killed and "
                     "restarted: with little memory a worker, lower "
                     "batch_permutations (on n workers, n walks one permutation a "
-                    "worker, about 37 bytes a party) or give the workers more "
+                    "worker, about 39 bytes a party) or give the workers more "
                     "memory.") from lost
             progress.restart()
 
