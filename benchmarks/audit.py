@@ -19,8 +19,8 @@ from contextlib import contextmanager
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-import skdpval._layered as layered_module  # noqa: E402
-from skdpval._accounting import gdp_epsilon  # noqa: E402
+import skdpval.valuation._layered as layered_module  # noqa: E402
+from skdpval.privacy._accounting import gdp_epsilon  # noqa: E402
 from test_audit import (  # noqa: E402
     DELTA,
     GAUSSIAN_AUDITS,

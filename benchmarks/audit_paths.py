@@ -9,7 +9,7 @@ replace-one GDP ``mu`` the audit finds, the claim (what the estimator, or
 privacy_spent for the cleaning step, reports), and whether the audit finds
 more than the claim (it must at x0.5, must not at x1.0). The noise is scaled
 where it is drawn: every module of the package that holds
-:func:`skdpval._noise.gaussian_noise` (the walk's draws, which the network
+:func:`skdpval.privacy._noise.gaussian_noise` (the walk's draws, which the network
 walks share, the federated rounds and the label score) gets a wrapper that
 scales its ``std`` argument, found by name in the function's own signature.
 """
@@ -27,13 +27,13 @@ import warnings
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 import skdpval  # noqa: E402
-from skdpval import _noise  # noqa: E402
+from skdpval.privacy import _noise
 from test_audit import audit  # noqa: E402
 from test_audit_paths import AUDITS, N_FITS, claim  # noqa: E402
 
 DRAW = _noise.gaussian_noise
 # The sites the audits must reach; a rename or a new import path fails here.
-EXPECTED_SITES = {"skdpval._walk", "skdpval._federated", "skdpval._label_quality"}
+EXPECTED_SITES = {"skdpval.walks._walk", "skdpval.valuation._federated", "skdpval.valuation._label_quality"}
 
 
 def draw_sites():

@@ -40,10 +40,10 @@ def main():
     import warnings
     warnings.simplefilter("ignore")
     import dask.dataframe as dd
-    import skdpval._dask
+    import skdpval.walks._dask
     from skdpval import DPLabelQuality
     if {keep_share!r} is not None:
-        skdpval._dask.KEEP_ROWS_MEMORY_SHARE = {keep_share!r}
+        skdpval.walks._dask.KEEP_ROWS_MEMORY_SHARE = {keep_share!r}
     n, d, chunk_rows = {n}, D, {chunk_rows}
     out = dict()
     with parquet_on_cluster({directory!r}, n, chunk_rows, 2,
@@ -92,7 +92,7 @@ def main():
     parser.add_argument("--memory-limit", default="1GiB")
     parser.add_argument("--chunk-rows", type=int, default=250_000)
     parser.add_argument("--keep-share", type=float, default=None,
-                        help="skdpval._dask.KEEP_ROWS_MEMORY_SHARE (0: the rows "
+                        help="skdpval.walks._dask.KEEP_ROWS_MEMORY_SHARE (0: the rows "
                              "are read again at each step)")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]

@@ -28,9 +28,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from skdpval._accounting import gdp_mu, noise_std_for_budget
-from skdpval._noise import gaussian_noise, laplace_noise
-from skdpval._secure_noise import Grid, noise_key, releases_on_grid
+from skdpval.privacy._accounting import gdp_mu, noise_std_for_budget
+from skdpval.privacy._noise import gaussian_noise, laplace_noise
+from skdpval.privacy._secure_noise import Grid, noise_key, releases_on_grid
 from skdpval.testing import dp_test, gdp_delta
 
 DELTA = 1e-5

@@ -122,7 +122,7 @@ def data(seed):
 
 def line_walk_speed(joint, n=2000, d=10, n_walks=16, repeats=30):
     """Best ns a step of the line walk's kernel (a logistic line, noise on a grid)."""
-    from skdpval import _kernels, _subspace
+    from skdpval.kernels import _kernels, _subspace
     rng = np.random.default_rng(0)
     X = np.c_[rng.normal(size=(n, d)), np.ones(n)]
     T = rng.choice([-1.0, 1.0], size=(n, 1))

@@ -1,6 +1,6 @@
 """Model coverage benchmark: every supported estimator finds corrupted targets.
 
-Protocol: every estimator the registry supports (``skdpval._models``), with
+Protocol: every estimator the registry supports (``skdpval.families._models``), with
 scikit-learn's default parameters, wrapped by ``DPDataValuator`` with its
 own defaults (public subspace, ``clip_norm="auto"``, ``learning_rate="auto"``,
 k = 1000 permutations). Classifiers: breast_cancer, 75% training / 25%
@@ -36,7 +36,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skdpval import DPDataValuator
-from skdpval._models import REGISTRY, Supported
+from skdpval.families._models import REGISTRY, Supported
 from skdpval.datasets import load_noisy_classification
 from skdpval.metrics import noisy_label_auc
 

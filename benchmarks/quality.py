@@ -162,8 +162,8 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
-from skdpval._accounting import gdp_mu
-from skdpval._valuator import AUTO_LEARNING_RATES
+from skdpval.privacy._accounting import gdp_mu
+from skdpval.valuation._valuator import AUTO_LEARNING_RATES
 from skdpval.datasets import load_noisy_classification, load_noisy_regression
 from skdpval.metrics import detection_auc_limit, noisy_label_auc, value_fidelity
 
@@ -667,7 +667,7 @@ def table2_data(name, trial):
 def paper_learning_rate(data):
     """The paper's recipe: best validation accuracy after one noiseless pass
     over the training data (it reads the private data: a benchmark recipe)."""
-    from skdpval import _kernels
+    from skdpval.kernels import _kernels
 
     T = np.where(data.y_train == 1, 1.0, -1.0)[:, None]
     ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
@@ -745,7 +745,7 @@ def regime_reference(d, epsilon, seed):
     """The non-private out-of-fold reference: ``(auc, sign_diagnostic, acc)``."""
     from scipy.stats import norm
     from sklearn.model_selection import StratifiedKFold
-    from skdpval._label_quality import PRIVATE_MARGIN_CLIPS
+    from skdpval.valuation._label_quality import PRIVATE_MARGIN_CLIPS
     X, X_val = _standardized(d["X_train"], d["X_val"]), _standardized(d["X_val"], d["X_val"])
     y = d["y_train"]
     decision = np.empty(len(y))
@@ -924,7 +924,7 @@ def run_regime_rule(datasets, epsilons, seeds, n_trains=(250, 500, 1000, 2000, 5
     case with the rule's noise index ``n mu_fit / sqrt(100 d)``."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from regime_data import regime_split
-    from skdpval._private_fit import DEFAULT_SHARE, fit_noise_index
+    from skdpval.valuation._private_fit import DEFAULT_SHARE, fit_noise_index
     for name in datasets:
         for n_train in n_trains:
             for epsilon in epsilons:
@@ -965,7 +965,7 @@ def run_regime_time(seeds):
     from regime_data import regime_split
     from threadpoolctl import threadpool_info
 
-    from skdpval._secure_noise import rounded_gaussian_table
+    from skdpval.privacy._secure_noise import rounded_gaussian_table
     d = regime_split("sep_1.2", 0, 200, n_test=0)
     X, y = d["X_train"], d["y_train"]
     wall, cpu = {}, {}

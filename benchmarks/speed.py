@@ -68,10 +68,12 @@ from sklearn.datasets import load_diabetes, load_digits, make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from skdpval import DPDataValuator, _kernels, _subspace
-from skdpval import _walk
-from skdpval._secure_noise import Grid, noise_key
-from skdpval._walk import SeededDraws, make_problem, run_walks
+from skdpval import DPDataValuator
+
+from skdpval.kernels import _kernels, _subspace
+from skdpval.walks import _walk
+from skdpval.privacy._secure_noise import Grid, noise_key
+from skdpval.walks._walk import SeededDraws, make_problem, run_walks
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
@@ -90,7 +92,7 @@ CLASSIFICATION_LEARNING_RATE = 0.005
 @contextlib.contextmanager
 def timed_walks(seconds):
     """Inside, each fit's ``run_walks`` (the walk alone) appends its seconds."""
-    from skdpval import _valuator
+    from skdpval.valuation import _valuator
 
     def timed(*args, **kwargs):
         started = time.perf_counter()
@@ -781,7 +783,7 @@ def noise_cost(rounds=7):
     grid) against the same fit with the float Gaussian it replaced (numpy's
     PCG64 sampler, no grid), alternating, one process, one job; and the
     sampler alone (ns a draw) against numpy's normal."""
-    from skdpval import _secure_noise
+    from skdpval.privacy import _secure_noise
 
     X, y, X_val, y_val = diabetes()
     jobs = [("table8", X[:300], y[:300], X_val, y_val, 360, LEARNING_RATE),
@@ -795,7 +797,7 @@ def noise_cost(rounds=7):
             for round_ in range(rounds + 1):
                 for variant in ("grid", "float"):
                     with mock.patch(
-                            "skdpval._valuator.SeededDraws",
+                            "skdpval.valuation._valuator.SeededDraws",
                             FloatGaussianDraws if variant == "float" else SeededDraws):
                         started = time.perf_counter()
                         valuator.fit(X, y, X_val=X_val, y_val=y_val)
@@ -889,7 +891,7 @@ def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
 
     The rows live on the workers (``persist``), in ``chunks`` blocks; the
     Dask fit projects them there, gathers one number a party, and walks the
-    waves on the workers (:func:`skdpval._dask.walk_client`). The two fits
+    waves on the workers (:func:`skdpval.walks._dask.walk_client`). The two fits
     run in turn, ``rounds`` times, after a warm-up each (compilation on the
     workers); the speed-up is the median of the pairs' ratios. CPU: the
     seconds of the client process (which runs the scheduler) and of each

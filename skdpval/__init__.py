@@ -1,12 +1,12 @@
 """skdpval: differentially private data valuation for scikit-learn."""
 
 from . import exceptions
-from ._federated import DPFederatedValuator
-from ._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
-from ._label_quality import DPLabelQuality
-from ._layered import LayeredShapleyValuator
-from ._valuator import DPDataValuator
-from ._workflow import privacy_spent
+from .valuation._federated import DPFederatedValuator
+from .valuation._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
+from .valuation._label_quality import DPLabelQuality
+from .valuation._layered import LayeredShapleyValuator
+from .valuation._valuator import DPDataValuator
+from .privacy._spent import privacy_spent
 
 __all__ = [
     "DPDataValuator",

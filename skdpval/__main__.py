@@ -19,10 +19,10 @@ import json
 import sys
 import time
 
-from ._accounting import gdp_mu
-from ._cli import _bounded, _HelpFormatter, _OneLineErrorParser
-from ._label_quality import DPLabelQuality
-from ._valuator import DPDataValuator
+from .privacy._accounting import gdp_mu
+from .cli._cli import _bounded, _HelpFormatter, _OneLineErrorParser
+from .valuation._label_quality import DPLabelQuality
+from .valuation._valuator import DPDataValuator
 from .datasets import load_noisy_classification
 from .metrics import detection_auc_band, detection_auc_limit, noisy_label_auc
 
@@ -105,7 +105,7 @@ def _versus_band(auc, limit, high, private):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["value"]:  # the subcommand: value a data file
-        from ._cli import main as value_main
+        from .cli._cli import main as value_main
         return value_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)

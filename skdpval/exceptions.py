@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ._accounting import chosen_epsilon, gdp_mu, noisy_label_auc_limit
+from .privacy._accounting import chosen_epsilon, gdp_mu, noisy_label_auc_limit
 
 __all__ = [
     "DefaultEpsilonWarning",
@@ -81,7 +81,7 @@ class FirstCompileWarning(SkdpvalWarning):
     network's along its public line, up to 40 s for a network's full-space
     walk), once; later fits, in any process, load the compiled code from
     the cache next to the package. A small default fit walks in numpy and
-    says nothing (:mod:`skdpval._first_use`).
+    says nothing (:mod:`skdpval.kernels._first_use`).
     """
 
 

@@ -17,7 +17,7 @@ from sklearn.utils.validation import (
     column_or_1d,
 )
 
-from ._accounting import gdp_mu, noisy_label_auc_limit
+from .privacy._accounting import gdp_mu, noisy_label_auc_limit
 
 
 def detection_auc_limit(epsilon, delta):

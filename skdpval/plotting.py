@@ -5,7 +5,7 @@ from numbers import Real
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-from ._threat_model import refuse_in_joint_mode
+from .privacy._threat_model import refuse_in_joint_mode
 
 
 def _axes(ax, layout=None):

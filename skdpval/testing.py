@@ -18,7 +18,7 @@ import numpy as np
 from scipy.stats import beta as beta_distribution
 from sklearn.utils import check_random_state
 
-from ._accounting import log_delta
+from .privacy._accounting import log_delta
 
 # Every part of a sample (the calibration part and each vote's) holds at
 # least this many values.

@@ -6,13 +6,13 @@ import pytest
 from dp_accounting.pld import PLDAccountant
 from numpy.testing import assert_allclose
 
-from skdpval._accounting import (
+from skdpval.privacy._accounting import (
     gdp_epsilon,
     gdp_mu,
     log_delta,
     noise_std_for_budget,
 )
-from skdpval._mechanism import PrivacyMechanism
+from skdpval.privacy._mechanism import PrivacyMechanism
 
 
 def test_published_calibration():

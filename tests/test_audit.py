@@ -32,15 +32,15 @@ from scipy.special import ndtri
 from scipy.stats import beta as beta_distribution
 from sklearn.linear_model import LogisticRegression
 
-import skdpval._mechanism as mechanism_module
-import skdpval._walk as walk_module
+import skdpval.privacy._mechanism as mechanism_module
+import skdpval.walks._walk as walk_module
 from skdpval import (
     DPDataValuator,
     DPFederatedValuator,
     DPLabelQuality,
     LayeredShapleyValuator,
 )
-from skdpval._accounting import gdp_epsilon
+from skdpval.privacy._accounting import gdp_epsilon
 
 DELTA = 5e-5
 EPSILON = 2.0  # replace-one mu 1.10: the audit separates it from twice that

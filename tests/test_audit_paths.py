@@ -34,7 +34,7 @@ from skdpval import (
     DPLabelQuality,
     privacy_spent,
 )
-from skdpval._accounting import gdp_epsilon, gdp_mu
+from skdpval.privacy._accounting import gdp_epsilon, gdp_mu
 from test_audit import DELTA, EPSILON, audit
 
 N_FITS = 300  # per neighbour

@@ -6,8 +6,8 @@ from scipy import sparse
 from sklearn.linear_model import LinearRegression, LogisticRegressionCV, Ridge
 from sklearn.svm import SVC
 
-import skdpval._subspace as subspace_module
-import skdpval._walk as walk_module
+import skdpval.kernels._subspace as subspace_module
+import skdpval.walks._walk as walk_module
 from skdpval import (
     DPDataValuator,
     DPFederatedValuator,
@@ -16,8 +16,8 @@ from skdpval import (
     DPLabelQuality,
     DPValueFilter,
     LayeredShapleyValuator,
-    _kernels,
 )
+from skdpval.kernels import _kernels
 from skdpval.datasets import flip_labels, load_noisy_classification
 from skdpval.metrics import (
     mean_adjusted_variance,

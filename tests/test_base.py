@@ -13,7 +13,7 @@ from skdpval import (
     DPLabelQuality,
     LayeredShapleyValuator,
 )
-from skdpval._base import BaseValuator
+from skdpval.valuation._base import BaseValuator
 
 GROUPED = [
     DPDataValuator(n_permutations=20, noise="none", random_state=0),
@@ -120,7 +120,7 @@ def test_ranks_are_scipys_ordinal_ranks_written_in_blocks(n):
     over blocks of parties that split them unevenly; NaN ranks last."""
     from scipy.stats import rankdata
 
-    from skdpval._base import ordinal_rank
+    from skdpval.valuation._base import ordinal_rank
 
     rng = np.random.default_rng(n)
     values = rng.integers(-3, 4, n) * 0.5 * rng.choice([-1.0, 1.0], n)

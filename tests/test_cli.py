@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skdpval import _cli
+from skdpval.cli import _cli
 from skdpval.__main__ import _versus_band, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,10 +14,10 @@ import pytest
 from sklearn.neural_network import MLPClassifier
 
 from skdpval import DPDataValuator
-from skdpval import _kernels as K
-from skdpval import _line, _mlp, _subspace
-from skdpval._data import _standardized
-from skdpval._mlp_space import NetworkSpace, make_network, run_walk
+from skdpval.kernels import _kernels as K
+from skdpval.kernels import _line, _mlp, _subspace
+from skdpval.families._data import _standardized
+from skdpval.families._mlp_space import NetworkSpace, make_network, run_walk
 
 
 def _logistic_rows(rng, n_val, scale):

@@ -71,8 +71,8 @@ def test_valuator_values_equal_the_numpy_path(case, rows, noise, request):
 def test_rows_projected_on_the_blocks_equal_project_rows():
     """The projection itself, bit for bit: several outputs and directions,
     any chunking (the walk's values could hide a last-bit difference)."""
-    from skdpval._dask import DaskRows
-    from skdpval._subspace import project_rows
+    from skdpval.walks._dask import DaskRows
+    from skdpval.kernels._subspace import project_rows
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(301, 9))
@@ -118,7 +118,7 @@ def test_label_quality_equals_the_numpy_path(case, epsilon, request):
 def test_label_quality_scores_aligned_blocks_past_one_block(monkeypatch):
     """Past SCORE_BLOCK_ROWS rows both paths score the same aligned blocks:
     chunks that straddle them give the same bits."""
-    import skdpval._dask as dask_module
+    import skdpval.walks._dask as dask_module
 
     monkeypatch.setattr(dask_module, "SCORE_BLOCK_ROWS", 100)
     X, y, X_val, y_val = split(*make_classification(n_samples=1100, n_features=8,
@@ -148,7 +148,7 @@ def test_label_quality_scores_aligned_blocks_past_one_block(monkeypatch):
 def no_release(monkeypatch):
     """Fail on any noise draw: errors must come before any release (every
     fit's key comes from its privacy mechanism)."""
-    import skdpval._mechanism as mechanism_module
+    import skdpval.privacy._mechanism as mechanism_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("noise was drawn before the error")
@@ -218,7 +218,7 @@ def test_the_walk_runs_on_the_cluster_with_the_same_values(binary):
     waves walked there; values as the numpy path's."""
     X, y, X_val, y_val = binary
     expected = valuator(noise="correlated").fit(X, y, X_val=X_val, y_val=y_val)
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     walked_on = []
     original = walk_module._run_on_dask
@@ -243,7 +243,7 @@ def test_the_walk_runs_on_the_cluster_with_the_same_values(binary):
 
 def test_more_nodes_per_worker_change_no_value(binary, monkeypatch):
     """Two nodes a worker (a deeper tree of the same merges): the same bits."""
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     X, y, X_val, y_val = binary
     expected = valuator().fit(X, y, X_val=X_val, y_val=y_val).values_
@@ -284,7 +284,7 @@ def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim, retries):
     import os
     import signal
 
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     params = dict(n_permutations=24, batch_permutations=4)
     (X, y, X_val, y_val), expected = _lost_worker_game(**params)
@@ -353,7 +353,7 @@ def test_a_worker_retired_mid_walk_changes_no_value(monkeypatch):
     walk starts again on the worker left, with the same values."""
     import threading
 
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     params = dict(n_permutations=24, batch_permutations=4, q=0.5)
     (X, y, X_val, y_val), expected = _lost_worker_game(**params)
@@ -429,7 +429,7 @@ def test_each_worker_walks_its_own_copy_of_the_problem(binary, monkeypatch):
             distributed.Client(cluster) as client:
         chunked_X, chunked_y = chunked(X, y, 30)
         client.run(lambda dask_worker: dask_worker.transfer_incoming_log.clear())
-        import skdpval._walk as walk_module
+        import skdpval.walks._walk as walk_module
 
         original = walk_module._Progress.update
 
@@ -480,7 +480,7 @@ def test_per_row_results_are_gathered_in_groups_as_one_array(monkeypatch):
     a data frame's partitions equal its compute()."""
     import dask
 
-    import skdpval._dask as dask_module
+    import skdpval.walks._dask as dask_module
 
     monkeypatch.setattr(dask_module, "GATHER_ROWS", 5)
     rng = np.random.default_rng(0)
@@ -497,7 +497,7 @@ def test_per_row_results_are_gathered_in_groups_as_one_array(monkeypatch):
 
 
 def test_values_equal_the_numpy_path_gathered_in_small_groups(binary, monkeypatch):
-    import skdpval._dask as dask_module
+    import skdpval.walks._dask as dask_module
 
     monkeypatch.setattr(dask_module, "GATHER_ROWS", 7)
     X, y, X_val, y_val = binary
@@ -577,7 +577,7 @@ def test_the_private_fit_runs_on_the_cluster_with_the_same_values(binary, keep_r
     workers (labels and weights scattered once, the rows kept there when
     they fit the workers' memory, else read anew each step), the noise in
     the client."""
-    import skdpval._dask as dask_module
+    import skdpval.walks._dask as dask_module
 
     X, y, X_val, y_val = binary
     if not keep_rows:
@@ -619,8 +619,8 @@ def test_a_worker_killed_mid_private_fit_changes_no_value(monkeypatch, keep_rows
     import os
     import signal
 
-    import skdpval._dask as dask_module
-    import skdpval._private_fit as fit_module
+    import skdpval.walks._dask as dask_module
+    import skdpval.valuation._private_fit as fit_module
 
     if not keep_rows:
         monkeypatch.setattr(dask_module, "KEEP_ROWS_MEMORY_SHARE", 0.0)
@@ -655,8 +655,8 @@ def test_the_problem_travels_packed_and_walks_the_same_bits(monkeypatch):
     int32 orders; a node walked from it has the same sums, bit for bit."""
     import pickle
 
-    import skdpval._valuator as valuator_module
-    from skdpval._walk import walk_node
+    import skdpval.valuation._valuator as valuator_module
+    from skdpval.walks._walk import walk_node
 
     seen = []
     original = valuator_module.run_walks
@@ -705,7 +705,7 @@ def test_waiting_for_a_wave_keeps_no_walk_frame_alive(binary, monkeypatch):
     n = 1e7, 300 MiB of the client's peak)."""
     import gc
 
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     X, y, X_val, y_val = binary
     monkeypatch.setattr(walk_module, "WORKER_CHECK_SECONDS", 1e-4)

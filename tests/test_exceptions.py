@@ -9,7 +9,7 @@ from sklearn.datasets import load_breast_cancer
 
 import skdpval
 from skdpval import DPDataValuator, DPFederatedValuator, exceptions
-from skdpval._accounting import gdp_mu, noisy_label_auc_limit
+from skdpval.privacy._accounting import gdp_mu, noisy_label_auc_limit
 from skdpval.exceptions import (
     DefaultEpsilonWarning,
     ManyClassesWarning,

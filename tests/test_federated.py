@@ -10,10 +10,12 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdpval import DPFederatedValuator, _kernels
-from skdpval._accounting import noise_std_for_budget
-from skdpval._compression import compress, sensitivity, sign_vote
-from skdpval._federated import federated_schedule
+from skdpval import DPFederatedValuator
+
+from skdpval.kernels import _kernels
+from skdpval.privacy._accounting import noise_std_for_budget
+from skdpval.privacy._compression import compress, sensitivity, sign_vote
+from skdpval.valuation._federated import federated_schedule
 
 
 @parametrize_with_checks([
@@ -150,7 +152,7 @@ def test_topk_noises_every_coordinate(clients, monkeypatch):
 
 
 def test_noise_is_drawn_at_the_calibrated_std(clients, monkeypatch):
-    import skdpval._mechanism as federated_module  # the draws of every part but the walk
+    import skdpval.privacy._mechanism as federated_module  # the draws of every part but the walk
 
     X, y, groups, X_val, y_val = clients
     drawn = []

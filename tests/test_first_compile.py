@@ -6,8 +6,8 @@ import warnings
 import pytest
 from sklearn.datasets import make_classification
 
-import skdpval._first_use as first_use
-import skdpval._subspace as subspace_module
+import skdpval.kernels._first_use as first_use
+import skdpval.kernels._subspace as subspace_module
 from skdpval import DPDataValuator
 from skdpval.exceptions import FirstCompileWarning, warn_if_first_compile
 

@@ -1,4 +1,4 @@
-"""The kernels' numpy twins and when they stand in (skdpval._first_use, issue 35).
+"""The kernels' numpy twins and when they stand in (skdpval.kernels._first_use, issue 35).
 
 A first fit in a process with an empty numba cache runs numpy twins of the
 default's kernels instead of compiling them. Each twin must give the
@@ -16,9 +16,9 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 
 from skdpval import DPDataValuator
-from skdpval import _first_use, _kernels, _line, _orders, _reduction
-from skdpval import _secure_noise as sn
-from skdpval import _subspace
+from skdpval.kernels import _first_use, _kernels, _line, _orders, _reduction
+from skdpval.privacy import _secure_noise as sn
+from skdpval.kernels import _subspace
 
 TWIN_MODULES = (sn, _orders, _subspace, _reduction, _line)
 

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from skdpval import DPDataValuator, _kernels
+from skdpval import DPDataValuator
+
+from skdpval.kernels import _kernels
 from skdpval.datasets import load_noisy_classification
 from skdpval.metrics import noisy_label_auc
 

@@ -23,10 +23,10 @@ from skdpval import (
     DPValueFilter,
     privacy_spent,
 )
-from skdpval import _kernels as K
-from skdpval import _subspace
-from skdpval._secure_noise import release_on_grid
-from skdpval._threat_model import THREAT_MODEL_DOC
+from skdpval.kernels import _kernels as K
+from skdpval.kernels import _subspace
+from skdpval.privacy._secure_noise import release_on_grid
+from skdpval.privacy._threat_model import THREAT_MODEL_DOC
 from skdpval.datasets import flip_labels, make_2dplanes
 
 

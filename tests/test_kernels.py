@@ -6,9 +6,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from helpers import FixedDraws
 from reference import LOSSES, TWEEDIE_POWERS, algorithm1, loss_and_dloss
-from skdpval import _kernels
-from skdpval._semivalues import semivalue_weights
-from skdpval._walk import make_problem, run_walks
+from skdpval.kernels import _kernels
+from skdpval.valuation._semivalues import semivalue_weights
+from skdpval.walks._walk import make_problem, run_walks
 
 LOSS_CODES = {
     "logistic": _kernels.LOGISTIC, "multinomial": _kernels.MULTINOMIAL,

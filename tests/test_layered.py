@@ -11,7 +11,7 @@ from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, Ridge
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdpval import LayeredShapleyValuator
-from skdpval._layered import (
+from skdpval.valuation._layered import (
     inclusion_probability,
     appendix_d_sensitivity,
     layer_sizes,
@@ -155,7 +155,7 @@ def test_report_covers_the_others_values_zero_out_and_replace_one(unit_data):
 
 
 def test_laplace_noise_is_secret_and_drawn_at_the_reported_scale(unit_data, monkeypatch):
-    import skdpval._mechanism as layered_module  # the Laplace draws
+    import skdpval.privacy._mechanism as layered_module  # the Laplace draws
 
     X, y = unit_data
     fit = lambda **params: LayeredShapleyValuator(

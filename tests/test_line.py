@@ -8,7 +8,9 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 from sklearn.linear_model import (HuberRegressor, LogisticRegression, PoissonRegressor,
                                   Ridge, SGDClassifier, SGDRegressor, TweedieRegressor)
 
-from skdpval import DPDataValuator, _kernels as K, _line, _subspace
+from skdpval import DPDataValuator
+
+from skdpval.kernels import _kernels as K, _line, _subspace
 
 
 def _softplus(x):

@@ -19,9 +19,9 @@ from skdpval import (
     LayeredShapleyValuator,
     privacy_spent,
 )
-from skdpval._accounting import log_delta
-from skdpval._mechanism import REPORT_KEYS, PrivacyMechanism
-from skdpval._secure_noise import (
+from skdpval.privacy._accounting import log_delta
+from skdpval.privacy._mechanism import REPORT_KEYS, PrivacyMechanism
+from skdpval.privacy._secure_noise import (
     LABEL_SCORE,
     release_on_grid,
     releases_on_grid,

@@ -85,7 +85,7 @@ def test_mean_adjusted_variance_by_hand():
 
 def test_valuator_running_statistics_match_the_marginals(monkeypatch):
     """marginal_mean_/var_ from running sums equal the statistics of the k x n marginals."""
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     recorded = []
     original = walk_module._kernels.walk
@@ -290,7 +290,7 @@ def _optimal_test_aucs(mu, n_flipped, n_clean, n_runs, rng):
 ])
 def test_detection_auc_band_holds_one_run_of_the_optimal_test(epsilon, n_flipped,
                                                              n_clean):
-    from skdpval._accounting import gdp_mu
+    from skdpval.privacy._accounting import gdp_mu
     rng = np.random.default_rng(0)
     aucs = _optimal_test_aucs(gdp_mu(epsilon, 5e-5), n_flipped, n_clean, 2000, rng)
     limit = detection_auc_limit(epsilon, 5e-5)

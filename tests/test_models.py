@@ -19,8 +19,9 @@ from sklearn.utils import all_estimators
 from sklearn.utils.class_weight import compute_class_weight
 
 from reference import loss_and_dloss
-from skdpval import DPDataValuator, _kernels
-from skdpval._models import (
+from skdpval import DPDataValuator
+from skdpval.kernels import _kernels
+from skdpval.families._models import (
     REGISTRY,
     Refused,
     Supported,
@@ -55,7 +56,7 @@ def test_every_linear_model_and_svm_is_supported_or_refused_with_a_reason():
     found = linear_estimators()
     assert len(found) >= 40
     unknown = [name for name, cls in found if cls not in REGISTRY]
-    assert unknown == [], f"add these to skdpval._models.REGISTRY: {unknown}"
+    assert unknown == [], f"add these to skdpval.families._models.REGISTRY: {unknown}"
     for name, cls in found:
         entry = REGISTRY[cls]
         assert isinstance(entry, (Supported, Refused)), name
@@ -334,7 +335,7 @@ def test_public_direction_objective_with_l1_and_weights_matches_finite_differenc
     """The public direction's objective (weighted mean loss plus L2 and L1 terms
     in a basis) and its gradient agree with central differences away from kinks."""
     from scipy.optimize import check_grad
-    from skdpval import _subspace
+    from skdpval.kernels import _subspace
 
     rng = np.random.default_rng(5)
     X = np.hstack([rng.normal(size=(12, 3)), np.ones((12, 1))])
@@ -360,7 +361,7 @@ def test_public_direction_objective_in_the_parameters_equals_an_identity_basis()
     parameters: the same value and gradient as an identity basis, for a
     multinomial model with weights, L2 and L1, and central differences agree."""
     from scipy.optimize import check_grad
-    from skdpval import _subspace
+    from skdpval.kernels import _subspace
 
     rng = np.random.default_rng(6)
     X = np.hstack([rng.normal(size=(20, 4)), np.ones((20, 1))])

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from skdpval import _kernels
-from skdpval._noise import counted_permutations, noise_schedule
-from skdpval._walk import make_problem, run_walks
+from skdpval.kernels import _kernels
+from skdpval.privacy._noise import counted_permutations, noise_schedule
+from skdpval.walks._walk import make_problem, run_walks
 from helpers import FixedDraws
 
 

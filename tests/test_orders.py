@@ -1,4 +1,4 @@
-"""The walk's public orders (skdpval._orders) against a plain-Python reference."""
+"""The walk's public orders (skdpval.kernels._orders) against a plain-Python reference."""
 
 import itertools
 
@@ -6,8 +6,8 @@ import numpy as np
 from reference import xoshiro_permutation
 from scipy.stats import chisquare
 
-from skdpval._orders import permutations
-from skdpval._walk import stream_words
+from skdpval.kernels._orders import permutations
+from skdpval.walks._walk import stream_words
 
 
 def test_orders_match_the_reference_generator():

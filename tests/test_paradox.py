@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from helpers import FixedDraws
-from skdpval import _kernels
-from skdpval._accounting import noise_std_for_budget
-from skdpval._noise import counted_permutations, noise_schedule
-from skdpval._walk import make_problem, run_walks
+from skdpval.kernels import _kernels
+from skdpval.privacy._accounting import noise_std_for_budget
+from skdpval.privacy._noise import counted_permutations, noise_schedule
+from skdpval.walks._walk import make_problem, run_walks
 from skdpval.datasets import load_noisy_classification
 
 

@@ -28,7 +28,7 @@ def values(data, **params):
 @pytest.fixture
 def threads_for_small_jobs(monkeypatch):
     """These jobs are too small for threads to pay: run them on threads anyway."""
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     monkeypatch.setattr(walk_module, "MIN_PARALLEL_WORK", 0)
 
@@ -97,7 +97,7 @@ def test_verbose_shows_a_tqdm_bar_when_installed(data, capfd):
 
 
 def test_verbose_says_once_how_long_numba_compiled(data, capfd, monkeypatch):
-    from skdpval._walk import COMPILE_CLOCK
+    from skdpval.walks._walk import COMPILE_CLOCK
 
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)
     monkeypatch.setattr(COMPILE_CLOCK, "seconds", 2.5)  # as after a first compilation
@@ -114,7 +114,7 @@ def track_alive_noise(monkeypatch):
     """Patch the noise draws to record the most noise elements alive at a draw."""
     import weakref
 
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     drawn, alive_most = [], [0]
     original = walk_module.gaussian_noise
@@ -145,7 +145,7 @@ def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs,
 
 def test_small_jobs_stay_on_one_thread(data, monkeypatch):
     """Below MIN_PARALLEL_WORK a fit never hands a node to another thread."""
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     def no_pool(*args, **kwargs):
         raise AssertionError("a thread pool was started for a small job")
@@ -161,7 +161,7 @@ def test_a_tabulated_line_walk_counts_no_validation_rows(monkeypatch):
     """Along a tabulated line a step reads no validation row: 100 parties stay
     on one thread with 3,000 validation rows (counting the rows, 6e5
     multiply-adds a permutation, would start a pool)."""
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     def no_pool(*args, **kwargs):
         raise AssertionError("a thread pool was started for a small job")
@@ -175,7 +175,7 @@ def test_a_tabulated_line_walk_counts_no_validation_rows(monkeypatch):
 
 def test_threads_do_not_go_through_joblib(data, monkeypatch, threads_for_small_jobs):
     """The default threads run in a pool kept for the fit, not a joblib call a wave."""
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     def no_joblib(*args, **kwargs):
         raise AssertionError("joblib.Parallel was called")
@@ -187,7 +187,7 @@ def test_threads_do_not_go_through_joblib(data, monkeypatch, threads_for_small_j
 
 def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
     """With chunks of one permutation, a node keeps only its tree's pending sums."""
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     serial = values(data, n_jobs=1, subspace=None)  # releases of d + 1 numbers
     monkeypatch.setattr(walk_module, "CHUNK_BYTES", 1)
@@ -200,7 +200,7 @@ def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
 
 def test_a_wave_sums_the_same_bits_whatever_its_split():
     """Merging a wave's nodes at any depth gives its statistics, bit for bit."""
-    from skdpval._walk import NodeSums, WalkState, end_wave, merge_sums, reduce_tree, tree_nodes
+    from skdpval.walks._walk import NodeSums, WalkState, end_wave, merge_sums, reduce_tree, tree_nodes
 
     rng = np.random.default_rng(0)
     start, stop, n = 7, 20, 6  # a wave of 13 permutations after 7 others
@@ -240,8 +240,8 @@ def test_a_dask_workers_means_are_end_waves_written_over_the_old_copy(monkeypatc
     """A worker's copy of the rolling means (next_rolling_mean) is end_wave's,
     bit for bit, written over the old copy (no second array of n means), and
     over blocks that split the parties unevenly."""
-    import skdpval._walk as walk_module
-    from skdpval._walk import (NodeSums, WalkState, end_wave, next_rolling_mean,
+    import skdpval.walks._walk as walk_module
+    from skdpval.walks._walk import (NodeSums, WalkState, end_wave, next_rolling_mean,
                                tree_nodes)
 
     monkeypatch.setattr(walk_module, "MERGE_BLOCK", 4)
@@ -265,7 +265,7 @@ def test_the_walk_gives_back_the_memory_pyarrow_keeps(monkeypatch):
     at 10^6 rows): each walk task returns it first."""
     import types
 
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
 
     released = []
     pool = types.SimpleNamespace(release_unused=lambda: released.append(1))
@@ -282,8 +282,8 @@ def test_the_walk_gives_back_the_memory_pyarrow_keeps(monkeypatch):
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 13, 16])
 def test_a_walked_chunk_reduces_as_merges_one_by_one(size):
     """The chunk reduction kernel against merge_sums over the same tree, bit for bit."""
-    from skdpval._reduction import reduce_walked
-    from skdpval._walk import NodeSums, merge_sums, reduce_tree
+    from skdpval.kernels._reduction import reduce_walked
+    from skdpval.walks._walk import NodeSums, merge_sums, reduce_tree
 
     rng = np.random.default_rng(size)
     n = 7
@@ -315,7 +315,7 @@ def test_a_walked_chunk_reduces_as_merges_one_by_one(size):
 
 def test_the_public_direction_runs_on_one_blas_thread(data, monkeypatch):
     """OpenBLAS's threads would spin on the walk's cores after scipy's L-BFGS."""
-    import skdpval._valuator as valuator_module
+    import skdpval.valuation._valuator as valuator_module
     from threadpoolctl import threadpool_info
 
     seen = []

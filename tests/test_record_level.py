@@ -16,18 +16,13 @@ from sklearn.linear_model import LogisticRegression
 
 from helpers import FixedDraws
 from reference import algorithm1
-from skdpval import (
-    DPDataValuator,
-    DPFederatedValuator,
-    DPLabelQuality,
-    _kernels,
-    _subspace,
-)
-from skdpval._accounting import gdp_epsilon, noise_std_for_budget
-from skdpval._noise import gaussian_noise
-from skdpval._secure_noise import FEDERATED, LABEL_SCORE, Grid, noise_key
-from skdpval._semivalues import semivalue_weights
-from skdpval._walk import make_problem, run_walks
+from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
+from skdpval.kernels import _kernels, _subspace
+from skdpval.privacy._accounting import gdp_epsilon, noise_std_for_budget
+from skdpval.privacy._noise import gaussian_noise
+from skdpval.privacy._secure_noise import FEDERATED, LABEL_SCORE, Grid, noise_key
+from skdpval.valuation._semivalues import semivalue_weights
+from skdpval.walks._walk import make_problem, run_walks
 from test_kernels import HUBER_EPSILON, LOSS_CODES, UTILITY_CODES, make_data
 from test_subspace import orthonormal_rows
 

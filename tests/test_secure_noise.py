@@ -10,8 +10,8 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from skdpval import DPLabelQuality, LayeredShapleyValuator
-from skdpval import _secure_noise as sn
-from skdpval._accounting import gdp_mu
+from skdpval.privacy import _secure_noise as sn
+from skdpval.privacy._accounting import gdp_mu
 
 # --- ChaCha20: RFC 8439 ------------------------------------------------------------
 
@@ -307,7 +307,7 @@ def test_walk_draws_at_the_calibrated_scale(monkeypatch, params, dimension):
     sensitivity (2**6 for one coordinate; 2**9 + sqrt(5)/2 + 2**-20 for 5),
     mu calibrated at delta net of the sampler's share (1 + e^eps) k d eta,
     which moves it by less than 1e-6 here: a scale error above that fails."""
-    import skdpval._walk as walk_module
+    import skdpval.walks._walk as walk_module
     from skdpval import DPDataValuator
 
     stds = _recording_gaussian(monkeypatch, walk_module)
@@ -321,7 +321,7 @@ def test_walk_draws_at_the_calibrated_scale(monkeypatch, params, dimension):
 
 
 def test_label_quality_draws_at_the_calibrated_scale(monkeypatch):
-    import skdpval._mechanism as module
+    import skdpval.privacy._mechanism as module
 
     stds = _recording_gaussian(monkeypatch, module)
     X, y, X_val, y_val = _label_quality_data(60)
@@ -330,7 +330,7 @@ def test_label_quality_draws_at_the_calibrated_scale(monkeypatch):
 
 
 def test_federated_draws_at_the_calibrated_scale(monkeypatch):
-    import skdpval._mechanism as module
+    import skdpval.privacy._mechanism as module
     from skdpval import DPFederatedValuator
 
     stds = _recording_gaussian(monkeypatch, module)
@@ -346,7 +346,7 @@ def test_federated_draws_at_the_calibrated_scale(monkeypatch):
 
 
 def test_layered_draws_at_the_calibrated_scale(monkeypatch):
-    import skdpval._mechanism as module
+    import skdpval.privacy._mechanism as module
 
     scales = []
     original = module.laplace_noise
@@ -368,7 +368,7 @@ def test_layered_draws_at_the_calibrated_scale(monkeypatch):
 @pytest.mark.parametrize("std, clip", [(0.0, 1.0), (1e-320, 1.0), (1e-300, 1e100),
                                        (1.0, 1e-320), (np.inf, 1.0)])
 def test_a_noise_std_the_sampler_cannot_draw_is_refused(std, clip):
-    from skdpval._secure_noise import Grid, check_noise_std
+    from skdpval.privacy._secure_noise import Grid, check_noise_std
 
     with pytest.raises(ValueError, match="outside the floats the sampler draws"):
         check_noise_std(std, Grid(clip, 1), "noise_multiplier * clip_norm")

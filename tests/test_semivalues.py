@@ -8,9 +8,9 @@ import pytest
 from numpy.testing import assert_allclose
 from scipy.special import beta as beta_function
 
-from skdpval import _kernels
-from skdpval._semivalues import semivalue_weights
-from skdpval._walk import make_problem, run_walks
+from skdpval.kernels import _kernels
+from skdpval.valuation._semivalues import semivalue_weights
+from skdpval.walks._walk import make_problem, run_walks
 from helpers import FixedDraws
 
 SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1), ("beta", 16, 1),

@@ -22,7 +22,7 @@ from numpy.testing import assert_allclose
 from sklearn.datasets import load_breast_cancer
 
 from skdpval import DPDataValuator, DPLabelQuality
-from skdpval._noise import counted_permutations, noise_schedule, unseen_noise_factor
+from skdpval.privacy._noise import counted_permutations, noise_schedule, unseen_noise_factor
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +153,8 @@ def test_the_walk_returns_the_mean_of_each_partys_releases():
     """What the stderr reads: the mean of the raw releases (clipped gradient
     plus noise), not a gradient. One party whose hinge gradient ``-y x`` is
     clipped from norm 2 to 1 and stays constant (a tiny learning rate)."""
-    from skdpval import _kernels
-    from skdpval._walk import make_problem, run_walks
+    from skdpval.kernels import _kernels
+    from skdpval.walks._walk import make_problem, run_walks
     from helpers import FixedDraws
 
     rng = np.random.default_rng(0)
@@ -185,7 +185,7 @@ def test_the_slope_on_the_mean_releases_is_read_without_the_error_it_fits(
     within sampling error, with the Monte Carlo error ``e`` removed (it
     would add about ``dimension * var(e) / (n var(r))``), and scaled back up
     when there are fewer parties than coordinates."""
-    from skdpval._uncertainty import noise_slope_squared_norm
+    from skdpval.valuation._uncertainty import noise_slope_squared_norm
 
     rng = np.random.default_rng(n_parties + dimension)
     a = rng.normal(size=dimension)
@@ -204,7 +204,7 @@ def test_the_slope_on_one_release_a_party_is_the_svds(n_parties):
     """One release a party (the public line) is read in blocks of parties,
     without an SVD: the same squared slope as the SVD's (plain numpy here);
     equal releases have none."""
-    from skdpval._uncertainty import noise_slope_squared_norm
+    from skdpval.valuation._uncertainty import noise_slope_squared_norm
 
     rng = np.random.default_rng(n_parties)
     releases = rng.normal(size=(n_parties, 1)) * 3.0 + 1.0

@@ -15,13 +15,14 @@ from sklearn.linear_model import (
 from sklearn.metrics import roc_auc_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import skdpval._mechanism as mechanism_module
+import skdpval.privacy._mechanism as mechanism_module
 from helpers import FixedDraws
 from reference import algorithm1, loss_and_dloss
-from skdpval import DPDataValuator, DPLabelQuality, _subspace
-from skdpval._accounting import gdp_mu
-from skdpval._semivalues import semivalue_weights
-from skdpval._walk import run_walks
+from skdpval import DPDataValuator, DPLabelQuality
+from skdpval.kernels import _subspace
+from skdpval.privacy._accounting import gdp_mu
+from skdpval.valuation._semivalues import semivalue_weights
+from skdpval.walks._walk import run_walks
 from skdpval.datasets import flip_labels
 from skdpval.metrics import detection_auc_limit, noisy_label_auc
 from test_kernels import (
@@ -224,7 +225,7 @@ def test_bad_subspace_is_refused_before_the_walk(subspace, match, monkeypatch):
     def no_walk(*args, **kwargs):
         raise AssertionError("the walk ran on bad input")
 
-    monkeypatch.setattr("skdpval._valuator.run_walks", no_walk)
+    monkeypatch.setattr("skdpval.valuation._valuator.run_walks", no_walk)
     X, y, X_val, y_val = _estimator_data("binary")
     with pytest.raises(ValueError, match=match):
         DPDataValuator(subspace=subspace).fit(X, y, X_val=X_val, y_val=y_val)

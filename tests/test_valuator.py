@@ -24,13 +24,14 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import skdpval._valuator as valuator_module
-import skdpval._walk as walk_module
+import skdpval.valuation._valuator as valuator_module
+import skdpval.walks._walk as walk_module
 from reference import algorithm1
-from skdpval import DPDataValuator, _kernels
-from skdpval._models import model_spec
-from skdpval._noise import counted_permutations, noise_schedule, unseen_noise_factor
-from skdpval._semivalues import semivalue_weights
+from skdpval import DPDataValuator
+from skdpval.kernels import _kernels
+from skdpval.families._models import model_spec
+from skdpval.privacy._noise import counted_permutations, noise_schedule, unseen_noise_factor
+from skdpval.valuation._semivalues import semivalue_weights
 
 
 # validation_fraction=0.5: the class set comes from the held-out labels, and
@@ -229,7 +230,7 @@ def test_model_spec_is_the_models_own_objective(estimator, make):
     fitted = clone(estimator).fit(X, y)
     spec = model_spec(estimator, n_samples=n)
     if spec.is_classifier:
-        from skdpval._models import classifier_targets
+        from skdpval.families._models import classifier_targets
         T, loss = classifier_targets(spec, y, len(np.unique(y)))
     else:
         T, loss = y[:, None].astype(float), spec.loss
@@ -515,7 +516,7 @@ def test_auto_burn_in_counts_a_short_tail_for_shapley(k, wave, semivalue, n_coun
                 > _release_efficiency(0.9, k, wave))
     if (k, wave) == (1000, 16) and semivalue == "shapley":  # 0.988 against 0.960
         assert _release_efficiency(valuator.q_, k, wave) > 0.985
-    # The stderr's shared-noise factor (skdpval._noise) is this evenness, but
+    # The stderr's shared-noise factor (skdpval.privacy._noise) is this evenness, but
     # for the spread's own ddof terms: 1 / (k factor) within 1% (0.5% at 10 counted).
     x_tt, _, _ = noise_schedule("correlated", k, wave)
     factor = unseen_noise_factor(x_tt, counted_permutations(valuator.q_, k), wave)

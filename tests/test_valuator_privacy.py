@@ -17,8 +17,8 @@ from skdpval import (
     DPFilteredClassifier,
     DPLabelQuality,
     DPValueFilter,
-    _walk,
 )
+from skdpval.walks import _walk
 
 PUBLIC = ("classes_", "learning_rate_", "clip_norm_", "subspace_", "q_")
 
@@ -164,7 +164,7 @@ def test_the_noise_key_stays_out_of_the_fitted_valuator(data):
     # attribute or pickle of the fitted valuator holds it.
     import pickle
 
-    from skdpval._secure_noise import noise_key
+    from skdpval.privacy._secure_noise import noise_key
 
     X, y, X_val, y_val = data
     valuator = DPDataValuator(n_permutations=4, epsilon=1.0, random_state=0,
@@ -234,7 +234,7 @@ def test_a_foreign_model_failing_on_private_rows_quotes_no_value(data):
 
 
 def test_label_quality_refuses_an_unreachable_epsilon_before_any_work(data, monkeypatch):
-    import skdpval._label_quality as label_quality
+    import skdpval.valuation._label_quality as label_quality
 
     def no_work(*args, **kwargs):
         raise AssertionError("work ran")
@@ -267,7 +267,7 @@ def test_every_walk_refuses_a_rolling_mean_without_noise(monkeypatch, subspace, 
     from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
 
-    from skdpval._mechanism import PrivacyMechanism
+    from skdpval.privacy._mechanism import PrivacyMechanism
 
     def no_noise(mechanism):
         for part in mechanism.parts:

@@ -39,7 +39,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, MinMaxScaler, StandardScaler
 from sklearn.svm import SVR
 
-import skdpval._accounting as accounting
+import skdpval.privacy._accounting as accounting
 from helpers import diffprivlib_models
 from skdpval import (
     DPDataValuator,
@@ -51,10 +51,10 @@ from skdpval import (
     LayeredShapleyValuator,
     privacy_spent,
 )
-from skdpval._accounting import composed_epsilon, pure_dp_mu
-from skdpval._mechanism import PrivacyMechanism
-from skdpval._secure_noise import LABEL_SCORE
-from skdpval._workflow import _training_folds_per_party, _valuator_spend
+from skdpval.privacy._accounting import composed_epsilon, pure_dp_mu
+from skdpval.privacy._mechanism import PrivacyMechanism
+from skdpval.privacy._secure_noise import LABEL_SCORE
+from skdpval.privacy._spent import _training_folds_per_party, _valuator_spend
 
 # diffprivlib's solver call uses an option scipy deprecates: not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:scipy.optimize:DeprecationWarning")

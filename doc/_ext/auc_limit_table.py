@@ -2,7 +2,7 @@
 
 Options: ``:epsilons:`` (space-separated), ``:delta:``, ``:permutations:``
 (the k of the noise columns). Every number comes from
-:mod:`skdpval._accounting` at build time, so the table cannot drift from
+:mod:`skdpval.privacy._accounting` at build time, so the table cannot drift from
 the code.
 """
 
@@ -12,7 +12,7 @@ from docutils.statemachine import StringList
 from docutils import nodes
 from scipy.special import ndtr
 
-from skdpval._accounting import gdp_mu, noisy_label_auc_limit
+from skdpval.privacy._accounting import gdp_mu, noisy_label_auc_limit
 
 
 def table_rows(epsilons, delta, permutations):

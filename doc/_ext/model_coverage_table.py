@@ -1,6 +1,6 @@
 """``.. model-coverage-table::``: every linear model of scikit-learn, supported or not.
 
-Rows come from the registry ``skdpval._models.REGISTRY`` at build time, and
+Rows come from the registry ``skdpval.families._models.REGISTRY`` at build time, and
 every estimator of ``sklearn.linear_model`` and ``sklearn.svm`` appears
 (the coverage test fails when one is in neither list), so the table cannot
 drift from the code. With ``:results:`` (a JSON-lines file of
@@ -17,7 +17,7 @@ from docutils.parsers.rst import Directive, directives
 from docutils.statemachine import StringList
 from sklearn.utils import all_estimators
 
-from skdpval._models import REGISTRY, Refused
+from skdpval.families._models import REGISTRY, Refused
 
 
 def load_results(path):

@@ -1,0 +1,562 @@
+"""Where a network's walk lives: every parameter, a public basis, or one public line.
+
+:class:`NetworkSpace` answers the valuator's questions of a space
+(:mod:`skdpval.families._space`: party gradients, a noiseless SGD pass, a utility,
+the margin scale, the walk problem) for a multilayer perceptron
+(:mod:`skdpval.kernels._mlp`), so that the estimators never branch on the model.
+Every walk starts from the public initialisation ``theta0``
+(:func:`glorot_init`, scikit-learn's own), and ``z`` is the displacement
+from it: ``theta = theta0 + z`` in the full space (the seed paper's
+mechanism: the whole gradient clipped and noised), ``theta0 + B^T z`` in
+the span of a basis ``B`` with orthonormal rows.
+
+Along one direction ``b`` (``subspace="public"``: from ``theta0`` toward the
+network fitted on the validation set alone, :func:`public_direction`) a
+step need not touch the validation rows: the utility ``U(z)`` (the
+negative loss, or the MSE and R^2, affine in it) is read from a piecewise
+quintic Hermite table of its value and first two derivatives at the ends
+of each interval (forward mode, exact sums over the rows). Each interval
+is refined until the interpolant is within ``MIDPOINT_TOLERANCE`` of ``U`` at
+its midpoint, where the error term ``U^(6)(xi) / 6! (t (t - 1))^3 h^6``
+peaks: an a posteriori check of the interpolant against exact values, not
+a proof (it assumes ``U^(6)`` varies little within an interval of the
+final size). A relu network's ``U`` has a kink wherever a first-layer unit
+of a validation row crosses 0, at ``z = -a / c``: those points are nodes,
+and an interval's ends take the one-sided values from inside it. Past the
+table, where refining would exceed the caller's cap on intervals, and for
+relu networks of more than one hidden layer (whose kinks are not known in
+advance), ``U`` is computed exactly from the rows (the first layer's
+pre-activations ``a + z c`` precomputed, so O(width x outputs) a row).
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.utils import check_random_state
+
+from ..kernels import _kernels as K
+from ..kernels import _mlp
+from ..kernels._kernels import (_f64, _i64, noise_or_empty, pad_columns, padded_length,
+    unit_weights, validation_scratch)
+from ..kernels._line import quintic_coefficients
+from ..privacy._secure_noise import NO_GRID
+from ._space import check_basis
+from ..walks._walk import PartiesByOffsets, one_blas_thread
+
+# Largest error of the tabulated utility at the midpoints of its intervals.
+MIDPOINT_TOLERANCE = 1e-12
+# The public direction's fit: L-BFGS iterations at most (scikit-learn's
+# default max_iter for an MLP).
+DIRECTION_MAX_ITER = 200
+
+Network = namedtuple("Network", ["layout", "activation", "loss", "theta0"])
+Network.__doc__ = """A network's shape (:func:`skdpval.kernels._mlp.network_layout`), hidden
+activation and loss codes, and its public initialisation (packed)."""
+
+
+def glorot_init(sizes, activation, random_state):
+    """The packed initial parameters scikit-learn's MLP draws (``_init_coef``):
+    per layer, coefficients then intercepts uniform in ``+-sqrt(f / (fan_in +
+    fan_out))``, ``f = 2`` for the logistic activation, else 6."""
+    factor = 2.0 if activation == "logistic" else 6.0
+    coefs, intercepts = [], []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        bound = np.sqrt(factor / (fan_in + fan_out))
+        coefs.append(random_state.uniform(-bound, bound, (fan_in, fan_out)))
+        intercepts.append(random_state.uniform(-bound, bound, fan_out))
+    return np.hstack([a.ravel() for a in coefs + intercepts])
+
+
+def make_network(sizes, activation, loss, random_state):
+    return Network(_mlp.network_layout(sizes), _mlp.ACTIVATIONS[activation],
+                   int(loss), glorot_init(sizes, activation, random_state))
+
+
+def _buffers(layout):
+    units = _mlp.n_units(layout)
+    return (np.zeros(units), np.zeros(units), np.zeros(units),
+            np.zeros(int(layout[-1, 1])))
+
+
+def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility,
+             total_sum_squares, l2, clip_norm, learning_rate, permutations, weights,
+             starts=None, noise=None, x_tt=None, rolling_mean=None,
+             record_level=False, row_weights=None, grid=NO_GRID):
+    """Call :func:`skdpval.kernels._mlp.walk` with its buffers: (marginals, end_utility, ends).
+
+    ``basis`` None walks the full space. Every computation of a fit in the
+    full space or a basis goes through here (one compiled kernel)."""
+    layout, n_params = network.layout, len(network.theta0)
+    projected = basis is not None
+    dim = basis.shape[0] if projected else n_params
+    n_walks = permutations.shape[0]
+    noise = noise_or_empty(noise, rolling_mean is not None, 3)
+    marginals = np.zeros((n_walks, len(offsets) - 1))
+    end_utility = np.empty(n_walks)
+    ends = np.empty((n_walks, dim))
+    n_out = int(layout[-1, 1])
+    utility_loss, utility_code = K.kernel_codes(network.loss, utility, n_out)
+    units = _mlp.n_units(layout)
+    _mlp.walk(network.theta0, np.zeros((1, 1)) if basis is None else _f64(basis),
+              projected, layout, _mlp.act_flag(network.activation), _mlp.loss_flag(network.loss),
+              _f64(X), _f64(T),
+              unit_weights(len(X)) if row_weights is None else _f64(row_weights),
+              _i64(offsets), _f64(X_val), pad_columns(T_val), _i64(labels_val),
+              utility_code, utility_loss, float(total_sum_squares), float(l2),
+              float(clip_norm), float(learning_rate), bool(record_level),
+              np.zeros((1, dim)) if starts is None else _f64(starts),
+              _i64(permutations), noise,
+              np.ones(n_walks) if x_tt is None else _f64(x_tt),
+              rolling_mean is not None,
+              np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+              _f64(weights), float(grid[0]), float(grid[1]), marginals, end_utility,
+              ends, np.empty(n_params), np.empty(n_params), np.empty(dim),
+              np.empty(dim), np.zeros(units), np.zeros(units),
+              np.zeros((n_out, padded_length(len(X_val)))),
+              validation_scratch(len(labels_val)))
+    return marginals, end_utility, ends
+
+
+def _no_validation(n_features, n_outputs):
+    return (np.zeros((0, n_features)), np.zeros((0, n_outputs)),
+            np.empty(0, dtype=np.int64))
+
+
+def network_objective(network, X, T, l2, row_weights=None):
+    """``f(theta) -> (weighted mean loss + l2 / 2 ||W||^2, gradient)`` over all rows."""
+    X, T = _f64(X), _f64(T)
+    weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+    units = _mlp.n_units(network.layout)
+    buffers = (np.zeros(units), np.zeros(units))
+
+    def objective(theta):
+        grad = np.empty(len(network.theta0))
+        value = _mlp.party_gradient(_f64(theta), network.layout, X, T, weights, 0,
+                                    len(X), _mlp.act_flag(network.activation),
+                                    _mlp.loss_flag(network.loss),
+                                    float(l2), *buffers, grad)
+        return value, grad
+
+    return objective
+
+
+def public_direction(network, X_val, T_val, l2, row_weights=None):
+    """``(unit direction, distance)`` from ``theta0`` to the network fitted on the
+    validation set alone (its own objective, L-BFGS from ``theta0``)."""
+    objective = network_objective(network, X_val, T_val, l2, row_weights)
+    theta = minimize(objective, network.theta0, jac=True, method="L-BFGS-B",
+                     options=dict(maxiter=DIRECTION_MAX_ITER)).x
+    step = theta - network.theta0
+    norm = float(np.linalg.norm(step))
+    if not np.isfinite(norm) or norm == 0:
+        raise ValueError(
+            "subspace='public': the network fitted on the validation set did not "
+            "move from its initialisation, which defines no direction. Pass a "
+            "basis array, or subspace=None.")
+    return step / norm, norm
+
+
+def _utility_affine(utility, n_val, total_sum_squares):
+    """``(scale, offset)`` with ``U = offset - scale * mean loss``, or None:
+    the negative loss, and for ``r^2 / 2`` the MSE and R^2 too."""
+    if utility == K.NEG_LOSS:
+        return 1.0, 0.0
+    if utility == K.NEG_MSE:
+        return 2.0, 0.0
+    if utility == K.R2 and total_sum_squares > 0:
+        return 2.0 * n_val / total_sum_squares, 1.0
+    return None
+
+
+LineTable = namedtuple("LineTable", ["nodes", "data", "first", "inv_cell"])
+LineTable.__doc__ = """The utility along the line, piecewise: interval ``i`` is
+``nodes[i], nodes[i + 1]`` with ``data[i]`` the six coefficients of its
+quintic Hermite interpolant in the local ``t`` in ``[0, 1]``
+(:func:`skdpval.kernels._line.quintic_coefficients` of its ends' ``(U, h U', h^2
+U'')``, read by :func:`skdpval.kernels._line.horner5`); ``first[b]`` the interval of the left edge of cell ``b`` of the
+uniform grid of step ``1 / inv_cell`` from ``nodes[0]`` (the look-up)."""
+
+# No table: ``U`` from the rows everywhere.
+NO_TABLE = LineTable(np.zeros(2), np.zeros((1, 6)), np.zeros(2, np.int64), 0.0)
+
+
+def _kinks(A_val, C_val, lo, hi):
+    """Where a relu unit of the first layer crosses 0 along the line (``a + z c
+    = 0``) within ``(lo, hi)``: the kinks of ``U``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = -A_val / C_val
+    return z[np.isfinite(z) & (z > lo) & (z < hi)]
+
+
+def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
+               max_intervals, tolerance=MIDPOINT_TOLERANCE):
+    """The :data:`LineTable` of ``U`` over ``z_range``, each interval refined
+    until the interpolant is within ``tolerance`` of ``U`` at its midpoint;
+    :data:`NO_TABLE` when that takes more than ``max_intervals``.
+
+    With relu units (one hidden layer) ``U`` has a kink where a validation
+    row's unit crosses 0 (:func:`_kinks`): every kink is a node, and each
+    interval's ends take the one-sided values from inside it, so that ``U``
+    is smooth on every interval. A deeper relu network's kinks are not known
+    in advance: no table.
+    """
+    lo, hi = float(z_range[0]), float(z_range[1])
+    relu = network.activation == _mlp.RELU
+    if relu and len(network.layout) > 2:
+        return NO_TABLE
+    args = (A_val, C_val, T_val, network.theta0, direction, network.layout,
+            _mlp.act_flag(network.activation), _mlp.loss_flag(network.loss), scale, offset,
+            *_buffers(network.layout))
+    nodes = np.linspace(lo, hi, 65)
+    if relu:
+        nodes = np.unique(np.concatenate([nodes, _kinks(A_val, C_val, lo, hi)]))
+    done_left, done_right, done_data = [], [], []
+    left, right = nodes[:-1], nodes[1:]
+    while len(left):
+        if sum(map(len, done_left)) + len(left) > max_intervals:
+            return NO_TABLE
+        ends, errors = np.empty((len(left), 6)), np.empty(len(left))
+        _mlp.tabulate(left, right, *args, ends, _mlp.depth_flag(network.layout))
+        data = quintic_coefficients(ends[:, :3], ends[:, 3:])
+        _mlp.table_errors(left, right, data, *args, errors,
+                          _mlp.depth_flag(network.layout))
+        good = errors <= tolerance
+        done_left.append(left[good])
+        done_right.append(right[good])
+        done_data.append(data[good])
+        # The error scales as h^6: split 20% finer than that predicts.
+        pieces = np.maximum(2, np.ceil(1.2 * (errors[~good] / tolerance) ** (1 / 6)))
+        pieces = np.minimum(pieces, max_intervals).astype(np.int64)
+        splits = [np.linspace(a, b, k + 1)
+                  for a, b, k in zip(left[~good], right[~good], pieces)]
+        left = np.concatenate([s[:-1] for s in splits]) if splits else np.empty(0)
+        right = np.concatenate([s[1:] for s in splits]) if splits else np.empty(0)
+    left, right = np.concatenate(done_left), np.concatenate(done_right)
+    order = np.argsort(left)
+    nodes = np.append(left[order], right[order][-1])
+    data = np.ascontiguousarray(np.concatenate(done_data)[order])
+    cells = len(order)
+    edges = lo + np.arange(cells + 1) * ((hi - lo) / cells)
+    first = np.clip(np.searchsorted(nodes, edges, side="right") - 1, 0, cells - 1)
+    return LineTable(nodes, data, first.astype(np.int64), cells / (hi - lo))
+
+
+class NetworkProblem(PartiesByOffsets, namedtuple("NetworkProblem", [
+        "network", "basis", "X", "T", "offsets", "X_val", "T_val", "labels_val",
+        "utility", "total_sum_squares", "l2", "clip_norm", "learning_rate",
+        "weights", "row_weights", "record_level"])):
+    """A network's walk in the full space (``basis`` None) or in a basis."""
+
+    __slots__ = ()
+
+    @property
+    def release_shape(self):
+        return ((len(self.network.theta0),) if self.basis is None
+                else (self.basis.shape[0],))
+
+    @property
+    def work_per_permutation(self):
+        """Multiply-adds of a permutation's walk, about: the validation pass."""
+        return self.n_parties * (len(self.X_val) + 2) * len(self.network.theta0)
+
+    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
+        marginals, end_utility, _ = run_walk(
+            self.network, self.basis, self.X, self.T, self.offsets, self.X_val,
+            self.T_val, self.labels_val, utility=self.utility,
+            total_sum_squares=self.total_sum_squares, l2=self.l2,
+            clip_norm=self.clip_norm, learning_rate=self.learning_rate,
+            permutations=permutations, weights=self.weights, noise=noise, x_tt=x_tt,
+            rolling_mean=rolling_mean, record_level=self.record_level,
+            row_weights=self.row_weights, grid=grid)
+        return marginals, end_utility
+
+
+class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
+        "network", "direction", "A", "C", "T", "offsets", "row_weights", "l2",
+        "penalty", "clip_norm", "learning_rate", "record_level", "table", "A_val",
+        "C_val", "T_val", "scale", "offset", "weights", "joint"], defaults=(False,))):
+    """A network's walk along ``theta0 + z b``, the utility from a table;
+    ``joint``: each party's marginal from its own step before the noise."""
+
+    __slots__ = ()
+
+    release_shape = (1,)
+
+    @property
+    def work_per_permutation(self):
+        """Multiply-adds of a permutation's walk, about: a party's forward mode."""
+        return self.n_parties * 6 * len(self.network.theta0) // max(
+            1, int(self.network.layout[0, 0]))
+
+    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
+        n_walks = permutations.shape[0]
+        marginals = np.zeros((n_walks, self.n_parties))
+        end_utility = np.empty(n_walks)
+        net = self.network
+        _mlp.line_walk(
+            net.theta0, self.direction, net.layout, _mlp.act_flag(net.activation),
+            _mlp.loss_flag(net.loss), self.A, self.C, self.T, self.row_weights,
+            self.offsets, self.l2, self.penalty[0], self.penalty[1], self.clip_norm,
+            self.learning_rate, _mlp.level_flag(self.record_level), *self.table,
+            self.A_val,
+            self.C_val, self.T_val, self.scale, self.offset, _i64(permutations),
+            noise_or_empty(noise, rolling_mean is not None, 3),
+            np.ones(n_walks) if x_tt is None else _f64(x_tt),
+            rolling_mean is not None,
+            np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+            self.weights, float(grid[0]), float(grid[1]), marginals, end_utility,
+            np.empty(n_walks), np.empty((1, 1)), np.empty((1, 1)),
+            *_buffers(net.layout), True if self.joint else None,
+            _mlp.depth_flag(net.layout))
+        return marginals, end_utility
+
+
+class NetworkSpace:
+    """A network's releases: every parameter (``basis`` None) or ``m`` numbers
+    ``z`` in ``theta = theta0 + B^T z``; one direction walks the line."""
+
+    def __init__(self, network, basis=None):
+        self.network = network
+        self.basis = None if basis is None else _f64(basis)
+        self.release_dimension = ("all parameters" if basis is None
+                                  else int(self.basis.shape[0]))
+
+    @property
+    def n_params(self):
+        return len(self.network.theta0)
+
+    def coordinates(self, n_params=None):
+        """Numbers in one release."""
+        return self.n_params if self.basis is None else self.release_dimension
+
+    def initial_theta(self, n_outputs=None, n_columns=None):
+        """Where every walk starts: the public initialisation."""
+        return self.network.theta0
+
+    def _z(self, theta):
+        step = np.ravel(theta) - self.network.theta0
+        return step if self.basis is None else self.basis @ step
+
+    def _theta(self, z):
+        return self.network.theta0 + (z if self.basis is None else z @ self.basis)
+
+    def _walk_theta(self, z):
+        """``theta0 + B^T z`` as :func:`skdpval.kernels._mlp.walk` forms it (the same
+        operations in the same order: the same bits)."""
+        theta = self.network.theta0.copy()
+        if self.basis is None:
+            return theta + z
+        for i in range(len(z)):
+            theta += z[i] * self.basis[i]
+        return theta
+
+    def party_gradients(self, theta, X, T, offsets, *, l2, row_weights=None,
+                        **ignored):
+        """Unclipped gradient (in ``z``) of each party at ``theta``: one step of
+        rate 1 from there, as the walk would take it (:func:`skdpval.kernels._mlp.walk`
+        from ``z``, its step ``z - g`` and back: ``z - (z - g)``), with the
+        walk's operations: a party's gradient by
+        :func:`skdpval.kernels._mlp.party_gradient` (compiled for the fit's objective
+        anyway), projected with the walk's sums in their order and clipped at
+        an infinite norm (zero where not finite) by
+        :func:`skdpval.kernels._kernels.clip_l2` (the walk's), one party a call (the
+        validation rows: a few ms), nothing else to compile."""
+        net = self.network
+        z = _f64(self._z(theta))
+        units = _mlp.n_units(net.layout)
+        theta, X, T = _f64(self._walk_theta(z)), _f64(X), _f64(T)
+        weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+        offsets = _i64(offsets)
+        buffers = (np.zeros(units), np.zeros(units))
+        act, loss = _mlp.act_flag(net.activation), _mlp.loss_flag(net.loss)
+        gradients = np.empty((len(offsets) - 1, len(z)))
+        grad = np.empty(self.n_params)
+        for j in range(len(offsets) - 1):
+            _mlp.party_gradient(theta, net.layout, X, T, weights, offsets[j],
+                                offsets[j + 1], act, loss, float(l2), *buffers, grad)
+            if self.basis is None:
+                gradients[j] = grad
+            else:
+                for i in range(len(z)):
+                    gradients[j, i] = _mlp.sequential_sum(0.0, self.basis[i] * grad)
+            K.clip_l2(gradients[j:j + 1], np.inf)
+        return z - (z - gradients)
+
+    def _line_rows(self, X):
+        """:func:`skdpval.kernels._mlp.line_rows` of ``X`` along the one direction, kept
+        for the last ``X`` (the learning-rate search passes the same rows 26 times)."""
+        cached = getattr(self, "_rows_cache", None)
+        if cached is None or cached[0] is not X:
+            net = self.network
+            cached = (X, *_mlp.line_rows(net.theta0, self.basis[0], net.layout, X))
+            self._rows_cache = cached
+        return cached[1:]
+
+    def _line_penalty(self):
+        """``(<b_W, W0>, ||b_W||^2)`` over the coefficients: the L2 term along the line."""
+        net, direction = self.network, self.basis[0]
+        n_coefs = _mlp.n_coefficients(net.layout)
+        return (float(direction[:n_coefs] @ net.theta0[:n_coefs]),
+                float(direction[:n_coefs] @ direction[:n_coefs]))
+
+    def sgd_pass(self, X, T, *, l2, clip_norm, learning_rate, order,
+                 row_weights=None, **ignored):
+        """Parameters after one clipped, noiseless SGD pass from ``theta0``; along
+        one direction by forward mode from the rows' first-layer projections
+        (O(width) a step, not O(parameters))."""
+        if self.basis is not None and len(self.basis) == 1:
+            # The line walk's own kernel (compiled for the walk anyway): no
+            # noise, no table and no validation rows, its utilities unused.
+            net, n_rows = self.network, len(X)
+            A, C = self._line_rows(X)
+            no_rows = np.zeros((0, A.shape[1]))
+            ends = np.empty(1)
+            _mlp.line_walk(
+                net.theta0, self.basis[0], net.layout, _mlp.act_flag(net.activation),
+                _mlp.loss_flag(net.loss), A, C,
+                _f64(T), unit_weights(n_rows) if row_weights is None
+                else _f64(row_weights), np.arange(n_rows + 1), float(l2),
+                *self._line_penalty(), float(clip_norm), float(learning_rate), None,
+                *NO_TABLE, no_rows, no_rows, np.zeros((0, T.shape[1])), 1.0, 0.0,
+                _i64(order)[None], np.empty((0, 1, 1)), np.ones(1), False,
+                np.empty((1, 1)), np.zeros(len(order)), *NO_GRID,
+                np.zeros((1, n_rows)), np.empty(1), ends, np.empty((1, 1)),
+                np.empty((1, 1)), *_buffers(net.layout), None,
+                _mlp.depth_flag(net.layout))
+            return self._theta(ends)
+        _, _, ends = run_walk(
+            self.network, self.basis, X, T, np.arange(len(X) + 1),
+            *_no_validation(X.shape[1], T.shape[1]), utility=K.NEG_LOSS,
+            total_sum_squares=1.0, l2=l2, clip_norm=clip_norm,
+            learning_rate=learning_rate, permutations=_i64(order)[None],
+            weights=np.zeros(len(order)), row_weights=row_weights)
+        return self._theta(ends[0])
+
+    def utility(self, theta, X_val, T_val, labels_val, *, utility,
+                total_sum_squares, **ignored):
+        """Utility of ``theta`` (in the space) on the validation rows, at
+        ``theta0 + B^T z`` as the walk forms it."""
+        net = self.network
+        n_out = int(net.layout[-1, 1])
+        loss, utility = K.kernel_codes(net.loss, utility, n_out)
+        units = _mlp.n_units(net.layout)
+        return _mlp.validation_utility(
+            _f64(self._walk_theta(_f64(self._z(theta)))), net.layout, _f64(X_val),
+            _mlp.act_flag(net.activation), np.zeros(units),
+            np.zeros((n_out, padded_length(len(X_val)))), pad_columns(T_val),
+            _i64(labels_val), utility, loss, float(total_sum_squares),
+            validation_scratch(len(labels_val)))
+
+    def utilities(self, thetas, X_val, T_val, labels_val, *, utility,
+                  total_sum_squares, **ignored):
+        """:meth:`utility` of each of ``thetas``; for the binary logistic
+        loss's ``neg_loss`` (the default) the outputs by
+        :func:`skdpval.kernels._mlp.output_margins` and the utility in numpy, bitwise
+        the kernel's (:func:`skdpval.kernels._kernels.logistic_loss_sums_numpy`):
+        nothing more to compile at a first fit."""
+        net = self.network
+        n_out = int(net.layout[-1, 1])
+        if K.kernel_codes(net.loss, utility, n_out) != (None, None):
+            return np.array([self.utility(theta, X_val, T_val, labels_val,
+                                          utility=utility,
+                                          total_sum_squares=total_sum_squares)
+                             for theta in thetas])
+        units, X_val, n_val = _mlp.n_units(net.layout), _f64(X_val), len(labels_val)
+        margins = np.zeros((len(thetas), padded_length(n_val)))
+        for b, theta in enumerate(thetas):
+            _mlp.output_margins(_f64(self._walk_theta(_f64(self._z(theta)))),
+                                net.layout, X_val, _mlp.act_flag(net.activation),
+                                np.zeros(units), margins[b:b + 1])
+        return -K.logistic_loss_sums_numpy(margins, pad_columns(T_val)[0],
+                                           n_val) / n_val
+
+    def margin_scale(self, X_val, n_outputs=None):
+        """RMS over validation rows of the norm of d(outputs) / d(release) at
+        ``theta0``."""
+        net, layout = self.network, self.network.layout
+        units, deltas = np.zeros(_mlp.n_units(layout)), np.zeros(_mlp.n_units(layout))
+        X_val, act = _f64(X_val), _mlp.act_flag(net.activation)
+        last, n_out = int(layout[-1, 4]), int(layout[-1, 1])
+        row = np.empty(self.n_params)
+        # :func:`skdpval.kernels._mlp.output_gradient_norms`'s operations (its sums
+        # in its order), by the forward and backward passes compiled for the
+        # fit's objective: nothing else to compile.
+        total = 0.0
+        for v in range(len(X_val)):
+            x = X_val[v]
+            _mlp.forward(net.theta0, layout, x, act, units)
+            for k in range(n_out):
+                row[:] = 0.0
+                deltas[last:last + n_out] = 0.0
+                deltas[last + k] = 1.0
+                _mlp.backward(net.theta0, layout, x, act, units, deltas, row)
+                if self.basis is None:
+                    total = _mlp.sequential_sum(total, row * row)
+                else:
+                    for i in range(len(self.basis)):
+                        projection = _mlp.sequential_sum(0.0, self.basis[i] * row)
+                        total += projection * projection
+        return float(np.sqrt(total / len(X_val)))
+
+    def problem(self, X, T, offsets, X_val, T_val, labels_val, *, utility, l2,
+                clip_norm, learning_rate, total_sum_squares, weights,
+                row_weights=None, record_level=False, line_range,
+                line_intervals=2**16, exact_utility=False, joint=False, **ignored):
+        """The walk's problem: along one direction with a tabulable utility, the
+        line walk; else the walk that reads the validation rows every step
+        (``joint`` needs the line walk)."""
+        row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+        affine = _utility_affine(utility, len(X_val), total_sum_squares)
+        if self.basis is None or len(self.basis) > 1 or affine is None or exact_utility:
+            if joint:
+                raise ValueError(
+                    "threat_model='joint' reads each party's marginal along the "
+                    "network's public line: it needs subspace='public' and a "
+                    "utility the line tabulates. Use threat_model='central'.")
+            return NetworkProblem(
+                self.network, self.basis, _f64(X), _f64(T), _i64(offsets),
+                _f64(X_val), _f64(T_val), _i64(labels_val), int(utility),
+                float(total_sum_squares), float(l2), float(clip_norm),
+                float(learning_rate), _f64(weights), row_weights, bool(record_level))
+        net = self.network
+        direction = self.basis[0]
+        A, C = _mlp.line_rows(net.theta0, direction, net.layout, X)
+        A_val, C_val = self._line_rows(X_val)
+        penalty = self._line_penalty()
+        T_val = _f64(T_val)
+        table = line_table(net, direction, A_val, C_val, T_val, *affine, line_range,
+                           line_intervals)
+        return NetworkLineProblem(
+            net, direction, A, C, _f64(T), _i64(offsets), row_weights, float(l2),
+            penalty, float(clip_norm), float(learning_rate), bool(record_level),
+            table, A_val, C_val, T_val, *affine, _f64(weights), bool(joint))
+
+
+def network_space(network_spec, game, subspace, seed):
+    """``(basis or None, line_center, NetworkSpace)`` of a network's valuation.
+
+    ``theta0`` is drawn from the network's ``random_state`` or, when unset,
+    from ``seed`` (the valuator's public randomness); ``subspace`` is
+    ``"public"`` (the direction toward the network fitted on the validation
+    set, :func:`public_direction`; ``line_center`` the distance to it), None
+    (every parameter) or an array of orthonormal rows over the packed
+    parameters.
+    """
+    sizes = [game.X.shape[1], *network_spec.hidden_layer_sizes, game.T.shape[1]]
+    random_state = check_random_state(
+        seed if network_spec.random_state is None else network_spec.random_state)
+    network = make_network(sizes, network_spec.activation, game.loss, random_state)
+    if subspace is None:
+        return None, 0.0, NetworkSpace(network)
+    if isinstance(subspace, str):  # "public"
+        with one_blas_thread():
+            direction, distance = public_direction(
+                network, game.X_val, game.T_val, game.val_spec.l2_per_sample,
+                game.val_weights)
+        basis = direction[None]
+        return basis, distance, NetworkSpace(network, basis)
+    basis = check_basis(subspace, len(network.theta0),
+                        "the network's coefficients, then its intercepts, "
+                        "packed as scikit-learn packs them")
+    return basis, 0.0, NetworkSpace(network, basis)

@@ -1,0 +1,1053 @@
+"""The walk in a public subspace: project each gradient, then clip, then noise.
+
+The model's parameters are restricted to ``theta = B^T z`` for a basis ``B``
+of shape ``(m, n_params)`` with orthonormal rows, spanning a subspace chosen
+from public data only (e.g. the direction of a model fitted on the
+validation set). The walk moves ``z``: a party's step releases the gradient
+of its loss with respect to ``z`` (its full gradient projected on ``B``),
+clipped to ``clip_norm`` and noised in ``m`` dimensions. This is the G-Shapley
+walk of a well-defined learning process, the model restricted to the
+subspace, with the privacy of ``k`` releases of ``m`` numbers of sensitivity
+``clip_norm`` each.
+
+Why: to first order a step moves the validation utility by the projection
+of the released gradient on the utility's own gradient. Clipping the whole
+gradient first spends most of the clip norm on directions the utility does
+not read; projecting first keeps it where the signal is.
+
+Layout (``n_outputs`` outputs, ``n_columns`` columns with the intercept's):
+
+- ``F`` of shape ``(n_rows, m, n_outputs)``: ``F[r, i, k]`` is the margin of
+  output ``k`` of row ``r`` per unit of ``z_i``, ``<B_i[k, :], x_r>``;
+- ``F_val`` of shape ``(m, n_outputs, n_val)``: the same for the validation
+  rows, stored so that the margin updates run over contiguous rows;
+- ``penalty`` of shape ``(m, m)``: ``B D B^T`` with ``D`` the mask of the
+  penalised parameters, so that the L2 term's gradient in ``z`` is
+  ``l2 * penalty @ z``;
+- ``penalised_basis`` of shape ``(m, n_penalised)``: the basis restricted to
+  the penalised parameters, so that the L1 term's subgradient in ``z`` is
+  ``l1 * P @ sign(P^T z)`` (computed only when ``l1`` is not zero).
+
+As in the full-space walk, the penalty terms are added to the loss gradient
+before clipping (they depend on ``z`` alone, public within the walk), and
+``row_weights`` (ones when unweighted) multiply each row's loss.
+
+A permutation's walk starts from ``z = 0`` (``theta = 0``); the other
+starting points (``starts``) serve the gradients a fit needs around the walk
+(:func:`_gradient_steps`).
+"""
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ._kernels import (_exps_libm, _f64, _jit, _scalar, clip_l2, kernel_codes,
+    logistic_loss_sums_numpy, logistic_losses_and_gradients_numpy, losses_and_gradients,
+    noise_or_empty, one_row_each, pad_columns, padded_length, prefetch, sample_dloss,
+    unit_weights, utility_of_margins, validation_scratch)
+from . import _line
+from ._first_use import plan, twin_of, use_twin
+from ..privacy._secure_noise import NO_GRID, release_on_grid
+from ..walks._walk import PartiesByOffsets
+
+# The walk along a line prefetches what its walks read this many steps on,
+# from this many parties (their data then outgrow the caches: 100,000
+# parties ran 95 -> 39 ns a step; 300 to 8,000 parties, 1-2 ns slower).
+PREFETCH_STEPS = 1
+PREFETCH_MIN_PARTIES = 2**15
+
+
+@njit(**_scalar)
+def _party_gradient(z, F, T, row_weights, start, stop, loss, loss_param, l2,
+                    penalty, l1, penalised_basis, margin_buf, dloss_buf, out):
+    """Gradient in ``z`` of the weighted mean loss of rows ``start:stop`` plus
+    the penalty (see the module docstring)."""
+    m = z.shape[0]
+    n_outputs = F.shape[2]
+    for i in range(m):
+        out[i] = 0.0
+    for row in range(start, stop):
+        for k in range(n_outputs):
+            margin = 0.0
+            for i in range(m):
+                margin += z[i] * F[row, i, k]
+            margin_buf[k] = margin
+        sample_dloss(loss, margin_buf, T[row], loss_param, dloss_buf)
+        weight = row_weights[row]
+        for i in range(m):
+            total = 0.0
+            for k in range(n_outputs):
+                total += dloss_buf[k] * F[row, i, k]
+            out[i] += weight * total
+    if stop - start > 1:
+        inverse = 1.0 / (stop - start)
+        for i in range(m):
+            out[i] *= inverse
+    if l2 != 0.0:
+        for i in range(m):
+            total = 0.0
+            for j in range(m):
+                total += penalty[i, j] * z[j]
+            out[i] += l2 * total
+    if l1 != 0.0:
+        for p in range(penalised_basis.shape[1]):
+            theta_p = 0.0
+            for i in range(m):
+                theta_p += z[i] * penalised_basis[i, p]
+            sign = l1 * np.sign(theta_p)
+            for i in range(m):
+                out[i] += sign * penalised_basis[i, p]
+
+
+@njit(**_jit)
+def _party_clipped_sum(z, F, T, row_weights, start, stop, loss, loss_param, l2,
+                       penalty, l1, penalised_basis, clip_norm, margin_buf, dloss_buf,
+                       record, out):
+    """Sum over rows ``start:stop`` of each row's gradient in ``z`` (its
+    weighted loss plus the penalty), each clipped to ``clip_norm``:
+    record-level privacy."""
+    m = z.shape[0]
+    record_2d = record.reshape((1, m))  # a view, for clip_l2
+    for i in range(m):
+        out[i] = 0.0
+    for row in range(start, stop):
+        _party_gradient(z, F, T, row_weights, row, row + 1, loss, loss_param, l2,
+                        penalty, l1, penalised_basis, margin_buf, dloss_buf, record)
+        clip_l2(record_2d, clip_norm)
+        for i in range(m):
+            out[i] += record[i]
+
+
+# Inlined by numba (each caller compiles it in place, no copy of its own).
+@njit(inline="always", **_jit)
+def _scalar_gradient(zg, F, T, row_weights, j, loss, loss_param, l2, penalty, l1,
+                     penalised_basis, margin_buf, dloss_buf):
+    """:func:`_party_gradient` of party ``j`` at ``z = (zg,)`` for one
+    direction, one output and one row a party: its operations in scalars, in
+    its order (its loops, run once each, cost a third of a step of the walk
+    along a line)."""
+    c = F[j, 0, 0]
+    margin_buf[0] = zg * c
+    sample_dloss(loss, margin_buf, T[j], loss_param, dloss_buf)
+    gradient = row_weights[j] * (dloss_buf[0] * c)
+    if l2 != 0.0:
+        gradient += l2 * (penalty[0, 0] * zg)
+    if l1 != 0.0:
+        for p in range(penalised_basis.shape[1]):
+            gradient += (l1 * np.sign(zg * penalised_basis[0, p])
+                         * penalised_basis[0, p])
+    return gradient
+
+
+def scalar_flag(F, offsets, record_level=False):
+    """The ``general`` argument of the walks: None when every party's step is
+    :func:`_scalar_gradient`'s (one direction, one output, one row a party,
+    sample level), which numba then compiles alone, without
+    :func:`_party_gradient` (as :func:`level_flag`: 0.5-0.8 s of a default
+    first fit's compilation); else True (decided at run time)."""
+    one_row = one_row_each(offsets)
+    if F.shape[1] == 1 and F.shape[2] == 1 and one_row and not record_level:
+        return None
+    return True
+
+
+@njit(**_jit)
+def _one_row_a_party(offsets):
+    """Whether party ``j`` holds row ``j`` alone (``offsets`` 0, 1, .., n)."""
+    for j in range(offsets.shape[0]):
+        if offsets[j] != j:
+            return False
+    return True
+
+
+# Inlined by numba itself, not LLVM (``_scalar``): its two walks' callers then
+# compile it in place, with no copy of its own optimised and emitted (0.2-0.3
+# s of a first fit's compilation).
+@njit(inline="always", **_jit)
+def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
+              penalty, l1, penalised_basis, clip_norm, record_level, noise, b0,
+              parties, has_noise, use_rolling, x_tt, rolling_mean, margin_buf,
+              dloss_buf, record, update, grid, grid_bound, joint, exact, general):
+    """``update[g]`` <- the combination of party ``parties[g]``'s releases that
+    moves walk ``b0 + g`` from ``z[g]``, for each of the walks ``g``.
+
+    The release: the party's clipped projected gradient (at record level, the
+    sum of its records' clipped gradients) on the grid plus its integer noise
+    ``noise[b, j]``, times the grid (:func:`release_on_grid`); at record level
+    then divided by the party's size (post-processing). With
+    ``use_rolling``: ``x_tt[b] * release + (1 - x_tt[b]) *`` the party's mean
+    of its earlier releases, and the raw release is handed back in
+    ``noise[b, j]`` for the next mean. Both walks of this module step here.
+
+    ``general`` None: every step is :func:`_scalar_gradient`'s
+    (:func:`scalar_flag`), and the general path is compiled out.
+
+    With ``joint`` (True, or None: compiled out, see :func:`joint_flag`),
+    ``exact[g]`` <- the party's step before its noise: its clipped statistic
+    (at record level over its size), what the joint threat model reads its
+    own marginal from.
+
+    Stage by stage over the walks (gradients, clipping, releases): a
+    release is a chain of dependent operations (an exp, a square root, two
+    divisions), and the walks' chains overlap in the processor.
+    """
+    n_walks, m = z.shape
+    # ``record_level`` is None at sample level: numba then compiles this
+    # without the record-level path (see :func:`level_flag`).
+    if record_level is not None:
+        for g in range(n_walks):
+            j = parties[g]
+            _party_clipped_sum(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
+                               loss, loss_param, l2, penalty, l1, penalised_basis,
+                               clip_norm, margin_buf, dloss_buf, record, update[g])
+    else:
+        # One direction, one output, one row a party (``one_row``: offsets 0,
+        # 1, .., n): :func:`_scalar_gradient`. (One test of ``general`` on
+        # None, which numba resolves when it compiles: one call site each.)
+        if general is not None and not (m == 1 and F.shape[2] == 1 and one_row):
+            for g in range(n_walks):
+                j = parties[g]
+                _party_gradient(z[g], F, T, row_weights, offsets[j], offsets[j + 1],
+                                loss, loss_param, l2, penalty, l1, penalised_basis,
+                                margin_buf, dloss_buf, update[g])
+        else:
+            for g in range(n_walks):
+                update[g, 0] = _scalar_gradient(
+                    z[g, 0], F, T, row_weights, parties[g], loss, loss_param, l2,
+                    penalty, l1, penalised_basis, margin_buf, dloss_buf)
+        for g in range(n_walks):
+            clip_l2(update[g:g + 1], clip_norm)
+    if joint is not None:
+        for g in range(n_walks):
+            j = parties[g]
+            inverse = (1.0 / (offsets[j + 1] - offsets[j]) if record_level is not None
+                       else 1.0)
+            for i in range(m):
+                exact[g, i] = update[g, i] * inverse
+    for g in range(n_walks):
+        b, j = b0 + g, parties[g]
+        release_tail(update[g], noise, b, j, has_noise, grid, grid_bound,
+                     record_level is not None,
+                     offsets[j + 1] - offsets[j] if record_level is not None else 1,
+                     use_rolling,
+                     x_tt[b] if use_rolling else 1.0, rolling_mean)
+
+
+@njit(**_scalar)
+def release_tail(update, noise, b, j, has_noise, grid, grid_bound, record_level,
+                 size, use_rolling, fresh, rolling_mean):
+    """The release of party ``j`` from its clipped statistic ``update`` (1-D),
+    in place: on the grid plus its integer noise ``noise[b, j]``
+    (:func:`release_on_grid`); at record level divided by the party's
+    ``size`` (post-processing); with ``use_rolling``, ``fresh * release +
+    (1 - fresh) *`` its mean of earlier releases, the raw release handed back
+    in ``noise[b, j]`` for the next mean. Every walk in a public subspace
+    (and the networks' walks) releases here."""
+    m = update.shape[0]
+    if has_noise:
+        for i in range(m):
+            update[i] = release_on_grid(update[i], noise[b, j, i], grid, grid_bound)
+    if record_level:
+        # The mean of the party's records (post-processing).
+        inverse = 1.0 / size
+        for i in range(m):
+            update[i] *= inverse
+    if use_rolling:
+        for i in range(m):
+            raw = update[i]
+            noise[b, j, i] = raw
+            update[i] = fresh * raw + (1.0 - fresh) * rolling_mean[j, i]
+
+
+@njit(**_scalar)
+def walk_start(ends, starts, b):
+    """Sets ``ends[b]``, where walk ``b`` keeps its ``z``, to its start
+    ``starts[b % len(starts)]`` (no array is returned: the kernels run
+    without reference counting)."""
+    row = b % starts.shape[0]
+    for i in range(ends.shape[1]):
+        ends[b, i] = starts[row, i]
+
+
+@njit(**_scalar)
+def margins_at(z, F_val, margins):
+    """``margins[k, v]`` <- the margin of output ``k`` of validation row ``v`` at ``z``."""
+    m, n_outputs, n_rows = F_val.shape
+    for k in range(n_outputs):
+        for v in range(n_rows):
+            margins[k, v] = 0.0
+        for i in range(m):
+            column = F_val[i, k]
+            for v in range(n_rows):
+                margins[k, v] += z[i] * column[v]
+
+
+@njit(**_jit)
+def _utilities(starts, F_val, T_val_t, labels_val, loss, utility, loss_param,
+               total_sum_squares, margins, scratch, out):
+    """``out[b]`` <- the validation utility at ``z = starts[b]``: what a walk
+    of no steps scores, without compiling the walk (a default fit's set-up
+    needs only this, :func:`_gradient_steps` and the line walk)."""
+    for b in range(starts.shape[0]):
+        margins_at(starts[b], F_val, margins)
+        out[b] = utility_of_margins(utility, loss, margins, T_val_t, labels_val,
+                                    loss_param, total_sum_squares, scratch)
+
+
+@njit(**_jit)
+def _gradient_steps(F, T, row_weights, offsets, loss, loss_param, l2, penalty,
+                    l1, penalised_basis, clip_norm, learning_rate, starts,
+                    permutations, ends, update, margin_buf, dloss_buf, general):
+    """A noiseless walk with no utility: walk ``b`` starts from
+    ``starts[b % len(starts)]`` and steps by ``learning_rate`` times each
+    party's gradient in ``z`` (:func:`_party_gradient`) clipped to
+    ``clip_norm``, through ``permutations[b]``; it ends in ``ends[b]``. The
+    steps of :func:`_walk` without its noise and utility: an SGD pass, or
+    with ``clip_norm = inf`` and rate 1 one party's gradient. ``general``
+    as in :func:`_releases`; ``update`` is ``(1, m)`` (for clip_l2: a
+    reshape in a kernel costs 0.2 s of compilation)."""
+    m = ends.shape[1]
+    step_row = update[0]
+    for b in range(permutations.shape[0]):
+        walk_start(ends, starts, b)
+        z = ends[b]
+        for position in range(permutations.shape[1]):
+            j = permutations[b, position]
+            if general is None:
+                update[0, 0] = _scalar_gradient(z[0], F, T, row_weights, j, loss,
+                                                loss_param, l2, penalty, l1,
+                                                penalised_basis, margin_buf,
+                                                dloss_buf)
+            else:
+                _party_gradient(z, F, T, row_weights, offsets[j], offsets[j + 1],
+                                loss, loss_param, l2, penalty, l1, penalised_basis,
+                                margin_buf, dloss_buf, step_row)
+            clip_l2(update, clip_norm)
+            for i in range(m):
+                step = learning_rate * step_row[i]
+                z[i] -= step
+
+
+@njit(**_jit)
+def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
+          loss_param, l2, penalty, l1, penalised_basis, clip_norm, learning_rate,
+          total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
+          rolling_mean, weights, record_level, marginals, end_utility, ends,
+          update, record, margin_buf, dloss_buf, margins, scratch, grid, grid_bound):
+    """Walk ``b`` starts from ``z = starts[b % len(starts)]``, steps through the
+    parties ``permutations[b]`` and leaves its parameters in ``ends[b]``.
+    ``record_level`` as in :func:`skdpval.kernels._kernels._walk`. Buffers come from
+    the caller."""
+    m, n_outputs, n_rows = F_val.shape
+    n_walks, n_steps = permutations.shape
+    has_noise = noise.shape[0] == n_walks
+    one_row = _one_row_a_party(offsets)
+
+    for b in range(n_walks):
+        walk_start(ends, starts, b)
+        z = ends[b]
+        margins_at(z, F_val, margins)
+        previous = utility_of_margins(utility, loss, margins, T_val_t,
+                                      labels_val, loss_param,
+                                      total_sum_squares, scratch)
+        for position in range(n_steps):
+            j = permutations[b, position]
+            _releases(ends[b:b + 1], F, T, row_weights, offsets, one_row, loss,
+                      loss_param,
+                      l2, penalty, l1, penalised_basis, clip_norm, record_level,
+                      noise, b, permutations[b, position:position + 1], has_noise,
+                      use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf, record,
+                      update, grid, grid_bound, None, update, True)
+            for i in range(m):
+                step = learning_rate * update[0, i]
+                z[i] -= step
+                for k in range(n_outputs):
+                    row = margins[k]
+                    column = F_val[i, k]
+                    for v in range(n_rows):
+                        row[v] -= step * column[v]
+            current = utility_of_margins(utility, loss, margins, T_val_t,
+                                         labels_val, loss_param,
+                                         total_sum_squares, scratch)
+            marginals[b, j] = weights[position] * (current - previous)
+            previous = current
+        end_utility[b] = previous
+
+
+@njit(**_jit)
+def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
+               penalised_basis, clip_norm, learning_rate, kind, lo, inv_h, table,
+               quad, s_val, permutations,
+               noise, x_tt, use_rolling, rolling_mean, weights, record_level,
+               marginals, end_utility, ends, update, record, margin_buf,
+               dloss_buf, grid, grid_bound, joint, exact, general, prefetching):
+    """:func:`_walk` for one direction and one output from ``z = 0``, with the
+    utility read along the line (:mod:`skdpval.kernels._line`): the same releases and
+    steps, O(1) a step in the validation set's size.
+
+    The walks advance together, one step of each in turn: a walk's step
+    waits on its previous one (a chain of an exp, a square root and two
+    divisions), while the steps of different walks overlap in the processor.
+    Each walk's arithmetic is that of a walk on its own. ``end_utility[b]``
+    holds walk ``b``'s current utility.
+
+    With ``joint`` (True; None compiles it out, :func:`joint_flag`) the walks
+    move with the releases as without it, but a party's marginal is read
+    from its own step before the noise: ``U(z + step) - U(z)``, ``z`` the
+    walk's state before the step (a function of the other releases) and
+    ``step`` ``-learning_rate`` times its clipped statistic (``exact``).
+
+    ``kind`` is the line's (:mod:`skdpval.kernels._line`), None for its binary
+    logistic table (then compiled alone, :func:`skdpval.kernels._line.kind_flag`);
+    ``general`` as in :func:`_releases`. ``prefetching``: True past
+    ``PREFETCH_MIN_PARTIES`` parties, else None (compiled out,
+    :func:`prefetch_flag`).
+    """
+    n_walks, n_steps = permutations.shape
+    has_noise = noise.shape[0] == n_walks
+    start = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0)
+    for b in range(n_walks):
+        ends[b, 0] = 0.0
+        end_utility[b] = start
+    # One row a party is known when ``general`` is None (:func:`scalar_flag`).
+    one_row = True if general is None else _one_row_a_party(offsets)
+    for position in range(n_steps):
+        if prefetching is not None and position + PREFETCH_STEPS < n_steps:
+            # What the walks read a few steps on, at random parties: with
+            # 100,000 parties a step waited on memory most of its time.
+            ahead = position + PREFETCH_STEPS
+            for b in range(n_walks):
+                j = np.int64(permutations[b, ahead])
+                if one_row:
+                    prefetch(F, (j, 0, 0))
+                    prefetch(T, (j, 0))
+                    prefetch(row_weights, (j,))
+                else:
+                    prefetch(offsets, (j,))
+                if has_noise:
+                    prefetch(noise, (b, j, 0))
+                if use_rolling:
+                    prefetch(rolling_mean, (j, 0))
+                prefetch(marginals, (b, j))
+        _releases(ends, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
+                  penalty,
+                  l1, penalised_basis, clip_norm, record_level, noise, 0,
+                  permutations[:, position], has_noise, use_rolling, x_tt,
+                  rolling_mean, margin_buf, dloss_buf, record, update, grid,
+                  grid_bound, joint, exact, general)
+        weight = weights[position]
+        for b in range(n_walks):
+            z_old = ends[b, 0]
+            ends[b, 0] -= learning_rate * update[b, 0]
+            if joint is not None:
+                # The party's own step from the state, not its release's.
+                z_own = z_old - learning_rate * exact[b, 0]
+                change, _ = _line.line_change(
+                    kind, lo, inv_h, table, quad, s_val, z_old, z_own,
+                    end_utility[b])
+                end_utility[b] = _line.line_value(kind, lo, inv_h, table, quad,
+                                                  s_val, ends[b, 0])
+            else:
+                change, end_utility[b] = _line.line_change(
+                    kind, lo, inv_h, table, quad, s_val, z_old, ends[b, 0],
+                    end_utility[b])
+            marginals[b, permutations[b, position]] = weight * change
+
+
+# --- Python side ----------------------------------------------------------------
+
+def project_rows(basis, X, n_outputs):
+    """``F[r, i, k] = <basis_i[k, :], X[r]>``: ``(n_rows, m, n_outputs)``.
+
+    Rows of a Dask collection (:class:`skdpval.walks._dask.DaskRows`) are
+    projected on their blocks, by this function, and gathered.
+    """
+    if hasattr(X, "project_on"):
+        return X.project_on(basis, n_outputs)
+    per_output = np.reshape(basis, (basis.shape[0], n_outputs, -1))
+    return _f64(np.einsum("ikc,rc->rik", per_output, X))
+
+
+def _validation_layout(F_rows):
+    """``(m, n_outputs, padded n_val)``: validation rows last, zero-padded."""
+    n_val, m, n_outputs = F_rows.shape
+    out = np.zeros((m, n_outputs, padded_length(n_val)))
+    out[:, :, :n_val] = np.transpose(F_rows, (1, 2, 0))
+    return out
+
+
+def penalised_basis(basis, n_outputs, n_penalized):
+    """The basis on the penalised parameters only: ``(m, n_outputs * n_penalized)``."""
+    per_output = np.reshape(basis, (basis.shape[0], n_outputs, -1))
+    return _f64(per_output[:, :, :n_penalized].reshape(basis.shape[0], -1))
+
+
+def penalty_matrix(basis, n_outputs, n_penalized):
+    """``B D B^T``: the L2 term in ``z``, ``D`` masking the penalised parameters."""
+    penalised = penalised_basis(basis, n_outputs, n_penalized)
+    return _f64(penalised @ penalised.T)
+
+
+def level_flag(record_level):
+    """The walks' ``record_level`` argument: True, or None at sample level.
+
+    numba compiles a kernel once per argument type and drops the branches a
+    None argument rules out (as :func:`skdpval.kernels._kernels.kernel_codes`): a
+    sample-level walk compiles without the record-level releases (0.5 s of
+    a default first fit's compilation).
+    """
+    return True if record_level else None
+
+
+def prefetch_flag(offsets):
+    """The line walk's ``prefetching`` argument: True past
+    ``PREFETCH_MIN_PARTIES`` parties, else None, which numba compiles
+    without the prefetches (0.15-0.2 s of a default first fit's
+    compilation)."""
+    return True if offsets.shape[0] > PREFETCH_MIN_PARTIES else None
+
+
+def joint_flag(joint):
+    """The line walk's ``joint`` argument: True, or None under the central
+    threat model, which numba then compiles without the joint path (as
+    :func:`level_flag`): the central walk's speed and values are untouched."""
+    return True if joint else None
+
+
+def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
+              loss_param, l2, penalty, clip_norm, learning_rate,
+              total_sum_squares, permutations, weights, starts=None, noise=None,
+              x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
+              l1_basis=None, row_weights=None, grid=NO_GRID):
+    """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
+
+    The fit's set-up (utilities, gradients, the learning-rate search's SGD
+    pass) runs :func:`_utilities` and :func:`_gradient_steps` instead: a
+    default fit walks along a line (:func:`_line_walk`) and then never
+    compiles this walk (3.7 s of its first fit's 7.5 s of compilation).
+    """
+    n_walks = permutations.shape[0]
+    m, n_outputs = F_val.shape[:2]
+    use_rolling = rolling_mean is not None
+    noise = noise_or_empty(noise, use_rolling, 3)
+    marginals = np.empty((n_walks, offsets.shape[0] - 1))
+    end_utility = np.empty(n_walks)
+    ends = np.empty((n_walks, m))
+    if l1_basis is None:
+        if l1 != 0.0:
+            raise ValueError("an L1 term needs the penalised basis")
+        l1_basis = np.zeros((m, 0))
+    call = (F, T, unit_weights(len(F)) if row_weights is None else _f64(row_weights),
+            offsets, F_val, T_val_t, labels_val,
+            *kernel_codes(loss, utility, n_outputs), loss_param, l2, penalty,
+            float(l1), _f64(l1_basis), clip_norm, learning_rate, total_sum_squares,
+            np.zeros((1, m)) if starts is None else _f64(starts),
+            np.ascontiguousarray(permutations, np.int64), noise,
+            np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
+            np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+            weights, level_flag(record_level), marginals, end_utility, ends,
+            np.empty((1, m)), np.empty(m), np.empty(n_outputs),
+            np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
+            validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
+    _walk(*call)
+    return marginals, end_utility, ends
+
+
+def _line_walk_numpy(p, permutations, noise, x_tt, rolling_mean, grid, marginals,
+                     end_utility):
+    """:func:`_line_walk` in numpy where numba compiles it alone (the
+    default's: binary logistic along its table, one row a party, sample
+    level, central, no L1 term, no prefetches): the walks advance together,
+    a step of all of them at once, each by the kernel's operations in its
+    order (Python floats' libm exp for its exp), so the same bits."""
+    line = p.line
+    n_walks, n_steps = permutations.shape
+    has_noise = noise is not None
+    use_rolling = rolling_mean is not None
+    gamma, bound = float(grid[0]), float(grid[1])
+    c, t, w = p.F[:, 0, 0], p.T[:, 0], p.row_weights
+    shrink, rate, clip = float(p.penalty[0, 0]), p.learning_rate, p.clip_norm
+    walks = np.arange(n_walks)
+    fresh = np.ones(n_walks) if x_tt is None else x_tt
+    z = np.zeros(n_walks)
+    end_utility[:] = _line.hermite_values_numpy(line.lo, line.inv_h, line.table,
+                                                line.s_val, np.zeros(1))[0]
+    with np.errstate(all="ignore"):
+        for position in range(n_steps):
+            j = permutations[:, position]
+            cj, tj = c[j], t[j]
+            signed = tj * (z * cj)
+            e = _exps_libm(-np.abs(signed))
+            dloss = -tj * np.where(signed > 0.0, e, 1.0) / (1.0 + e)
+            update = w[j] * (dloss * cj)
+            if p.l2 != 0.0:
+                update = update + p.l2 * (shrink * z)
+            # clip_l2 of one coordinate
+            norm = np.sqrt(0.0 + update * update)
+            overflowed = norm == np.inf
+            if overflowed.any():
+                largest = np.where(0.0 < np.abs(update), np.abs(update), 0.0)
+                ratio = update / largest
+                rescaled = largest * np.sqrt(0.0 + ratio * ratio)
+                norm = np.where(overflowed & (largest < np.inf), rescaled, norm)
+            update = np.where(norm < np.inf,
+                              update * np.where(norm > clip, clip / norm, 1.0), 0.0)
+            if has_noise:  # release_on_grid
+                m = noise[walks, j, 0]
+                if gamma == 0.0:
+                    update = update + m
+                else:
+                    a = np.rint(update / gamma)
+                    a = np.where(a > bound, bound, np.where(a < -bound, -bound, a))
+                    update = gamma * (a + m) + 0.0
+            if use_rolling:
+                noise[walks, j, 0] = update
+                update = fresh * update + (1.0 - fresh) * rolling_mean[j, 0]
+            z_new = z - rate * update
+            current = _line.hermite_values_numpy(line.lo, line.inv_h, line.table,
+                                                 line.s_val, z_new)
+            marginals[walks, j] = p.weights[position] * (current - end_utility)
+            end_utility[:] = current
+            z = z_new
+
+
+# Steps (walks x parties) of the numpy line walk at most: a wave of 16 walks
+# of 300 parties in about 30 ms (the kernel: 1.5 ms, after 1.5-2 s of
+# compilation); and its seconds a step, about.
+TWIN_MAX_WALK_STEPS = 2**14
+TWIN_SECONDS_PER_STEP = 6e-6
+
+
+def _has_line_walk_twin(p):
+    """Whether :func:`_line_walk_numpy` can walk the problem ``p``."""
+    return (p.general is None and _line.kind_flag(p.line.kind) is None
+            and not p.record_level and not p.joint and p.l1 == 0.0
+            and kernel_codes(p.loss, p.utility, p.F.shape[2])[0] is None
+            and prefetch_flag(p.offsets) is None)
+
+
+def plan_line_walk(p, n_permutations, batch_permutations):
+    """Whether the numpy line walk will walk all of a fit's waves (then the
+    fit compiles no walk); if not, the walk's kernel compiles at its first
+    wave (:func:`skdpval.kernels._first_use.plan`)."""
+    return (getattr(p, "line", None) is not None and _has_line_walk_twin(p)
+            and plan(_line_walk, batch_permutations * p.n_parties,
+                     TWIN_MAX_WALK_STEPS,
+                     n_permutations * p.n_parties * TWIN_SECONDS_PER_STEP))
+
+
+def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
+    """:func:`_line_walk` with its buffers; returns (marginals, end_utility).
+    The default's walk runs in numpy until its kernel is compiled, when
+    small (:mod:`skdpval.kernels._first_use`)."""
+    n_walks = permutations.shape[0]
+    line = p.line
+    marginals = np.empty((n_walks, p.n_parties))
+    end_utility = np.empty(n_walks)
+    if (_has_line_walk_twin(p)
+            and use_twin(_line_walk, permutations.size, TWIN_MAX_WALK_STEPS)):
+        with twin_of(_line_walk):
+            _line_walk_numpy(p, np.ascontiguousarray(permutations, np.int64), noise,
+                             None if x_tt is None else _f64(x_tt), rolling_mean,
+                             grid, marginals, end_utility)
+        return marginals, end_utility
+    _line_walk(p.F, p.T, p.row_weights, p.offsets,
+               kernel_codes(p.loss, p.utility, p.F.shape[2])[0], p.loss_param, p.l2,
+               p.penalty,
+               p.l1, p.l1_basis, p.clip_norm, p.learning_rate,
+               _line.kind_flag(line.kind), line.lo, line.inv_h, line.table,
+               line.quad, line.s_val,
+               np.ascontiguousarray(permutations, np.int32 if
+                                    permutations.dtype == np.int32 else np.int64),
+               noise_or_empty(noise, rolling_mean is not None, 3),
+               np.ones(n_walks) if x_tt is None else _f64(x_tt),
+               rolling_mean is not None,
+               np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
+               p.weights, level_flag(p.record_level), marginals, end_utility,
+               np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
+               np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
+               float(grid[1]), joint_flag(p.joint),
+               np.empty((n_walks, 1) if p.joint else (1, 1)), p.general,
+               prefetch_flag(p.offsets))
+    return marginals, end_utility
+
+
+# A step along a tabulated line, in the multiply-adds of
+# ``_walk.MIN_PARALLEL_WORK``: it reads no validation row, so the rows must
+# not count. Measured (k = 256, 142 validation rows, threads forced): two
+# threads ran 1.06x one at 300 parties, 1.17x at 600, 1.40x at 1200, 1.55x
+# at 2400; and 0.99x at 300 parties with 2,000 validation rows, which
+# counting the rows had sent to two threads.
+LINE_STEP_WORK = 500
+
+
+class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
+        "F", "T", "offsets", "F_val", "T_val_t", "labels_val", "loss", "utility",
+        "loss_param", "l2", "penalty", "clip_norm", "learning_rate",
+        "total_sum_squares", "weights", "l1", "l1_basis", "row_weights",
+        "record_level", "line", "joint", "general"], defaults=(False, True))):
+    """The walk's inputs in a subspace, contiguous (see the module docstring).
+
+    ``line`` is the validation utility along the line
+    (:mod:`skdpval.kernels._line`) when the subspace is one direction and the model
+    has one output with a loss and utility it tabulates, else None: the walk
+    then reads the utility there, O(1) a step, instead of from the rows.
+    ``joint``: each party's marginal from its own step before the noise
+    (the joint threat model, :func:`_line_walk`); only along a line.
+    ``general``: :func:`scalar_flag`.
+    """
+
+    __slots__ = ()
+
+    @property
+    def release_shape(self):
+        return (self.F_val.shape[0],)
+
+    @property
+    def work_per_permutation(self):
+        """Multiply-adds of a permutation's walk, about: margins and loss
+        (along a tabulated line, a step's cost whatever the rows)."""
+        if self.line is not None:
+            return self.n_parties * LINE_STEP_WORK
+        m, n_outputs, n_rows = self.F_val.shape
+        return self.n_parties * (m + 1) * n_outputs * n_rows
+
+    @property
+    def reads_int32_orders(self):
+        """Whether its walk takes orders as int32 as they are (along a line)."""
+        return self.line is not None
+
+    def __reduce__(self):
+        # Sent to workers (Dask, loky) in its compact form (:func:`packed`).
+        return _unpacked_problem, (packed(self),)
+
+    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
+        """Run the walk along each permutation; see :func:`skdpval.kernels._kernels.walk`."""
+        if self.line is not None:
+            return _run_line_walk(self, permutations, noise, x_tt, rolling_mean,
+                                  grid)
+        marginals, end_utility, _ = _run_walk(
+            self.F, self.T, self.offsets, self.F_val, self.T_val_t,
+            self.labels_val, loss=self.loss, utility=self.utility,
+            loss_param=self.loss_param, l2=self.l2, penalty=self.penalty,
+            clip_norm=self.clip_norm, learning_rate=self.learning_rate,
+            total_sum_squares=self.total_sum_squares, permutations=permutations,
+            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
+            l1=self.l1, l1_basis=self.l1_basis, row_weights=self.row_weights,
+            record_level=self.record_level, grid=grid)
+        return marginals, end_utility
+
+
+# --- the problem as it travels to workers ------------------------------------------
+#
+# A worker limited to 1 GiB walks n = 1e7 parties: each per-party array of
+# doubles is 80 MB there. Pickled, the problem sends only what its values
+# need; unpickled, what the kernels read as arrays is rebuilt without
+# copies: targets of small integers (+-1: binary classification) as int8,
+# which the kernels read as the same doubles; constant weights (Shapley's
+# ones, unweighted rows) as one number viewed n times (stride 0); and the
+# offsets of one row a party, which the scalar line walk never reads
+# (``general`` None, sample level), as a stand-in of their length (stride 0,
+# zeros). The walk's arithmetic is unchanged: the same values, bit for bit.
+# Packed again as they came (a worker passes the problem on to the others).
+
+_FILLED, _INT8, _UNREAD = "filled", "int8", "unread"
+
+
+class _Packed(namedtuple("_Packed", ["kind", "payload", "length"])):
+    """A packed per-party array (see the comment above)."""
+
+    __slots__ = ()
+
+
+# Compared in blocks of this many numbers: the client holds no full-size
+# temporary (n = 1e7: 80 MB).
+_PACK_BLOCK = 2**16
+
+
+def _same_bits(array, make):
+    """Whether ``make(block)`` has the bits of each block of ``array``
+    (float64, flattened)."""
+    flat = array.reshape(-1)
+    for lo in range(0, flat.shape[0], _PACK_BLOCK):
+        block = flat[lo:lo + _PACK_BLOCK]
+        if not np.array_equal(block.view(np.int64),
+                              np.asarray(make(block), np.float64).view(np.int64)):
+            return False
+    return True
+
+
+def _pack_array(array, offsets_unread=False):
+    """``array`` or a small description of it (see the comment above)."""
+    if not isinstance(array, np.ndarray) or array.size < 2:
+        return array
+    if offsets_unread:
+        return _Packed(_UNREAD, None, array.shape[0])
+    if array.ndim == 1 and array.strides == (0,):  # unpacked already
+        return _Packed(_FILLED, array[:1].copy(), array.shape[0])
+    if array.dtype != np.float64 or not array.flags.c_contiguous:
+        return array
+    if array.ndim == 1:
+        first = array[0]
+        if _same_bits(array, lambda block: np.full(block.shape, first)):
+            return _Packed(_FILLED, array[:1].copy(), array.shape[0])
+    if _same_bits(array, lambda block: block.astype(np.int8)):
+        return _Packed(_INT8, array.astype(np.int8), array.shape[0])
+    return array
+
+
+def _unpack_array(packed):
+    if not isinstance(packed, _Packed):
+        return packed
+    if packed.kind == _FILLED:
+        return np.broadcast_to(packed.payload[0], (packed.length,))
+    if packed.kind == _INT8:
+        return packed.payload
+    return np.broadcast_to(np.int64(0), (packed.length,))  # _UNREAD
+
+
+def packed(problem):
+    """The fields of a :class:`SubspaceProblem` to pickle: its per-party
+    arrays packed (see the comment above)."""
+    offsets_unread = (problem.line is not None and problem.general is None
+                      and not problem.record_level
+                      and one_row_each(problem.offsets))
+    fields = problem._asdict()
+    for name in ("T", "weights", "row_weights"):
+        fields[name] = _pack_array(fields[name])
+    fields["offsets"] = _pack_array(fields["offsets"], offsets_unread)
+    return tuple(fields.values())
+
+
+def _unpacked_problem(fields):
+    return SubspaceProblem(*(_unpack_array(field) for field in fields))
+
+
+def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
+                          loss, utility, loss_param, l2, n_penalized,
+                          clip_norm, learning_rate, total_sum_squares, weights,
+                          l1=0.0, row_weights=None, record_level=False,
+                          line_range=None, line_intervals=_line.LINE_MAX_INTERVALS,
+                          exact_utility=False, joint=False):
+    """Project the parties' rows and the validation set on ``basis``; pack them.
+
+    For one direction, the utility along the line is tabulated over
+    ``line_range`` (default: ``|z|`` up to the noiseless bound ``lr n C``) in
+    at most ``line_intervals`` steps (:mod:`skdpval.kernels._line`).
+    ``exact_utility=True`` keeps the exact walk (the utility from the
+    validation rows at every step) where the line's table would apply.
+    ``joint=True`` reads each party's marginal from its own noiseless step
+    (:func:`_line_walk`): it needs the line's table, and raises without it.
+    """
+    n_outputs = T.shape[1]
+    F_val = project_rows(basis, X_val, n_outputs)
+    line = None
+    if basis.shape[0] == 1 and not exact_utility:
+        if line_range is None:
+            reach = float(learning_rate) * (len(offsets) - 1) * float(clip_norm)
+            line_range = (-reach, reach)
+        line = _line.line_utility(F_val[:, 0, :], np.asarray(T_val), loss, utility,
+                                  total_sum_squares, line_range, line_intervals,
+                                  loss_param)
+    if joint and line is None:
+        raise ValueError(
+            "threat_model='joint' reads each party's marginal along a tabulated "
+            "public line: it needs subspace='public' with one output and a "
+            "utility the line tabulates (utility='neg_loss' with the model's "
+            "own loss, or 'neg_mse' / 'r2' for a regressor), not this model and "
+            "utility. Use threat_model='central'.")
+    F, offsets = project_rows(basis, X, n_outputs), np.ascontiguousarray(offsets,
+                                                                         np.int64)
+    return SubspaceProblem(
+        F, _f64(T), offsets,
+        _validation_layout(F_val), pad_columns(T_val),
+        np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
+        int(utility), float(loss_param), float(l2),
+        penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
+        float(learning_rate), float(total_sum_squares), _f64(weights), float(l1),
+        penalised_basis(basis, n_outputs, n_penalized),
+        unit_weights(len(X)) if row_weights is None else _f64(row_weights),
+        bool(record_level), line, bool(joint), scalar_flag(F, offsets, record_level))
+
+
+def _no_validation(m, n_outputs):
+    """The validation arguments of a walk that scores nothing."""
+    return (np.zeros((m, n_outputs, 0)), np.zeros((n_outputs, 0)),
+            np.empty(0, dtype=np.int64))
+
+
+def _logistic_dloss_python(m, t):
+    """:func:`skdpval.kernels._kernels._logistic_dloss` in Python floats (libm's exp,
+    as numba's): the same bits."""
+    z = t * m
+    e = math.exp(-abs(z))
+    return -t * (e if z > 0.0 else 1.0) / (1.0 + e)
+
+
+def _clip_python(g, clip_norm):
+    """:func:`skdpval.kernels._kernels.clip_l2` of one coordinate in Python floats."""
+    norm = math.sqrt(0.0 + g * g)
+    if norm == math.inf:
+        largest = max(0.0, abs(g))
+        if largest < math.inf:
+            ratio = g / largest
+            norm = largest * math.sqrt(0.0 + ratio * ratio)
+    if not norm < math.inf:
+        return 0.0
+    return g * (clip_norm / norm if norm > clip_norm else 1.0)
+
+
+def _scalar_logistic_steps(F, T, row_weights, l2, penalty, clip_norm,
+                           learning_rate, starts, permutations, ends):
+    """:func:`_gradient_steps` in Python floats where its ``general`` is None,
+    the loss binary logistic and no L1 term: the same operations in the
+    same order (IEEE doubles, libm's exp), so the same bits."""
+    c, t, w = F[:, 0, 0].tolist(), T[:, 0].tolist(), row_weights.tolist()
+    shrink, start = float(penalty[0, 0]), starts[:, 0].tolist()
+    for b, order in enumerate(permutations.tolist()):
+        z = start[b % len(start)]
+        for j in order:
+            gradient = w[j] * (_logistic_dloss_python(z * c[j], t[j]) * c[j])
+            if l2 != 0.0:
+                gradient += l2 * (shrink * z)
+            z -= learning_rate * _clip_python(gradient, clip_norm)
+        ends[b, 0] = z
+
+
+# Steps of the Python twin of the gradient steps at most (about 2 us each:
+# a default fit's learning-rate search takes 26 x n of them).
+TWIN_MAX_STEPS = 2**15
+
+
+def _run_gradient_steps(basis, X, T, offsets, *, loss, loss_param, l2, n_penalized,
+                        clip_norm, learning_rate, starts, permutations, l1,
+                        row_weights):
+    """:func:`_gradient_steps` on the rows of ``X`` projected on ``basis``
+    (buffers allocated); returns where the walks end, ``ends``. The
+    default's (one direction, binary logistic, no L1 term) runs in Python
+    until the kernel is compiled, when small (:mod:`skdpval.kernels._first_use`)."""
+    n_outputs, m = T.shape[1], basis.shape[0]
+    ends = np.empty((permutations.shape[0], m))
+    F = project_rows(basis, X, n_outputs)
+    permutations = np.ascontiguousarray(permutations, np.int64)
+    row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+    if (scalar_flag(F, offsets) is None and kernel_codes(loss, 0, n_outputs)[0] is None
+            and l1 == 0.0
+            and use_twin(_gradient_steps, permutations.size, TWIN_MAX_STEPS)):
+        with twin_of(_gradient_steps):
+            _scalar_logistic_steps(
+                F, _f64(T), row_weights, float(l2),
+                penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
+                float(learning_rate), _f64(starts), permutations, ends)
+        return ends
+    _gradient_steps(
+        F, _f64(T), row_weights,
+        np.ascontiguousarray(offsets, np.int64), kernel_codes(loss, 0, n_outputs)[0],
+        float(loss_param), float(l2), penalty_matrix(basis, n_outputs, n_penalized),
+        float(l1), penalised_basis(basis, n_outputs, n_penalized), float(clip_norm),
+        float(learning_rate), _f64(starts), permutations, ends, np.empty((1, m)),
+        np.empty(n_outputs), np.empty(n_outputs), scalar_flag(F, offsets))
+    return ends
+
+
+def sgd_pass(basis, X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
+             learning_rate, order, l1=0.0, row_weights=None):
+    """``theta = B^T z`` after one clipped SGD pass in ``z`` over the rows ``order``.
+
+    A noiseless walk from ``z = 0`` through the parties ``order`` (one row
+    each, repeats allowed) with no validation rows.
+    """
+    ends = _run_gradient_steps(
+        basis, X, T, np.arange(X.shape[0] + 1), loss=loss, loss_param=loss_param,
+        l2=l2, n_penalized=n_penalized, clip_norm=clip_norm,
+        learning_rate=learning_rate, starts=np.zeros((1, basis.shape[0])),
+        permutations=np.asarray(order)[None], l1=l1, row_weights=row_weights)
+    return (ends[0] @ basis).reshape(T.shape[1], -1)
+
+
+def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
+                        utility, loss_param, total_sum_squares):
+    """Utility of each ``thetas[i]`` (in the subspace) on the validation rows,
+    at ``z = B theta``."""
+    n_outputs = T_val.shape[1]
+    starts = np.reshape(thetas, (len(thetas), -1)) @ basis.T
+    F_val = _validation_layout(project_rows(basis, X_val, n_outputs))
+    utilities = np.empty(len(starts))
+    if kernel_codes(loss, utility, n_outputs) == (None, None):
+        # The default's (binary logistic, neg_loss): in numpy, nothing to compile.
+        starts, n_val = _f64(starts), len(labels_val)
+        margins = 0.0  # :func:`margins_at`'s sums, in its order
+        for i in range(starts.shape[1]):
+            margins = margins + starts[:, i:i + 1] * F_val[i, 0][None, :]
+        return -logistic_loss_sums_numpy(margins, pad_columns(T_val)[0], n_val) / n_val
+    _utilities(_f64(starts), F_val, pad_columns(T_val),
+               np.ascontiguousarray(labels_val, np.int64),
+               *kernel_codes(loss, utility, n_outputs), float(loss_param),
+               float(total_sum_squares), np.empty((n_outputs, F_val.shape[2])),
+               validation_scratch(len(labels_val)), utilities)
+    return utilities
+
+
+def party_gradients(basis, theta, X, T, offsets, *, loss, loss_param, l2,
+                    n_penalized, l1=0.0, row_weights=None):
+    """Gradient in ``z`` of every party at ``theta = B^T z``: ``(n_parties, m)``.
+
+    Party ``j``'s walk takes one unclipped step of rate 1 from ``z``: the
+    gradient is ``z`` minus where it ends (exact from ``z = 0``, to the
+    rounding of ``z`` elsewhere).
+    """
+    z = basis @ np.ravel(theta)
+    ends = _run_gradient_steps(
+        basis, X, T, offsets, loss=loss, loss_param=loss_param, l2=l2,
+        n_penalized=n_penalized, clip_norm=np.inf, learning_rate=1.0, starts=z[None],
+        permutations=np.arange(len(offsets) - 1)[:, None], l1=l1,
+        row_weights=row_weights)
+    return z - ends
+
+
+# Rows of the numpy objective at most (the binary logistic's: about 10 ms a
+# call at 2**16 rows; L-BFGS calls it 20-50 times).
+TWIN_MAX_ROWS = 2**16
+
+
+def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
+                           l1=0.0, row_weights=None):
+    """``f(z) -> (mean weighted loss + penalty, its (sub)gradient in z)`` over all rows of X.
+
+    For minimisers (the public direction's fit). ``theta = z @ basis``
+    (``basis`` None: ``z`` is ``theta``), laid out ``(n_outputs,
+    n_columns)``; computed in the parameters, ``O(n_rows n_columns
+    n_outputs)`` a call, and carried to ``z`` by the chain rule (an identity
+    basis of ``n_params`` directions would cost ``n_params`` times more,
+    and ``n_params^2`` memory for its penalty). The binary logistic loss
+    runs in numpy until its kernel is compiled (:mod:`skdpval.kernels._first_use`).
+    """
+    X, T = _f64(X), _f64(T)
+    n_outputs = T.shape[1]
+    row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
+    penalised = np.zeros((n_outputs, X.shape[1]))
+    penalised[:, :n_penalized] = 1.0
+    margins, dloss = np.empty((len(X), n_outputs)), np.empty((len(X), n_outputs))
+
+    code = kernel_codes(loss, 0, n_outputs)[0]
+
+    def objective(z):
+        z = _f64(z)
+        theta = (z if basis is None else z @ basis).reshape(n_outputs, -1)
+        np.dot(X, theta.T, out=margins)
+        if code is None and use_twin(losses_and_gradients, len(X), TWIN_MAX_ROWS):
+            with twin_of(losses_and_gradients):
+                mean_loss = logistic_losses_and_gradients_numpy(margins, T,
+                                                                row_weights, dloss)
+        else:
+            mean_loss = losses_and_gradients(code, margins, T, row_weights,
+                                             float(loss_param), dloss)
+        masked = theta * penalised
+        value = (mean_loss + 0.5 * l2 * np.sum(masked * masked)
+                 + l1 * np.sum(np.abs(masked)))
+        gradient = (dloss.T @ X + l2 * masked + l1 * np.sign(masked)).ravel()
+        return value, gradient if basis is None else basis @ gradient
+
+    return objective

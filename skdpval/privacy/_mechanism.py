@@ -1,0 +1,536 @@
+"""One privacy mechanism per fit: calibration, composition, draws, the report.
+
+Every valuator's template fit (:meth:`skdpval.valuation._base.BaseValuator._fit`) owns
+one :class:`PrivacyMechanism`, built from the valuator's privacy parameters
+(``epsilon``, ``delta``, ``noise_multiplier``, ``noise_seed``) before any data
+is read. The valuator declares the parts it releases (``k`` walk releases,
+one label score, ``n_rounds`` federated releases, a private fit of the public
+model, Laplace values), each with its clipped statistic's bound and its grid;
+the mechanism
+
+- calibrates every part's noise: the Gaussian parts compose exactly in
+  Gaussian DP (``mu^2 = sum_i k_i (Delta_i / s_i)^2``), each taking its
+  ``share`` of ``mu^2``; ``mu`` comes from ``(epsilon, delta)`` net of the
+  sampler's share of delta (:func:`skdpval.privacy._accounting.epsilon_net_of_sampler`),
+  or each part's std is ``noise_multiplier`` times its sensitivity;
+- draws every part's noise from one secret key, each part from its own
+  ChaCha20 stream kind (:mod:`skdpval.privacy._secure_noise`), through the one draw
+  site of each law (:func:`skdpval.privacy._noise.gaussian_noise`,
+  :func:`skdpval.privacy._noise.laplace_noise`); the key is dropped with the
+  mechanism at the end of the fit;
+- writes one report schema (:data:`REPORT_KEYS`, plus a ``"details"`` dict of
+  what is particular to a valuator) and the same public attributes on every
+  valuator (``epsilon_``, ``delta_``, ``noise_multiplier_``, ``n_releases_``,
+  ``privacy_unit_``, ``privacy_report_``).
+
+:func:`skdpval.privacy_spent` reads only the reports and, for an unfitted
+template, :meth:`PrivacyMechanism.plan` with the same code.
+"""
+
+import warnings
+from dataclasses import dataclass
+from fractions import Fraction
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._accounting import (MAX_SAMPLER_SHARE, add_record_level, chosen_epsilon,
+    composed_epsilon, epsilon_net_of_sampler, gaussian_noise_std, gdp_mu,
+    largest_supported_epsilon, noisy_label_auc_limit, pure_dp_mu,
+    validation_set_statement)
+from ._noise import gaussian_noise, laplace_noise, noise_source
+from ._secure_noise import (Grid, check_noise_std, noise_key, releases_on_grid,
+    rounded_gaussian_eta, sampler_delta)
+from ..exceptions import NoiseSeedWarning
+
+# delta="auto": this, or 1 / (10 n) for n protected units when that is smaller.
+DEFAULT_DELTA = 5e-5
+
+# The privacy parameters every valuator shares, declared once.
+PRIVACY_CONSTRAINTS = {
+    "epsilon": [Interval(Real, 0.0, None, closed="right"), None,
+                StrOptions({"default"})],
+    "delta": [Interval(Real, 0.0, 1.0, closed="neither"), StrOptions({"auto"})],
+    "noise_multiplier": [Interval(Real, 0.0, None, closed="neither"), None],
+    "noise_seed": [Interval(Integral, 0, None, closed="left"), None],
+}
+
+# Their documentation, declared once (numpydoc entries, class-docstring indent).
+PRIVACY_DOCS = {
+    "epsilon": """\
+    epsilon : float > 0, np.inf, "default" or None, default="default"
+        Privacy budget of everything one protected unit's data goes through
+        in a fit. ``np.inf`` adds no privacy noise (no privacy: a reference,
+        reported as not private). ``None`` only with ``noise_multiplier``.
+        ``"default"`` means 1.0 and warns once per process
+        (:class:`~skdpval.exceptions.DefaultEpsilonWarning`); any number,
+        1.0 included, is taken as chosen and does not warn.
+""",
+    "delta": """\
+    delta : float in (0, 1) or "auto", default="auto"
+        Privacy parameter delta of the guarantee, the sampler's share
+        included (``privacy_report_["sampler_delta"]``). ``"auto"`` is
+        ``min(5e-5, 1 / (10 n))`` for ``n`` protected units (samples,
+        groups, or records at record level; public): the default never
+        exceeds ``1 / (10 n)``. A number is taken as given.
+""",
+    "noise_multiplier": """\
+    noise_multiplier : float > 0 or None, default=None
+        Noise std of each release divided by its sensitivity (the clip
+        bound padded by the grid's rounding), instead of ``epsilon``
+        (which must then be None); ``epsilon_`` reports the budget it gives.
+""",
+    "noise_seed": """\
+    noise_seed : int >= 0 or None, default=None
+        ``None`` draws the noise from ChaCha20 keyed with 32 bytes of fresh
+        OS entropy, so that it stays secret. An int makes the noise
+        reproducible (for tests and papers): the seed is in ``repr``,
+        ``get_params()`` and every pickle, and a small seed can be found by
+        brute force from the output, so a seeded fit is **reported as not
+        private** (``privacy_report_["private"]`` False, a warning at fit,
+        a leak in :func:`skdpval.privacy_spent`).
+""",
+}
+
+
+def share_privacy_docs(cls):
+    """Put the shared entries of :data:`PRIVACY_DOCS` into ``cls.__doc__``
+    where it has a line ``%(name)s`` (imblearn's ``Substitution``, by hand)."""
+    doc = cls.__doc__
+    for name, text in PRIVACY_DOCS.items():
+        doc = doc.replace(f"    %({name})s\n", text)
+    cls.__doc__ = doc
+    return cls
+
+
+def resolve_delta(delta, n_units):
+    """``delta``, or for ``"auto"`` ``min(DEFAULT_DELTA, 1 / (10 n_units))``."""
+    if isinstance(delta, str):
+        return float(min(DEFAULT_DELTA, 1.0 / (10.0 * max(int(n_units), 1))))
+    return float(delta)
+
+
+def check_budget(epsilon, noise_multiplier, adds_noise=True, delta=DEFAULT_DELTA):
+    """Exactly one of ``epsilon`` and ``noise_multiplier`` (unless no noise is
+    asked for); an ``epsilon`` the calibration supports. Errors name ``np.inf``,
+    the one way to turn the noise off."""
+    if noise_multiplier is not None and epsilon is not None:
+        raise ValueError("Give either epsilon or noise_multiplier, not both: set "
+                         "epsilon=None to use noise_multiplier.")
+    if noise_multiplier is None and epsilon is None and adds_noise:
+        raise ValueError("epsilon is None: give epsilon (np.inf for no privacy "
+                         "noise) or noise_multiplier.")
+    if adds_noise and delta is not None and epsilon is not None and np.isfinite(epsilon):
+        gdp_mu(epsilon, DEFAULT_DELTA if isinstance(delta, str) else delta)
+
+
+@dataclass
+class GaussianPart:
+    """A Gaussian release of every party, ``n_releases`` times, on ``grid``."""
+
+    name: str
+    kind: int               # the ChaCha20 stream kind of its draws
+    n_releases: int         # releases per party
+    clip: float             # bound of the clipped statistic (before the grid)
+    grid: Grid
+    share: float            # its share of mu^2, when calibrated from epsilon
+    n_releases_param: str = None  # the parameter that sets n_releases, if any
+    noise_std: float = 0.0
+
+    @property
+    def sensitivity(self):
+        """L2 sensitivity of the rounded statistic, in data units (padded)."""
+        return self.grid.gamma * self.grid.sensitivity
+
+    @property
+    def mu(self):
+        if self.noise_std == 0:
+            return np.inf
+        return float(np.sqrt(self.n_releases) * self.sensitivity / self.noise_std)
+
+    @property
+    def tv(self):
+        """The sampler's total variation from the exact noise, over a party's draws."""
+        if self.noise_std == 0:
+            return 0.0
+        eta = rounded_gaussian_eta(self.noise_std / self.grid.gamma)
+        return float(self.n_releases * self.grid.dimension * eta)
+
+    def describe(self):
+        return {"name": self.name, "law": "rounded Gaussian", "n_releases":
+                int(self.n_releases), "dimension": int(self.grid.dimension),
+                "clip": float(self.clip), "sensitivity": float(self.sensitivity),
+                "noise_std": float(self.noise_std), "mu": self.mu,
+                "share": float(self.share), "grid": float(self.grid.gamma),
+                "zero_neighbour": bool(np.isfinite(self.grid.bound)),
+                "n_releases_param": self.n_releases_param}
+
+
+@dataclass
+class LaplacePart:
+    """``n_releases`` values that each depend on one party's data, each
+    ``epsilon``-DP by discrete Laplace noise on ``grid``."""
+
+    name: str
+    kind: int
+    n_releases: int
+    sensitivity_bound: float   # the values' sensitivity (before the grid)
+    grid: Grid
+    epsilon: float
+
+    @property
+    def grid_scale(self):
+        """The Laplace scale in grid units: exactly ``Delta / epsilon``."""
+        return Fraction(int(self.grid.sensitivity)) / Fraction(float(self.epsilon))
+
+    @property
+    def scale(self):
+        return float(self.grid.gamma * self.grid_scale)
+
+    def describe(self):
+        return {"name": self.name, "law": "discrete Laplace",
+                "n_releases": int(self.n_releases),
+                "sensitivity": float(self.sensitivity_bound),
+                "noise_scale": self.scale, "epsilon": float(self.epsilon),
+                "epsilon_replace_one": 2 * float(self.epsilon),
+                "grid": float(self.grid.gamma)}
+
+
+# Every valuator's privacy_report_ has exactly these keys.
+REPORT_KEYS = (
+    "unit", "adjacency", "threat_model", "parts", "n_releases", "clip_norm",
+    "sensitivity", "noise_std", "noise_multiplier", "mu", "pure_epsilons",
+    "epsilon", "epsilon_replace_one", "delta", "sampler_delta", "sampler_tv",
+    "max_noisy_label_auc", "amplification", "method", "noise_source",
+    "private", "leaks", "validation_set", "details")
+
+
+class PrivacyMechanism:
+    """The privacy of one fit: its parts, their noise, the draws and the report.
+
+    Parameters are the valuator's, as given (``epsilon`` may be
+    ``"default"``, ``delta`` ``"auto"``, or None for a valuator of pure-DP
+    parts only); ``adds_noise=False`` is a fit
+    without privacy noise (``epsilon=np.inf``, or a valuator's own no-noise
+    option).
+    """
+
+    def __init__(self, *, epsilon, delta, noise_multiplier=None, noise_seed=None,
+                 adds_noise=True):
+        self.epsilon = chosen_epsilon(epsilon)
+        self.requested_delta = delta
+        self.noise_multiplier = noise_multiplier
+        self.noise_seed = noise_seed
+        self.adds_noise = bool(adds_noise) and not (
+            noise_multiplier is None and self.epsilon is not None
+            and not np.isfinite(self.epsilon))
+        check_budget(self.epsilon, noise_multiplier, self.adds_noise, delta)
+        # A valuator without a delta parameter releases pure-DP parts only.
+        self.delta = (None if isinstance(delta, str) else
+                      0.0 if delta is None else float(delta))
+        self.parts = []
+        self.unit, self.n_units = "sample", None
+        self.leaks, self.details = [], {}
+        # Who may see the output: "central" (anyone: every output may be
+        # published) unless a valuator says otherwise.
+        self.threat_model = "central: every output may be published"
+        self._record_sizes = None
+        self._key = None
+
+    @classmethod
+    def of(cls, estimator, adds_noise=True):
+        """The mechanism of a fit of ``estimator``, from its parameters."""
+        params = estimator.get_params(deep=False)
+        return cls(epsilon=params.get("epsilon"), delta=params.get("delta"),
+                   noise_multiplier=params.get("noise_multiplier"),
+                   noise_seed=params.get("noise_seed"), adds_noise=adds_noise)
+
+    # --- the parts --------------------------------------------------------------
+
+    def protect(self, unit, n_units, record_sizes=None, party="group"):
+        """Whom the guarantee protects: ``n_units`` of ``unit`` (public);
+        ``record_sizes`` (records per ``party``) at record level. Resolves
+        ``delta="auto"``."""
+        self.unit, self.n_units = unit, int(n_units)
+        self.details["n_units"] = int(n_units)
+        self._record_sizes = (None if record_sizes is None
+                              else (np.asarray(record_sizes), party))
+        if self.delta is None:
+            self.delta = resolve_delta(self.requested_delta, n_units)
+
+    def gaussian(self, name, kind, *, n_releases, clip, dimension,
+                 zero_neighbour=True, share=1.0, n_releases_param=None):
+        """Declare a Gaussian part: every party releases ``n_releases``
+        statistics of ``dimension`` coordinates, of L2 norm at most ``clip``
+        (``zero_neighbour``: a zeroed-out party's statistic is 0; else any two
+        neighbouring statistics are ``clip`` apart). Returns the part; its
+        ``noise_std`` is set by :meth:`calibrate`."""
+        part = GaussianPart(name, kind, int(n_releases), float(clip),
+                            Grid(clip, dimension, zero_neighbour), float(share),
+                            n_releases_param)
+        self.parts.append(part)
+        return part
+
+    def laplace(self, name, kind, *, n_releases, sensitivity, finer=0,
+                parameters="the parameters"):
+        """Declare a part of ``n_releases`` values, each ``epsilon``-DP by
+        discrete Laplace noise for an L1 ``sensitivity`` (``epsilon`` the
+        mechanism's, per value; pure DP); ``parameters`` name what set the
+        sensitivity, for the error when the scale is not a positive float."""
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            scale = np.float64(sensitivity) / np.float64(self.epsilon)
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"{parameters} give a Laplace scale of {float(scale)!r}: "
+                             "it must be finite and > 0.")
+        part = LaplacePart(name, kind, int(n_releases), float(sensitivity),
+                           Grid(sensitivity, 1, zero_neighbour=False, finer=finer),
+                           float(self.epsilon))
+        self.parts.append(part)
+        return part
+
+    @property
+    def _gaussian_parts(self):
+        return [p for p in self.parts if isinstance(p, GaussianPart)]
+
+    # --- calibration ------------------------------------------------------------
+
+    def calibrate(self):
+        """Set every Gaussian part's noise std; refuse a budget whose
+        sampler share of delta is out of reach (before any draw)."""
+        parts = self._gaussian_parts
+        if not parts:
+            return self
+        if self.delta is None:
+            raise RuntimeError("PrivacyMechanism.protect must come before calibrate.")
+        if not self.adds_noise:
+            for part in parts:
+                part.noise_std = 0.0
+            return self
+        if self.noise_multiplier is not None:
+            for part in parts:
+                part.noise_std = self._checked(self.noise_multiplier * part.sensitivity,
+                                               part, "noise_multiplier")
+            self._check_sampler_share()
+            return self
+        shares = np.array([p.share for p in parts], dtype=float)
+        if np.any(shares <= 0) or not np.isclose(shares.sum(), 1.0, rtol=1e-12):
+            raise ValueError(f"the parts' shares of mu^2 must be > 0 and sum to 1, "
+                             f"got {shares.tolist()}.")
+        # A provisional mu at half of delta gives noise at least the final
+        # one, so its tables, and so the sampler's share, bound the final ones.
+        self._set_stds(gdp_mu(self.epsilon, (1 - 0.5) * self.delta))
+        provisional = sampler_delta(sum(p.tv for p in parts), 1, self.epsilon)
+        self._check_sampler_share(provisional)
+        self._set_stds(gdp_mu(self.epsilon, self.delta - provisional))
+        return self
+
+    def _set_stds(self, mu):
+        for part in self._gaussian_parts:
+            part_mu = mu * np.sqrt(part.share)
+            part.noise_std = self._checked(
+                gaussian_noise_std(part.n_releases, part.sensitivity, part_mu), part,
+                "epsilon")
+
+    @staticmethod
+    def _checked(noise_std, part, source):
+        return check_noise_std(noise_std, part.grid,
+                               f"{source} and a clip bound of {part.clip!r}")
+
+    def _check_sampler_share(self, share=None):
+        """Refuse when the sampler's share of delta exceeds what is allowed."""
+        tv = sum(p.tv for p in self._gaussian_parts)
+        epsilon = (self.epsilon if self.epsilon is not None else
+                   epsilon_net_of_sampler(self.gaussian_mu, [], tv, self.delta))
+        if share is None:
+            share = (sampler_delta(tv, 1, epsilon) if np.isfinite(epsilon)
+                     else np.inf)
+        if share <= MAX_SAMPLER_SHARE * self.delta:
+            return
+        draws = sum(p.n_releases * p.grid.dimension for p in self._gaussian_parts)
+        largest = largest_supported_epsilon(tv, self.delta)
+        asked = ("epsilon=" + repr(self.epsilon) if self.epsilon is not None
+                 else "noise_multiplier=" + repr(self.noise_multiplier))
+        raise ValueError(
+            f"{asked} at delta={self.delta!r} is out of reach of the noise "
+            f"sampler: its {draws} draws per {self.unit} are each within "
+            f"{tv / draws:.2g} (total variation) of the exact noise, which adds "
+            f"(1 + e^epsilon) x {tv:.3g} to delta, more than half of delta. With "
+            f"these releases the sampler supports epsilon up to {largest:.3g}: "
+            f"lower epsilon (or raise noise_multiplier), release fewer times "
+            f"(e.g. fewer n_permutations or n_rounds), or raise delta.")
+
+    # --- the draws --------------------------------------------------------------
+
+    @property
+    def key(self):
+        """The secret ChaCha20 key of this fit (one for all its parts)."""
+        if self._key is None:
+            self._key = noise_key(self.noise_seed)
+        return self._key
+
+    def draw(self, part, lo, hi, out):
+        """Rounded Gaussian integers of ``part`` for streams ``lo .. hi - 1``
+        into ``out`` (``(hi - lo, ...)``), in its grid's units."""
+        return gaussian_noise(self.key, part.kind, lo, hi,
+                              part.noise_std / part.grid.gamma, out)
+
+    def release(self, part, statistics, stream=0):
+        """``statistics`` (1-D) released once on ``part``'s grid with its noise
+        (stream ``stream``); without noise, unchanged."""
+        statistics = np.ascontiguousarray(statistics, dtype=np.float64)
+        if part.noise_std == 0:
+            return statistics.copy()
+        m = self.draw(part, stream, stream + 1, np.empty((1, len(statistics))))
+        return releases_on_grid(statistics, m[0], part.grid.gamma, part.grid.bound,
+                                np.empty(len(statistics)))
+
+    def release_laplace(self, part, values):
+        """``values`` released on ``part``'s grid with discrete Laplace noise."""
+        noise = laplace_noise(self.key, part.kind, part.grid_scale, len(values))
+        return releases_on_grid(np.ascontiguousarray(values, dtype=np.float64),
+                                noise.astype(np.float64), part.grid.gamma,
+                                part.grid.bound, np.empty(len(values)))
+
+    # --- the guarantee ------------------------------------------------------------
+
+    @property
+    def gaussian_mu(self):
+        return float(np.sqrt(sum(p.mu**2 for p in self._gaussian_parts)))
+
+    @property
+    def pure_epsilons(self):
+        return [(p.epsilon, p.n_releases) for p in self.parts
+                if isinstance(p, LaplacePart)]
+
+    def guarantee(self):
+        """``(mu, epsilon, epsilon_replace_one, sampler_tv)`` of the fit."""
+        gaussian = self._gaussian_parts
+        if not self.adds_noise:
+            return np.inf, np.inf, np.inf, 0.0
+        tv = float(sum(p.tv for p in gaussian))
+        mu = self.gaussian_mu
+        pure = self.pure_epsilons
+        if gaussian:
+            epsilon = epsilon_net_of_sampler(mu, pure, tv, self.delta)
+            replace_one = epsilon_net_of_sampler(
+                2 * mu, [(2 * e, c) for e, c in pure], tv, self.delta)
+        else:
+            epsilon = composed_epsilon(0.0, pure, self.delta)
+            replace_one = composed_epsilon(0.0, [(2 * e, c) for e, c in pure],
+                                           self.delta)
+        total_mu = float(np.sqrt(mu**2 + sum(c * pure_dp_mu(e) ** 2 for e, c in pure)))
+        return total_mu, epsilon, replace_one, tv
+
+    def leak(self, text):
+        if text not in self.leaks:
+            self.leaks.append(text)
+
+    def report(self, n_unprotected):
+        """The report (:data:`REPORT_KEYS`) of this fit."""
+        mu, epsilon, replace_one, tv = self.guarantee()
+        primary = self.parts[-1] if self.parts else None
+        leaks = list(self.leaks)
+        if self.adds_noise and self.noise_seed is not None:
+            leaks.insert(0, f"noise_seed={self.noise_seed!r} makes the noise "
+                            "reproducible: the seed is in repr, get_params() and "
+                            "every pickle, and a small seed is found from the "
+                            "output by brute force; the fit is not private")
+        if not self.adds_noise:
+            leaks.insert(0, "no privacy noise (epsilon=np.inf or noise='none'): "
+                            "the output is not private")
+        noise_std = getattr(primary, "noise_std", getattr(primary, "scale", 0.0))
+        sensitivity = getattr(primary, "sensitivity",
+                              getattr(primary, "sensitivity_bound", 0.0))
+        report = {
+            "unit": self.unit,
+            "adjacency": (f"zero-out one {self.unit} (n public: the {self.unit}'s "
+                          "slot releases pure noise); epsilon_replace_one is for "
+                          f"replacing one {self.unit}'s data"),
+            "threat_model": self.threat_model,
+            "parts": [p.describe() for p in self.parts],
+            "n_releases": int(getattr(primary, "n_releases", 0)),
+            "clip_norm": float(getattr(primary, "clip", sensitivity)),
+            "sensitivity": float(sensitivity),
+            "noise_std": float(noise_std),
+            "noise_multiplier": (float(noise_std / sensitivity)
+                                 if sensitivity else np.inf),
+            "mu": float(mu),
+            "pure_epsilons": [(float(e), int(c)) for e, c in self.pure_epsilons],
+            "epsilon": float(epsilon),
+            "epsilon_replace_one": float(replace_one),
+            "delta": float(self.delta) if self.adds_noise else float(self.delta or 0),
+            "sampler_delta": (float(sampler_delta(tv, 1, epsilon))
+                              if np.isfinite(epsilon) else 0.0),
+            "sampler_tv": float(tv),
+            "max_noisy_label_auc": (noisy_label_auc_limit(mu) if np.isfinite(mu)
+                                    else 1.0),
+            "amplification": "none: every party releases every time (no subsampling)",
+            "method": ("none: no privacy noise" if not self.adds_noise else
+                       "exact Gaussian DP of the parts' adaptive Gaussian releases, "
+                       "composed in mu^2 (Dong, Roth and Su 2022; Balle and Wang "
+                       "2018), pure-DP parts through randomized response; delta "
+                       "includes the sampler's share (1 + e^eps) sampler_tv"),
+            "noise_source": noise_source(self.noise_seed, self.adds_noise),
+            "private": bool(self.adds_noise and not leaks),
+            "leaks": leaks,
+            "validation_set": validation_set_statement(n_unprotected),
+            "details": dict(self.details),
+        }
+        if self._record_sizes is not None and self.adds_noise:
+            sizes, party = self._record_sizes
+            add_record_level(report, sizes, party)
+        return report
+
+    def write(self, estimator, n_unprotected):
+        """Set the public privacy attributes of ``estimator`` and warn about a
+        seeded fit. The key is dropped: a fitted estimator keeps no secret."""
+        report = self.report(n_unprotected)
+        estimator.privacy_report_ = report
+        estimator.epsilon_ = report["epsilon"]
+        estimator.delta_ = report["delta"]
+        estimator.noise_multiplier_ = report["noise_multiplier"]
+        estimator.n_releases_ = report["n_releases"]
+        estimator.privacy_unit_ = report["unit"]
+        self._key = None
+        if self.adds_noise and self.noise_seed is not None:
+            warnings.warn(
+                f"{type(estimator).__name__}(noise_seed={self.noise_seed!r}): the "
+                "noise is reproducible and the seed is public (repr, get_params, "
+                "pickles): this fit is not private. Leave noise_seed=None for "
+                "private output.", NoiseSeedWarning, stacklevel=4)
+        return report
+
+    # --- planning without data (privacy_spent of unfitted templates) ---------------
+
+    @classmethod
+    def plan(cls, params, parts, n_units=1, adds_noise=True):
+        """``(mu, sampler_tv, delta)`` of a fit with parameters ``params`` whose
+        parts are laid out as ``parts`` (dicts of :meth:`GaussianPart.describe`,
+        e.g. from a fitted sibling's report): the same calibration as the fit,
+        so a planned fit equals a fitted one. ``n_units`` for ``delta="auto"``
+        defaults to 1, which gives its cap (conservative: the largest delta,
+        so the largest mu)."""
+        mechanism = cls(epsilon=params.get("epsilon"), delta=params.get("delta"),
+                        noise_multiplier=params.get("noise_multiplier"),
+                        noise_seed=params.get("noise_seed"), adds_noise=adds_noise)
+        mechanism.protect("sample", n_units)
+        for part in parts:
+            if part.get("law") != "rounded Gaussian":
+                raise ValueError("its budget depends on the data (parts other than "
+                                 "Gaussian releases, e.g. one Laplace value per "
+                                 "other party). Count its fits one by one.")
+            count_param = part.get("n_releases_param")
+            n_releases = params[count_param] if count_param else part["n_releases"]
+            mechanism.gaussian(part["name"], 0, n_releases=n_releases, clip=1.0,
+                               dimension=part["dimension"],
+                               zero_neighbour=part["zero_neighbour"],
+                               share=part["share"])
+        mechanism.calibrate()
+        mu, _, _, tv = mechanism.guarantee()
+        return mu, tv, mechanism.delta
+
+
+def primary_release_statement(report, text):
+    """Add what the primary release is, in words, to ``report["details"]``."""
+    report["details"]["release"] = text
