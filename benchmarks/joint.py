@@ -123,6 +123,7 @@ def data(seed):
 def line_walk_speed(joint, n=2000, d=10, n_walks=16, repeats=30):
     """Best ns a step of the line walk's kernel (a logistic line, noise on a grid)."""
     from skdpval.kernels import _kernels, _subspace
+    from skdpval.privacy._release import release_stream
     rng = np.random.default_rng(0)
     X = np.c_[rng.normal(size=(n, d)), np.ones(n)]
     T = rng.choice([-1.0, 1.0], size=(n, 1))
@@ -138,11 +139,11 @@ def line_walk_speed(joint, n=2000, d=10, n_walks=16, repeats=30):
     permutations = np.array([rng.permutation(n) for _ in range(n_walks)])
     noise = np.rint(rng.normal(scale=30, size=(n_walks, n, 1)))
     grid = (0.5 / 64, 64.0)
-    problem.walk(permutations, noise.copy(), None, None, grid)  # compile
+    problem.walk(permutations, release_stream(noise.copy(), grid), None, None)  # compile
     best = np.inf
     for _ in range(repeats):
         start = time.perf_counter()
-        problem.walk(permutations, noise.copy(), None, None, grid)
+        problem.walk(permutations, release_stream(noise.copy(), grid), None, None)
         best = min(best, time.perf_counter() - start)
     return best / (n_walks * n) * 1e9
 

@@ -72,6 +72,7 @@ from skdpval import DPDataValuator
 
 from skdpval.kernels import _kernels, _subspace
 from skdpval.walks import _walk
+from skdpval.privacy._release import release_stream
 from skdpval.privacy._secure_noise import Grid, noise_key
 from skdpval.walks._walk import SeededDraws, make_problem, run_walks
 
@@ -215,14 +216,14 @@ def _diabetes_problem(n):
 class _GivenDraws:
     """Given orders and float noise, in the walk's draw protocol (no grid)."""
 
-    has_noise, grid = True, _walk.NO_GRID
+    has_noise = True
 
     def __init__(self, orders, noise):
         self.orders, self.noise = orders, noise
 
-    def __call__(self, lo, hi, noise_out):
-        noise_out[...] = self.noise[lo:hi]
-        return self.orders[lo:hi]
+    def __call__(self, lo, hi, releases):
+        releases[...] = self.noise[lo:hi]
+        return self.orders[lo:hi], release_stream(releases)
 
 
 def vs_reference(n=300, k=3):
@@ -233,7 +234,7 @@ def vs_reference(n=300, k=3):
     shape = (1, data["X"].shape[1])
     noise_std = 10.0
     # The reference adds float noise (no grid): both walks get the same numbers.
-    permutations = SeededDraws(np.random.SeedSequence(0), noise_key(1), k, n, 0.0)(
+    permutations, _ = SeededDraws(np.random.SeedSequence(0), noise_key(1), k, n, 0.0)(
         0, k, None)
     noise = np.random.default_rng(1).normal(0.0, noise_std, (k, n, *shape))
     draws = _GivenDraws(permutations, noise)
@@ -372,7 +373,8 @@ def _walk_kernel_alone(valuator, X, y, X_val, y_val, k, batch=16):
 
     def run(seed):
         for _ in range(-(-k // batch)):
-            problem.walk(permutations, noise.copy(), np.full(batch, 0.1), rolling)
+            problem.walk(permutations, release_stream(noise.copy()), np.full(batch, 0.1),
+                         rolling)
     return run
 
 
@@ -741,7 +743,8 @@ def losses(k=64, batch=16, repeats=7):
 
             def run():
                 for _ in range(k // batch):
-                    problem.walk(permutations, noise, np.ones(batch), None)
+                    problem.walk(permutations, release_stream(noise), np.ones(batch),
+                                 None)
             run()  # compile
             seconds = []
             for _ in range(repeats):
@@ -763,8 +766,8 @@ class FloatGaussianDraws(SeededDraws):
         super().__init__(order_seed, noise_key, n_permutations, n_parties, noise_std)
         self.noise_words = _walk.stream_words(np.random.SeedSequence(1), n_permutations)
 
-    def __call__(self, lo, hi, noise_out):
-        if noise_out is not None:
+    def __call__(self, lo, hi, releases):
+        if releases is not None:
             generator = np.random.Generator(np.random.PCG64())
             for i, t in enumerate(range(lo, hi)):
                 w = self.noise_words[t]
@@ -773,9 +776,10 @@ class FloatGaussianDraws(SeededDraws):
                     "state": {"state": int(w[0]) << 64 | int(w[1]),
                               "inc": int(w[2]) << 64 | int(w[3]) | 1},
                     "has_uint32": 0, "uinteger": 0}
-                generator.standard_normal(out=noise_out[i])
-                noise_out[i] *= self.noise_std
-        return super().__call__(lo, hi, None)  # the orders
+                generator.standard_normal(out=releases[i])
+                releases[i] *= self.noise_std
+        orders, _ = super().__call__(lo, hi, None)
+        return orders, release_stream(releases)
 
 
 def noise_cost(rounds=7):

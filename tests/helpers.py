@@ -1,5 +1,7 @@
 """Test helpers."""
 
+from skdpval.privacy._release import release_stream
+
 
 class FixedDraws:
     """Given permutations and noise, served as the walk draws them."""
@@ -8,10 +10,11 @@ class FixedDraws:
         self.permutations, self.noise = permutations, noise
         self.has_noise = noise is not None
 
-    def __call__(self, lo, hi, noise_out):
-        if self.has_noise:
-            noise_out[...] = self.noise[lo:hi]
-        return self.permutations[lo:hi].copy()
+    def __call__(self, lo, hi, releases):
+        if not self.has_noise:
+            return self.permutations[lo:hi].copy(), release_stream()
+        releases[...] = self.noise[lo:hi]
+        return self.permutations[lo:hi].copy(), release_stream(releases)
 
 
 def diffprivlib_models():

@@ -16,6 +16,7 @@ from sklearn.neural_network import MLPClassifier
 from skdpval import DPDataValuator
 from skdpval.kernels import _kernels as K
 from skdpval.kernels import _line, _mlp, _subspace
+from skdpval.privacy._release import release_stream
 from skdpval.families._data import _standardized
 from skdpval.families._mlp_space import NetworkSpace, make_network, run_walk
 
@@ -141,11 +142,11 @@ def test_the_line_walk_s_flags_compile_the_same_walk():
         _subspace._line_walk(
             p.F, p.T, p.row_weights, p.offsets, None, 0.0, p.l2, p.penalty, 0.0,
             p.l1_basis, p.clip_norm, p.learning_rate, flags[0], line.lo, line.inv_h,
-            line.table, line.quad, line.s_val, permutations, noise.copy(),
-            np.ones(4), False, np.empty((1, 1)), p.weights, None, marginals,
-            end_utility, np.empty((4, 1)), np.empty((4, 1)), np.empty(1),
-            np.empty(1), np.empty(1), 0.0, np.inf, None, np.empty((1, 1)),
-            flags[1], None)
+            line.table, line.quad, line.s_val, permutations,
+            release_stream(noise.copy()), np.ones(4), False, np.empty((1, 1)),
+            p.weights, None, marginals, end_utility, np.empty((4, 1)),
+            np.empty((4, 1)), np.empty(1), np.empty(1), np.empty(1), None,
+            np.empty((1, 1)), flags[1], None)
         results.append((marginals, end_utility))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])

@@ -694,7 +694,7 @@ def test_the_problem_travels_packed_and_walks_the_same_bits(monkeypatch):
                 assert getattr(got, field) is None
             else:
                 assert_array_equal(getattr(got, field), getattr(expected, field))
-    assert draw.with_orders(np.int32)(0, 2, None).dtype == np.int32
+    assert draw.with_orders(np.int32)(0, 2, None)[0].dtype == np.int32
 
 
 def test_waiting_for_a_wave_keeps_no_walk_frame_alive(binary, monkeypatch):

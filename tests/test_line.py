@@ -11,6 +11,7 @@ from sklearn.linear_model import (HuberRegressor, LogisticRegression, PoissonReg
 from skdpval import DPDataValuator
 
 from skdpval.kernels import _kernels as K, _line, _subspace
+from skdpval.privacy._release import release_stream
 
 
 def _softplus(x):
@@ -263,8 +264,9 @@ def test_scalar_step_equals_the_general_one(loss, l1):
             loss=LOSS_CODES[loss], utility=K.NEG_LOSS, loss_param=0.0, l2=0.1,
             n_penalized=X.shape[1] - 1, clip_norm=0.3, learning_rate=0.2,
             total_sum_squares=1.0, weights=np.ones(n), record_level=record_level, l1=l1)
-        results.append(problem.walk(permutations, noise.copy(), 1.0 / np.arange(1, k + 1),
-                                    np.zeros((n, 1)), (0.3 / 64, 64.0)))
+        results.append(problem.walk(permutations,
+                                    release_stream(noise.copy(), (0.3 / 64, 64.0)),
+                                    1.0 / np.arange(1, k + 1), np.zeros((n, 1))))
     (scalar, scalar_end), (general, general_end) = results
     assert np.any(scalar != 0)
     np.testing.assert_array_equal(scalar, general)

@@ -21,10 +21,9 @@ from skdpval import (
 )
 from skdpval.privacy._accounting import log_delta
 from skdpval.privacy._mechanism import REPORT_KEYS, PrivacyMechanism
+from skdpval.privacy._release import release_on_grid, releases_on_grid
 from skdpval.privacy._secure_noise import (
     LABEL_SCORE,
-    release_on_grid,
-    releases_on_grid,
     sampler_delta,
 )
 from skdpval.exceptions import NoiseSeedWarning

@@ -9,6 +9,7 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor
 
 from skdpval.kernels import _kernels as K
 from skdpval.kernels import _mlp
+from skdpval.privacy._release import release_stream
 import reference
 
 ACTIVATIONS = ["identity", "logistic", "tanh", "relu"]
@@ -175,7 +176,7 @@ def test_identity_basis_walk_equals_full_space_walk(small, rolling):
     for space in (NetworkSpace(net), NetworkSpace(net, np.eye(P))):
         problem = space.problem(X, T, np.arange(len(X) + 1), X_val, T_val, labels,
                                 **settings)
-        runs.append(problem.walk(perms, noise.copy(), np.full(3, 0.5), rolling_mean))
+        runs.append(problem.walk(perms, release_stream(noise.copy()), np.full(3, 0.5), rolling_mean))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
 
@@ -194,8 +195,8 @@ def test_line_walk_equals_exact_walk_within_the_table_bound(small, activation):
     exact = space.problem(*args, **settings, exact_utility=True)
     assert len(line.table.nodes) > 2  # a table, not the exact fallback
     noise = np.random.default_rng(2).normal(size=(3, len(X), 1))
-    a, end_a = line.walk(perms, noise.copy(), np.ones(3), None)
-    b, end_b = exact.walk(perms, noise.copy(), np.ones(3), None)
+    a, end_a = line.walk(perms, release_stream(noise.copy()), np.ones(3), None)
+    b, end_b = exact.walk(perms, release_stream(noise.copy()), np.ones(3), None)
     assert np.max(np.abs(a - b)) <= 2 * MIDPOINT_TOLERANCE + 1e-14
     assert np.max(np.abs(end_a - end_b)) <= MIDPOINT_TOLERANCE + 1e-14
     assert np.max(np.abs(b)) > 1e-4  # the walk moved
@@ -214,8 +215,8 @@ def test_a_deeper_relu_network_walks_its_line_on_the_exact_utility(small):
     exact = space.problem(*args, **settings, exact_utility=True)
     assert len(line.table.nodes) == 2  # NO_TABLE
     noise = np.random.default_rng(2).normal(size=(3, len(X), 1))
-    a, end_a = line.walk(perms, noise.copy(), np.ones(3), None)
-    b, end_b = exact.walk(perms, noise.copy(), np.ones(3), None)
+    a, end_a = line.walk(perms, release_stream(noise.copy()), np.ones(3), None)
+    b, end_b = exact.walk(perms, release_stream(noise.copy()), np.ones(3), None)
     assert np.max(np.abs(b)) > 1e-4  # the walk moved
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-13)
     np.testing.assert_allclose(end_a, end_b, rtol=0, atol=1e-13)
@@ -241,8 +242,8 @@ def test_record_level_line_walk_equals_its_exact_walk(small, activation):
     perms = np.array([rng.permutation(n_parties) for _ in range(3)])
     noise = rng.normal(size=(3, n_parties, 1))
     rolling_mean = rng.normal(size=(n_parties, 1))
-    a, end_a = line.walk(perms, noise.copy(), np.full(3, 0.5), rolling_mean)
-    b, end_b = exact.walk(perms, noise.copy(), np.full(3, 0.5), rolling_mean)
+    a, end_a = line.walk(perms, release_stream(noise.copy()), np.full(3, 0.5), rolling_mean)
+    b, end_b = exact.walk(perms, release_stream(noise.copy()), np.full(3, 0.5), rolling_mean)
     assert np.max(np.abs(b)) > 1e-4  # the walk moved
     assert np.max(np.abs(a - b)) <= 2 * MIDPOINT_TOLERANCE + 1e-14
     assert np.max(np.abs(end_a - end_b)) <= MIDPOINT_TOLERANCE + 1e-14

@@ -20,6 +20,7 @@ from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
 from skdpval.kernels import _kernels, _subspace
 from skdpval.privacy._accounting import gdp_epsilon, noise_std_for_budget
 from skdpval.privacy._noise import gaussian_noise
+from skdpval.privacy._release import release_stream
 from skdpval.privacy._secure_noise import FEDERATED, LABEL_SCORE, Grid, noise_key
 from skdpval.valuation._semivalues import semivalue_weights
 from skdpval.walks._walk import make_problem, run_walks
@@ -86,8 +87,8 @@ def release(X, T, offsets, party, *, clip_norm, noise=None, basis=None,
         _, _, theta = _kernels._run_walk(
             X, T, np.asarray(offsets), np.zeros((n_columns, 0)),
             np.zeros((n_outputs, 0)), np.empty(0, np.int64),
-            n_penalized=0, starts=np.zeros((1, n_outputs, n_columns)), noise=noise,
-            **settings)
+            n_penalized=0, starts=np.zeros((1, n_outputs, n_columns)),
+            stream=None if noise is None else release_stream(noise), **settings)
         return -theta.ravel()
     if noise is not None:
         noise = np.array(np.broadcast_to(noise, (1, n_parties, len(basis))),
@@ -95,7 +96,8 @@ def release(X, T, offsets, party, *, clip_norm, noise=None, basis=None,
     _, _, ends = _subspace._run_walk(
         _subspace.project_rows(basis, X, n_outputs), T, np.asarray(offsets),
         *_subspace._no_validation(len(basis), n_outputs), penalty=np.zeros(
-            (len(basis), len(basis))), noise=noise, **settings)
+            (len(basis), len(basis))),
+        stream=None if noise is None else release_stream(noise), **settings)
     return -ends[0]
 
 

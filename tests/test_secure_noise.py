@@ -11,6 +11,7 @@ from numpy.testing import assert_array_equal
 
 from skdpval import DPLabelQuality, LayeredShapleyValuator
 from skdpval.privacy import _secure_noise as sn
+from skdpval.privacy._release import release_on_grid, releases_on_grid
 from skdpval.privacy._accounting import gdp_mu
 
 # --- ChaCha20: RFC 8439 ------------------------------------------------------------
@@ -186,12 +187,12 @@ def test_release_is_a_function_of_the_integer_alone():
     gamma, bound = sn.Grid(0.7, 1).gamma, 64.0
     assert gamma == 0.7 / 64
     # Clipped values that overshoot the clip by an ulp still round into the clamp.
-    assert sn.release_on_grid(np.nextafter(0.7, 1), 0.0, gamma, bound) == 0.7
-    assert sn.release_on_grid(-np.nextafter(0.7, 1), 0.0, gamma, bound) == -0.7
+    assert release_on_grid(np.nextafter(0.7, 1), 0.0, gamma, bound) == 0.7
+    assert release_on_grid(-np.nextafter(0.7, 1), 0.0, gamma, bound) == -0.7
     rng = np.random.default_rng(0)
     values = rng.uniform(-0.7, 0.7, 1000)
     m = np.rint(rng.normal(0, 500, 1000))
-    released = sn.releases_on_grid(values, m, gamma, bound, np.empty(1000))
+    released = releases_on_grid(values, m, gamma, bound, np.empty(1000))
     assert_array_equal(released, gamma * (np.rint(values / gamma) + m))
 
 
@@ -262,7 +263,7 @@ def test_floating_point_attack_rules_out_no_neighbour_of_grid_releases(dimension
     values = rng.uniform(-clip, clip, 4000) / math.sqrt(dimension)
     m = sn.rounded_gaussian(sn.noise_key(0), sn.stream_nonce(sn.WALK), std / grid.gamma,
                             np.empty(4000))
-    released = sn.releases_on_grid(values, m, grid.gamma, grid.bound, np.empty(4000))
+    released = releases_on_grid(values, m, grid.gamma, grid.bound, np.empty(4000))
     support = len(sn.rounded_gaussian_table(std / grid.gamma).cdf) - 1
     neighbours = np.r_[np.zeros(2000), -values[2000:]]
     assert all(_consistent_on_grid(r, s, grid.gamma, grid.bound, support)

@@ -20,6 +20,7 @@ from helpers import FixedDraws
 from reference import algorithm1, loss_and_dloss
 from skdpval import DPDataValuator, DPLabelQuality
 from skdpval.kernels import _subspace
+from skdpval.privacy._release import release_stream
 from skdpval.privacy._accounting import gdp_mu
 from skdpval.valuation._semivalues import semivalue_weights
 from skdpval.walks._walk import run_walks
@@ -175,7 +176,8 @@ def test_projected_release_has_sensitivity_clip_norm():
             loss_param=0.0, l2=0.0, n_penalized=d, clip_norm=C,
             learning_rate=0.0, total_sum_squares=1.0, weights=np.ones(n))
         releases = np.zeros((1, n, 2))  # zero noise: raw release = clipped g
-        problem.walk(np.arange(n)[None], releases, np.ones(1), np.zeros((n, 2)))
+        problem.walk(np.arange(n)[None], release_stream(releases), np.ones(1),
+                     np.zeros((n, 2)))
         return releases[0]
 
     releases = raw_releases(T)

@@ -169,12 +169,12 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
 
     grid = []
 
-    def recording(self, lo, hi, noise_out):
-        orders = original(self, lo, hi, noise_out)
-        grid[:] = [self.grid]
+    def recording(self, lo, hi, releases):
+        orders, stream = original(self, lo, hi, releases)
+        grid[:] = [stream[1:]]  # the release stream: (noise, gamma, bound)
         # The walk overwrites the noise: copy it now.
-        draws.extend(zip(orders, noise_out.copy()))
-        return orders
+        draws.extend(zip(orders, releases.copy()))
+        return orders, stream
 
     monkeypatch.setattr(walk_module.SeededDraws, "__call__", recording)
     k, C = 6, 0.8

@@ -37,10 +37,10 @@ from sklearn.utils import check_random_state
 
 from ..kernels import _kernels as K
 from ..kernels import _mlp
-from ..kernels._kernels import (_f64, _i64, noise_or_empty, pad_columns, padded_length,
+from ..kernels._kernels import (_f64, _i64, pad_columns, padded_length,
     unit_weights, validation_scratch)
 from ..kernels._line import quintic_coefficients
-from ..privacy._secure_noise import NO_GRID
+from ..privacy._release import clip_l2, release_stream, walk_stream
 from ._space import check_basis
 from ..walks._walk import PartiesByOffsets, one_blas_thread
 
@@ -81,8 +81,8 @@ def _buffers(layout):
 
 def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility,
              total_sum_squares, l2, clip_norm, learning_rate, permutations, weights,
-             starts=None, noise=None, x_tt=None, rolling_mean=None,
-             record_level=False, row_weights=None, grid=NO_GRID):
+             starts=None, stream=None, x_tt=None, rolling_mean=None,
+             record_level=False, row_weights=None):
     """Call :func:`skdpval.kernels._mlp.walk` with its buffers: (marginals, end_utility, ends).
 
     ``basis`` None walks the full space. Every computation of a fit in the
@@ -91,7 +91,7 @@ def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility
     projected = basis is not None
     dim = basis.shape[0] if projected else n_params
     n_walks = permutations.shape[0]
-    noise = noise_or_empty(noise, rolling_mean is not None, 3)
+    stream = walk_stream(stream, rolling_mean is not None)
     marginals = np.zeros((n_walks, len(offsets) - 1))
     end_utility = np.empty(n_walks)
     ends = np.empty((n_walks, dim))
@@ -106,11 +106,11 @@ def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility
               utility_code, utility_loss, float(total_sum_squares), float(l2),
               float(clip_norm), float(learning_rate), bool(record_level),
               np.zeros((1, dim)) if starts is None else _f64(starts),
-              _i64(permutations), noise,
+              _i64(permutations), stream,
               np.ones(n_walks) if x_tt is None else _f64(x_tt),
               rolling_mean is not None,
               np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-              _f64(weights), float(grid[0]), float(grid[1]), marginals, end_utility,
+              _f64(weights), marginals, end_utility,
               ends, np.empty(n_params), np.empty(n_params), np.empty(dim),
               np.empty(dim), np.zeros(units), np.zeros(units),
               np.zeros((n_out, padded_length(len(X_val)))),
@@ -260,15 +260,15 @@ class NetworkProblem(PartiesByOffsets, namedtuple("NetworkProblem", [
         """Multiply-adds of a permutation's walk, about: the validation pass."""
         return self.n_parties * (len(self.X_val) + 2) * len(self.network.theta0)
 
-    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
+    def walk(self, permutations, stream, x_tt, rolling_mean):
         marginals, end_utility, _ = run_walk(
             self.network, self.basis, self.X, self.T, self.offsets, self.X_val,
             self.T_val, self.labels_val, utility=self.utility,
             total_sum_squares=self.total_sum_squares, l2=self.l2,
             clip_norm=self.clip_norm, learning_rate=self.learning_rate,
-            permutations=permutations, weights=self.weights, noise=noise, x_tt=x_tt,
-            rolling_mean=rolling_mean, record_level=self.record_level,
-            row_weights=self.row_weights, grid=grid)
+            permutations=permutations, weights=self.weights, stream=stream,
+            x_tt=x_tt, rolling_mean=rolling_mean, record_level=self.record_level,
+            row_weights=self.row_weights)
         return marginals, end_utility
 
 
@@ -289,7 +289,7 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
         return self.n_parties * 6 * len(self.network.theta0) // max(
             1, int(self.network.layout[0, 0]))
 
-    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
+    def walk(self, permutations, stream, x_tt, rolling_mean):
         n_walks = permutations.shape[0]
         marginals = np.zeros((n_walks, self.n_parties))
         end_utility = np.empty(n_walks)
@@ -301,11 +301,11 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             self.learning_rate, _mlp.level_flag(self.record_level), *self.table,
             self.A_val,
             self.C_val, self.T_val, self.scale, self.offset, _i64(permutations),
-            noise_or_empty(noise, rolling_mean is not None, 3),
+            walk_stream(stream, rolling_mean is not None),
             np.ones(n_walks) if x_tt is None else _f64(x_tt),
             rolling_mean is not None,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
-            self.weights, float(grid[0]), float(grid[1]), marginals, end_utility,
+            self.weights, marginals, end_utility,
             np.empty(n_walks), np.empty((1, 1)), np.empty((1, 1)),
             *_buffers(net.layout), True if self.joint else None,
             _mlp.depth_flag(net.layout))
@@ -360,7 +360,7 @@ class NetworkSpace:
         :func:`skdpval.kernels._mlp.party_gradient` (compiled for the fit's objective
         anyway), projected with the walk's sums in their order and clipped at
         an infinite norm (zero where not finite) by
-        :func:`skdpval.kernels._kernels.clip_l2` (the walk's), one party a call (the
+        :func:`skdpval.privacy._release.clip_l2` (the walk's), one party a call (the
         validation rows: a few ms), nothing else to compile."""
         net = self.network
         z = _f64(self._z(theta))
@@ -380,7 +380,7 @@ class NetworkSpace:
             else:
                 for i in range(len(z)):
                     gradients[j, i] = _mlp.sequential_sum(0.0, self.basis[i] * grad)
-            K.clip_l2(gradients[j:j + 1], np.inf)
+            clip_l2(gradients[j:j + 1], np.inf)
         return z - (z - gradients)
 
     def _line_rows(self, X):
@@ -419,8 +419,8 @@ class NetworkSpace:
                 else _f64(row_weights), np.arange(n_rows + 1), float(l2),
                 *self._line_penalty(), float(clip_norm), float(learning_rate), None,
                 *NO_TABLE, no_rows, no_rows, np.zeros((0, T.shape[1])), 1.0, 0.0,
-                _i64(order)[None], np.empty((0, 1, 1)), np.ones(1), False,
-                np.empty((1, 1)), np.zeros(len(order)), *NO_GRID,
+                _i64(order)[None], release_stream(), np.ones(1), False,
+                np.empty((1, 1)), np.zeros(len(order)),
                 np.zeros((1, n_rows)), np.empty(1), ends, np.empty((1, 1)),
                 np.empty((1, 1)), *_buffers(net.layout), None,
                 _mlp.depth_flag(net.layout))

@@ -1,4 +1,4 @@
-"""Numba kernels: losses, gradients, clipping, utilities and the permutation walk.
+"""Numba kernels: losses, gradients, utilities and the permutation walk.
 
 Everything here takes contiguous float64 / int64 arrays and plain scalars; the
 Python side turns strings into the integer codes below once, before any kernel
@@ -47,7 +47,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ..privacy._secure_noise import NO_GRID, release_on_grid
+from ..privacy._release import clip_l2, release_step, walk_stream
 
 # Loss codes. Margin losses (LOGISTIC, HINGE, SQUARED_HINGE, MODIFIED_HUBER,
 # PERCEPTRON) take targets in {-1, +1}, one output per class for one-vs-rest;
@@ -457,47 +457,6 @@ def party_clipped_sum(theta, X, T, row_weights, start, stop, loss, loss_param, l
                 out[k, c] += record[k, c]
 
 
-@njit(**_scalar_py)
-def clip_l2(g, clip_norm):
-    """Scale ``g`` in place to L2 norm at most ``clip_norm``; return the old norm.
-
-    A gradient that is not finite (an overflow in a private row) is set to
-    zero: its release is then pure noise, the zero-out slot, and no infinity
-    or NaN from a private row reaches the walk.
-    """
-    n_outputs, n_columns = g.shape
-    sq = 0.0
-    for k in range(n_outputs):
-        for c in range(n_columns):
-            sq += g[k, c] * g[k, c]
-    norm = np.sqrt(sq)
-    if norm == np.inf:  # the squares overflowed: measure in units of the largest
-        largest = 0.0
-        for k in range(n_outputs):
-            for c in range(n_columns):
-                largest = max(largest, abs(g[k, c]))
-        if largest < np.inf:
-            sq = 0.0
-            for k in range(n_outputs):
-                for c in range(n_columns):
-                    ratio = g[k, c] / largest
-                    sq += ratio * ratio
-            norm = largest * np.sqrt(sq)
-    if not norm < np.inf:  # NaN or infinite
-        for k in range(n_outputs):
-            for c in range(n_columns):
-                g[k, c] = 0.0
-    else:
-        # Scaled by 1 when within the norm (g * 1.0 is g): whether a release
-        # is clipped is the data's, and a mispredicted branch stalls the walks
-        # that step together.
-        scale = clip_norm / norm if norm > clip_norm else 1.0
-        for k in range(n_outputs):
-            for c in range(n_columns):
-                g[k, c] *= scale
-    return norm
-
-
 @njit(**_jit)
 def losses_and_gradients(loss, margins, T, row_weights, loss_param, dloss_out):
     """``mean_r w_r loss(margins[r], T[r])``; ``dloss_out[r]`` <- ``w_r / n``
@@ -816,19 +775,21 @@ def _margins(X_val_t, theta, out):
 @njit(**_jit)
 def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utility,
           loss_param, l2, l1, n_penalized, clip_norm, learning_rate,
-          total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
+          total_sum_squares, starts, permutations, stream, x_tt, use_rolling,
           rolling_mean, weights, record_level, marginals, end_utility, theta,
-          update, record, margin_buf, dloss_buf, margins, scratch, grid, grid_bound):
+          update, update_flat, record, margin_buf, dloss_buf, margins, scratch):
     """Walk ``b`` starts from ``starts[b % len(starts)]`` and steps through the
     parties ``permutations[b]``; ``theta`` ends as the last walk's parameters.
 
     ``record_level``: a party's release is the sum of its rows' clipped
     gradients plus the noise, divided by its number of rows (the mean of
     its clipped records); otherwise its mean-loss gradient clipped once,
-    plus the noise."""
+    plus the noise. The release is the privacy layer's
+    (:func:`skdpval.privacy._release.release_step`, from ``stream``), on
+    ``update_flat``, a flat view of ``update``; ``rolling_mean`` is
+    ``(n_parties, n_outputs * n_columns)``."""
     n_outputs, n_columns = theta.shape
     n_walks, n_steps = permutations.shape
-    has_noise = noise.shape[0] == n_walks
 
     for b in range(n_walks):
         start = starts[b % starts.shape[0]]
@@ -852,29 +813,11 @@ def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utilit
                                loss, loss_param, l2, l1, n_penalized, margin_buf,
                                dloss_buf, update)
                 clip_l2(update, clip_norm)
-            if has_noise:
-                # The release: the clipped gradient on the grid plus the
-                # party's own integer noise, times the grid.
-                for k in range(n_outputs):
-                    for c in range(n_columns):
-                        update[k, c] = release_on_grid(
-                            update[k, c], noise[b, j, k, c], grid, grid_bound)
-            if record_level:
-                # The mean of the party's records (post-processing of the
-                # noisy sum): its noise std is the sum's over its size.
-                inverse = 1.0 / (offsets[j + 1] - offsets[j])
-                for k in range(n_outputs):
-                    for c in range(n_columns):
-                        update[k, c] *= inverse
-            if use_rolling:
-                # Use x_tt * release + (1 - x_tt) * mean of the party's past
-                # releases; hand the raw release back for the next mean.
-                for k in range(n_outputs):
-                    for c in range(n_columns):
-                        raw = update[k, c]
-                        noise[b, j, k, c] = raw
-                        update[k, c] = (fresh * raw
-                                        + (1.0 - fresh) * rolling_mean[j, k, c])
+            # The release (with x_tt * release + (1 - x_tt) * the mean of
+            # the party's past releases when rolling).
+            release_step(update_flat, stream, b, j, record_level,
+                         offsets[j + 1] - offsets[j], use_rolling, fresh,
+                         rolling_mean)
             for k in range(n_outputs):
                 for c in range(n_columns):
                     theta[k, c] -= learning_rate * update[k, c]
@@ -888,17 +831,6 @@ def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utilit
 
 
 # --- Python wrappers ------------------------------------------------------------
-
-def noise_or_empty(noise, use_rolling, ndim):
-    """A walk's ``noise``, or without noise an empty array of ``ndim``
-    dimensions; a rolling mean needs noise (the kernels write each release
-    into it, and would write past an empty one)."""
-    if noise is not None:
-        return noise
-    if use_rolling:
-        raise ValueError("a rolling mean needs noise to roll")
-    return np.empty((0,) + (1,) * (ndim - 1))
-
 
 def _f64(a):
     return np.ascontiguousarray(a, dtype=np.float64)
@@ -949,8 +881,7 @@ def kernel_codes(loss, utility, n_outputs):
 def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
               loss_param, l2, n_penalized, l1=0.0, row_weights=None, clip_norm,
               learning_rate, total_sum_squares, starts, permutations, weights,
-              noise=None, x_tt=None, rolling_mean=None, record_level=False,
-              grid=NO_GRID):
+              stream=None, x_tt=None, rolling_mean=None, record_level=False):
     """Call the walk kernel with its buffers; return (marginals, end_utility, theta).
 
     Every kernel entry point of a fit goes through here, so that a fit
@@ -959,30 +890,28 @@ def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
     n_walks = permutations.shape[0]
     n_outputs, n_columns = starts.shape[1:]
     use_rolling = rolling_mean is not None
-    if noise is None:
-        noise = noise_or_empty(noise, use_rolling, 4)
-    elif not (noise.dtype == np.float64 and noise.flags.c_contiguous
-              and noise.flags.writeable):
-        raise ValueError("noise must be a writeable C-contiguous float64 array")
+    stream = walk_stream(stream, use_rolling)
     marginals = np.empty((n_walks, offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
     theta = np.empty((n_outputs, n_columns))
+    update = np.empty_like(theta)
     _walk(X, T, unit_weights(len(X)) if row_weights is None else _f64(row_weights),
           offsets, X_val_t, T_val_t, labels_val,
           *kernel_codes(loss, utility, n_outputs), loss_param, l2, float(l1),
           n_penalized,
-          clip_norm, learning_rate, total_sum_squares, starts, _i64(permutations), noise,
-          np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
-          np.empty((1, 1, 1)) if rolling_mean is None else _f64(rolling_mean),
+          clip_norm, learning_rate, total_sum_squares, starts, _i64(permutations),
+          stream, np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
+          np.empty((1, 1)) if rolling_mean is None
+          else _f64(rolling_mean).reshape(len(rolling_mean), -1),
           weights, bool(record_level), marginals, end_utility, theta,
-          np.empty_like(theta), np.empty_like(theta),
+          update, update.reshape(-1), np.empty_like(theta),
           np.empty(n_outputs), np.empty(n_outputs),
           np.empty((n_outputs, X_val_t.shape[1])),
-          validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
+          validation_scratch(len(labels_val)))
     return marginals, end_utility, theta
 
 
-def walk(problem, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
+def walk(problem, permutations, stream, x_tt, rolling_mean):
     """Run the G-Shapley walk along each permutation of a block, independently.
 
     Parameters
@@ -990,19 +919,16 @@ def walk(problem, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
     problem : WalkProblem
         The data and settings (see ``skdpval.walks._walk``), already contiguous.
     permutations : ndarray of shape (n_walks, n_parties)
-    noise : ndarray of shape (n_walks, n_parties, n_outputs, n_columns) or None
-        Each party's integer noise (as doubles), indexed by party (not
-        position). With ``rolling_mean`` it is overwritten with the raw
-        releases.
+    stream : tuple or None
+        The release stream (:func:`skdpval.privacy._release.release_stream`):
+        each party's integer noise, indexed by party (not position), and the
+        grid; None: no noise. With ``rolling_mean`` its noise is overwritten
+        with the raw releases.
     x_tt : ndarray of shape (n_walks,)
         Weight of the fresh release; the rest goes to ``rolling_mean``.
     rolling_mean : ndarray of shape (n_parties, n_outputs, n_columns) or None
         Each party's mean of its earlier raw releases (read only); ``None`` for
         i.i.d. releases.
-    grid : (float, float)
-        ``(gamma, bound)``: a release is ``gamma * (a + m)``, ``a`` the clipped
-        gradient over ``gamma`` rounded and clamped to ``bound``
-        (:func:`skdpval.privacy._secure_noise.release_on_grid`).
 
     Returns
     -------
@@ -1018,8 +944,8 @@ def walk(problem, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
         row_weights=p.row_weights, n_penalized=p.n_penalized, clip_norm=p.clip_norm,
         learning_rate=p.learning_rate, total_sum_squares=p.total_sum_squares,
         starts=p.theta_init[None], permutations=permutations, weights=p.weights,
-        noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
-        record_level=p.record_level, grid=grid)
+        stream=stream, x_tt=x_tt, rolling_mean=rolling_mean,
+        record_level=p.record_level)
     return marginals, end_utility
 
 

@@ -28,9 +28,10 @@ import numpy as np
 from numba import njit
 
 from ._kernels import (LOGISTIC, MULTINOMIAL, _f64, _jit, _logistic_dloss, _scalar,
-    _scalar_py, clip_l2, softplus, utility_of_margins)
+    _scalar_py, softplus, utility_of_margins)
 from ._line import horner5
-from ._subspace import release_tail, walk_start
+from ._subspace import walk_start
+from ..privacy._release import clip_l2, release_step
 
 IDENTITY, LOGISTIC_UNIT, TANH, RELU = 0, 1, 2, 3
 ACTIVATIONS = {"identity": IDENTITY, "logistic": LOGISTIC_UNIT, "tanh": TANH,
@@ -534,8 +535,8 @@ def validation_utility(theta, layout, X_val, act, units, margins, T_val_t,
 @njit(**_jit)
 def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets,
          X_val, T_val_t, labels_val, utility, utility_loss, total_sum_squares, l2,
-         clip_norm, learning_rate, record_level, starts, permutations, noise, x_tt,
-         use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
+         clip_norm, learning_rate, record_level, starts, permutations, stream, x_tt,
+         use_rolling, rolling_mean, weights, marginals,
          end_utility, ends, theta, grad, record, update, units, deltas, margins,
          scratch):
     """The network's walk in the full space (``projected`` False: the released
@@ -546,7 +547,6 @@ def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets
     at every step (``utility``, ``utility_loss`` as
     :func:`skdpval.kernels._kernels.kernel_codes` gives them)."""
     n_walks, n_steps = permutations.shape
-    has_noise = noise.shape[0] == n_walks
     dim = update.shape[0]
     n_params = theta.shape[0]
     n_val = labels_val.shape[0]
@@ -571,9 +571,9 @@ def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets
             _clipped_statistic(theta, basis, projected, layout, X, T, row_weights,
                                offsets[j], offsets[j + 1], act, loss, l2, clip_norm,
                                record_level, units, deltas, grad, record, update)
-            release_tail(update, noise, b, j, has_noise, grid, grid_bound,
-                         record_level, offsets[j + 1] - offsets[j], use_rolling,
-                         fresh, rolling_mean)
+            release_step(update, stream, b, j, record_level,
+                         offsets[j + 1] - offsets[j], use_rolling, fresh,
+                         rolling_mean)
             for i in range(dim):
                 z[i] -= learning_rate * update[i]
             if projected:
@@ -725,8 +725,8 @@ def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, los
 def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offsets,
               l2, penalty0, penalty1, clip_norm, learning_rate, record_level, nodes,
               data, first, inv_cell, A_val, C_val, T_val, scale, offset, permutations,
-              noise,
-              x_tt, use_rolling, rolling_mean, weights, grid, grid_bound, marginals,
+              stream,
+              x_tt, use_rolling, rolling_mean, weights, marginals,
               end_utility, ends, update_2d, record_2d, u0, u1, u2, d1, joint,
               deep=True):
     """The walk along ``theta0 + z b`` from ``z = 0``: the releases and steps of
@@ -741,7 +741,6 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
     ``record_2d`` are ``(1, 1)`` buffers (a reshape in a kernel costs 0.2
     s of compilation)."""
     n_walks, n_steps = permutations.shape
-    has_noise = noise.shape[0] == n_walks
     update, record = update_2d[0], record_2d[0]
     # Every walk starts at z = 0 (without a table this is a validation pass).
     start_utility = line_utility(0.0, nodes, data, first, inv_cell, A_val, C_val,
@@ -772,9 +771,8 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
             if joint is not None:
                 own = (update[0] / (stop - start) if record_level is not None
                        else update[0])
-            release_tail(update, noise, b, j, has_noise, grid, grid_bound,
-                         record_level is not None, stop - start, use_rolling, fresh,
-                         rolling_mean)
+            release_step(update, stream, b, j, record_level is not None,
+                         stop - start, use_rolling, fresh, rolling_mean)
             z_old = z
             z -= learning_rate * update[0]
             current = line_utility(z, nodes, data, first, inv_cell, A_val, C_val,

@@ -43,13 +43,13 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ._kernels import (_exps_libm, _f64, _jit, _scalar, clip_l2, kernel_codes,
+from ._kernels import (_exps_libm, _f64, _jit, _scalar, kernel_codes,
     logistic_loss_sums_numpy, logistic_losses_and_gradients_numpy, losses_and_gradients,
-    noise_or_empty, one_row_each, pad_columns, padded_length, prefetch, sample_dloss,
+    one_row_each, pad_columns, padded_length, prefetch, sample_dloss,
     unit_weights, utility_of_margins, validation_scratch)
 from . import _line
 from ._first_use import plan, twin_of, use_twin
-from ..privacy._secure_noise import NO_GRID, release_on_grid
+from ..privacy._release import clip_l2, release_step, walk_stream
 from ..walks._walk import PartiesByOffsets
 
 # The walk along a line prefetches what its walks read this many steps on,
@@ -167,19 +167,18 @@ def _one_row_a_party(offsets):
 # s of a first fit's compilation).
 @njit(inline="always", **_jit)
 def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
-              penalty, l1, penalised_basis, clip_norm, record_level, noise, b0,
-              parties, has_noise, use_rolling, x_tt, rolling_mean, margin_buf,
-              dloss_buf, record, update, grid, grid_bound, joint, exact, general):
+              penalty, l1, penalised_basis, clip_norm, record_level, stream, b0,
+              parties, use_rolling, x_tt, rolling_mean, margin_buf,
+              dloss_buf, record, update, joint, exact, general):
     """``update[g]`` <- the combination of party ``parties[g]``'s releases that
     moves walk ``b0 + g`` from ``z[g]``, for each of the walks ``g``.
 
     The release: the party's clipped projected gradient (at record level, the
-    sum of its records' clipped gradients) on the grid plus its integer noise
-    ``noise[b, j]``, times the grid (:func:`release_on_grid`); at record level
-    then divided by the party's size (post-processing). With
-    ``use_rolling``: ``x_tt[b] * release + (1 - x_tt[b]) *`` the party's mean
-    of its earlier releases, and the raw release is handed back in
-    ``noise[b, j]`` for the next mean. Both walks of this module step here.
+    sum of its records' clipped gradients) released from ``stream`` by the
+    privacy layer (:func:`skdpval.privacy._release.release_step`: on the grid
+    with its noise; at record level then divided by the party's size; with
+    ``use_rolling`` combined, ``x_tt[b] * release + (1 - x_tt[b]) *`` the
+    party's mean of its earlier releases). Both walks of this module step here.
 
     ``general`` None: every step is :func:`_scalar_gradient`'s
     (:func:`scalar_flag`), and the general path is compiled out.
@@ -228,37 +227,9 @@ def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
                 exact[g, i] = update[g, i] * inverse
     for g in range(n_walks):
         b, j = b0 + g, parties[g]
-        release_tail(update[g], noise, b, j, has_noise, grid, grid_bound,
-                     record_level is not None,
+        release_step(update[g], stream, b, j, record_level is not None,
                      offsets[j + 1] - offsets[j] if record_level is not None else 1,
-                     use_rolling,
-                     x_tt[b] if use_rolling else 1.0, rolling_mean)
-
-
-@njit(**_scalar)
-def release_tail(update, noise, b, j, has_noise, grid, grid_bound, record_level,
-                 size, use_rolling, fresh, rolling_mean):
-    """The release of party ``j`` from its clipped statistic ``update`` (1-D),
-    in place: on the grid plus its integer noise ``noise[b, j]``
-    (:func:`release_on_grid`); at record level divided by the party's
-    ``size`` (post-processing); with ``use_rolling``, ``fresh * release +
-    (1 - fresh) *`` its mean of earlier releases, the raw release handed back
-    in ``noise[b, j]`` for the next mean. Every walk in a public subspace
-    (and the networks' walks) releases here."""
-    m = update.shape[0]
-    if has_noise:
-        for i in range(m):
-            update[i] = release_on_grid(update[i], noise[b, j, i], grid, grid_bound)
-    if record_level:
-        # The mean of the party's records (post-processing).
-        inverse = 1.0 / size
-        for i in range(m):
-            update[i] *= inverse
-    if use_rolling:
-        for i in range(m):
-            raw = update[i]
-            noise[b, j, i] = raw
-            update[i] = fresh * raw + (1.0 - fresh) * rolling_mean[j, i]
+                     use_rolling, x_tt[b] if use_rolling else 1.0, rolling_mean)
 
 
 @njit(**_scalar)
@@ -333,16 +304,15 @@ def _gradient_steps(F, T, row_weights, offsets, loss, loss_param, l2, penalty,
 @njit(**_jit)
 def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
           loss_param, l2, penalty, l1, penalised_basis, clip_norm, learning_rate,
-          total_sum_squares, starts, permutations, noise, x_tt, use_rolling,
+          total_sum_squares, starts, permutations, stream, x_tt, use_rolling,
           rolling_mean, weights, record_level, marginals, end_utility, ends,
-          update, record, margin_buf, dloss_buf, margins, scratch, grid, grid_bound):
+          update, record, margin_buf, dloss_buf, margins, scratch):
     """Walk ``b`` starts from ``z = starts[b % len(starts)]``, steps through the
     parties ``permutations[b]`` and leaves its parameters in ``ends[b]``.
     ``record_level`` as in :func:`skdpval.kernels._kernels._walk`. Buffers come from
     the caller."""
     m, n_outputs, n_rows = F_val.shape
     n_walks, n_steps = permutations.shape
-    has_noise = noise.shape[0] == n_walks
     one_row = _one_row_a_party(offsets)
 
     for b in range(n_walks):
@@ -357,9 +327,9 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
             _releases(ends[b:b + 1], F, T, row_weights, offsets, one_row, loss,
                       loss_param,
                       l2, penalty, l1, penalised_basis, clip_norm, record_level,
-                      noise, b, permutations[b, position:position + 1], has_noise,
+                      stream, b, permutations[b, position:position + 1],
                       use_rolling, x_tt, rolling_mean, margin_buf, dloss_buf, record,
-                      update, grid, grid_bound, None, update, True)
+                      update, None, update, True)
             for i in range(m):
                 step = learning_rate * update[0, i]
                 z[i] -= step
@@ -380,9 +350,9 @@ def _walk(F, T, row_weights, offsets, F_val, T_val_t, labels_val, loss, utility,
 def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                penalised_basis, clip_norm, learning_rate, kind, lo, inv_h, table,
                quad, s_val, permutations,
-               noise, x_tt, use_rolling, rolling_mean, weights, record_level,
+               stream, x_tt, use_rolling, rolling_mean, weights, record_level,
                marginals, end_utility, ends, update, record, margin_buf,
-               dloss_buf, grid, grid_bound, joint, exact, general, prefetching):
+               dloss_buf, joint, exact, general, prefetching):
     """:func:`_walk` for one direction and one output from ``z = 0``, with the
     utility read along the line (:mod:`skdpval.kernels._line`): the same releases and
     steps, O(1) a step in the validation set's size.
@@ -406,7 +376,10 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     :func:`prefetch_flag`).
     """
     n_walks, n_steps = permutations.shape
-    has_noise = noise.shape[0] == n_walks
+    # The stream's slots are prefetched (a cache hint: only the release step
+    # reads them).
+    slots = stream[0]
+    has_noise = slots.shape[0] == n_walks
     start = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0)
     for b in range(n_walks):
         ends[b, 0] = 0.0
@@ -427,16 +400,16 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                 else:
                     prefetch(offsets, (j,))
                 if has_noise:
-                    prefetch(noise, (b, j, 0))
+                    prefetch(slots, (b, j, 0))
                 if use_rolling:
                     prefetch(rolling_mean, (j, 0))
                 prefetch(marginals, (b, j))
         _releases(ends, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
                   penalty,
-                  l1, penalised_basis, clip_norm, record_level, noise, 0,
-                  permutations[:, position], has_noise, use_rolling, x_tt,
-                  rolling_mean, margin_buf, dloss_buf, record, update, grid,
-                  grid_bound, joint, exact, general)
+                  l1, penalised_basis, clip_norm, record_level, stream, 0,
+                  permutations[:, position], use_rolling, x_tt,
+                  rolling_mean, margin_buf, dloss_buf, record, update,
+                  joint, exact, general)
         weight = weights[position]
         for b in range(n_walks):
             z_old = ends[b, 0]
@@ -518,9 +491,9 @@ def joint_flag(joint):
 
 def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
               loss_param, l2, penalty, clip_norm, learning_rate,
-              total_sum_squares, permutations, weights, starts=None, noise=None,
+              total_sum_squares, permutations, weights, starts=None, stream=None,
               x_tt=None, rolling_mean=None, record_level=False, l1=0.0,
-              l1_basis=None, row_weights=None, grid=NO_GRID):
+              l1_basis=None, row_weights=None):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
     The fit's set-up (utilities, gradients, the learning-rate search's SGD
@@ -531,7 +504,7 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
     n_walks = permutations.shape[0]
     m, n_outputs = F_val.shape[:2]
     use_rolling = rolling_mean is not None
-    noise = noise_or_empty(noise, use_rolling, 3)
+    stream = walk_stream(stream, use_rolling)
     marginals = np.empty((n_walks, offsets.shape[0] - 1))
     end_utility = np.empty(n_walks)
     ends = np.empty((n_walks, m))
@@ -544,18 +517,18 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
             *kernel_codes(loss, utility, n_outputs), loss_param, l2, penalty,
             float(l1), _f64(l1_basis), clip_norm, learning_rate, total_sum_squares,
             np.zeros((1, m)) if starts is None else _f64(starts),
-            np.ascontiguousarray(permutations, np.int64), noise,
+            np.ascontiguousarray(permutations, np.int64), stream,
             np.ones(n_walks) if x_tt is None else _f64(x_tt), use_rolling,
             np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
             weights, level_flag(record_level), marginals, end_utility, ends,
             np.empty((1, m)), np.empty(m), np.empty(n_outputs),
             np.empty(n_outputs), np.empty((n_outputs, F_val.shape[2])),
-            validation_scratch(len(labels_val)), float(grid[0]), float(grid[1]))
+            validation_scratch(len(labels_val)))
     _walk(*call)
     return marginals, end_utility, ends
 
 
-def _line_walk_numpy(p, permutations, noise, x_tt, rolling_mean, grid, marginals,
+def _line_walk_numpy(p, permutations, stream, x_tt, rolling_mean, marginals,
                      end_utility):
     """:func:`_line_walk` in numpy where numba compiles it alone (the
     default's: binary logistic along its table, one row a party, sample
@@ -564,9 +537,9 @@ def _line_walk_numpy(p, permutations, noise, x_tt, rolling_mean, grid, marginals
     order (Python floats' libm exp for its exp), so the same bits."""
     line = p.line
     n_walks, n_steps = permutations.shape
-    has_noise = noise is not None
+    noise, gamma, bound = stream
+    has_noise = noise.shape[0] > 0
     use_rolling = rolling_mean is not None
-    gamma, bound = float(grid[0]), float(grid[1])
     c, t, w = p.F[:, 0, 0], p.T[:, 0], p.row_weights
     shrink, rate, clip = float(p.penalty[0, 0]), p.learning_rate, p.clip_norm
     walks = np.arange(n_walks)
@@ -638,20 +611,21 @@ def plan_line_walk(p, n_permutations, batch_permutations):
                      n_permutations * p.n_parties * TWIN_SECONDS_PER_STEP))
 
 
-def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
+def _run_line_walk(p, permutations, stream, x_tt, rolling_mean):
     """:func:`_line_walk` with its buffers; returns (marginals, end_utility).
     The default's walk runs in numpy until its kernel is compiled, when
     small (:mod:`skdpval.kernels._first_use`)."""
     n_walks = permutations.shape[0]
     line = p.line
+    stream = walk_stream(stream, rolling_mean is not None)
     marginals = np.empty((n_walks, p.n_parties))
     end_utility = np.empty(n_walks)
     if (_has_line_walk_twin(p)
             and use_twin(_line_walk, permutations.size, TWIN_MAX_WALK_STEPS)):
         with twin_of(_line_walk):
-            _line_walk_numpy(p, np.ascontiguousarray(permutations, np.int64), noise,
+            _line_walk_numpy(p, np.ascontiguousarray(permutations, np.int64), stream,
                              None if x_tt is None else _f64(x_tt), rolling_mean,
-                             grid, marginals, end_utility)
+                             marginals, end_utility)
         return marginals, end_utility
     _line_walk(p.F, p.T, p.row_weights, p.offsets,
                kernel_codes(p.loss, p.utility, p.F.shape[2])[0], p.loss_param, p.l2,
@@ -661,14 +635,12 @@ def _run_line_walk(p, permutations, noise, x_tt, rolling_mean, grid):
                line.quad, line.s_val,
                np.ascontiguousarray(permutations, np.int32 if
                                     permutations.dtype == np.int32 else np.int64),
-               noise_or_empty(noise, rolling_mean is not None, 3),
-               np.ones(n_walks) if x_tt is None else _f64(x_tt),
+               stream, np.ones(n_walks) if x_tt is None else _f64(x_tt),
                rolling_mean is not None,
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
                p.weights, level_flag(p.record_level), marginals, end_utility,
                np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
-               np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), float(grid[0]),
-               float(grid[1]), joint_flag(p.joint),
+               np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), joint_flag(p.joint),
                np.empty((n_walks, 1) if p.joint else (1, 1)), p.general,
                prefetch_flag(p.offsets))
     return marginals, end_utility
@@ -723,20 +695,19 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
         # Sent to workers (Dask, loky) in its compact form (:func:`packed`).
         return _unpacked_problem, (packed(self),)
 
-    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
+    def walk(self, permutations, stream, x_tt, rolling_mean):
         """Run the walk along each permutation; see :func:`skdpval.kernels._kernels.walk`."""
         if self.line is not None:
-            return _run_line_walk(self, permutations, noise, x_tt, rolling_mean,
-                                  grid)
+            return _run_line_walk(self, permutations, stream, x_tt, rolling_mean)
         marginals, end_utility, _ = _run_walk(
             self.F, self.T, self.offsets, self.F_val, self.T_val_t,
             self.labels_val, loss=self.loss, utility=self.utility,
             loss_param=self.loss_param, l2=self.l2, penalty=self.penalty,
             clip_norm=self.clip_norm, learning_rate=self.learning_rate,
             total_sum_squares=self.total_sum_squares, permutations=permutations,
-            weights=self.weights, noise=noise, x_tt=x_tt, rolling_mean=rolling_mean,
+            weights=self.weights, stream=stream, x_tt=x_tt, rolling_mean=rolling_mean,
             l1=self.l1, l1_basis=self.l1_basis, row_weights=self.row_weights,
-            record_level=self.record_level, grid=grid)
+            record_level=self.record_level)
         return marginals, end_utility
 
 
@@ -887,7 +858,7 @@ def _logistic_dloss_python(m, t):
 
 
 def _clip_python(g, clip_norm):
-    """:func:`skdpval.kernels._kernels.clip_l2` of one coordinate in Python floats."""
+    """:func:`skdpval.privacy._release.clip_l2` of one coordinate in Python floats."""
     norm = math.sqrt(0.0 + g * g)
     if norm == math.inf:
         largest = max(0.0, abs(g))

@@ -28,7 +28,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ..kernels import _kernels
+from ._release import clip_l2
 
 
 def check_compression(compression, n_params):
@@ -70,13 +70,13 @@ def clip(g, clipping, clip_norm):
 
     What is not finite (an overflow in a private row) becomes zero: the NaN
     coordinates, or under L2 clipping the whole gradient (as the walk's
-    :func:`~skdpval.kernels._kernels.clip_l2` does), whose release is then pure
+    :func:`~skdpval.privacy._release.clip_l2` does), whose release is then pure
     noise (the zero-out slot).
     """
     if clipping == "coordinate":
         return np.clip(np.nan_to_num(g, nan=0.0), -clip_norm, clip_norm)
     clipped = np.array(g, dtype=np.float64).reshape(1, -1)
-    _kernels.clip_l2(clipped, clip_norm)
+    clip_l2(clipped, clip_norm)
     return clipped.ravel()
 
 

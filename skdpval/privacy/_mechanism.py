@@ -40,8 +40,9 @@ from ._accounting import (MAX_SAMPLER_SHARE, add_record_level, chosen_epsilon,
     largest_supported_epsilon, noisy_label_auc_limit, pure_dp_mu,
     validation_set_statement)
 from ._noise import gaussian_noise, laplace_noise, noise_source
-from ._secure_noise import (Grid, check_noise_std, noise_key, releases_on_grid,
-    rounded_gaussian_eta, sampler_delta)
+from ._release import releases_on_grid
+from ._secure_noise import (Grid, check_noise_std, noise_key, rounded_gaussian_eta,
+    sampler_delta)
 from ..exceptions import NoiseSeedWarning
 
 # delta="auto": this, or 1 / (10 n) for n protected units when that is smaller.

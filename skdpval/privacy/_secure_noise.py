@@ -420,33 +420,6 @@ def check_noise_std(noise_std, grid, parameters):
     return noise_std
 
 
-@njit(**_jit)
-def release_on_grid(value, m, gamma, bound):
-    """``gamma * (a + m)``, ``a = rint(value / gamma)`` clamped to ``[-bound, bound]``.
-
-    The integer ``a + m`` is formed first, so the double depends on it alone;
-    adding ``0.0`` turns a zero release's ``-0.0`` (the sign of a small
-    negative statistic, rounded to ``a = -0.0``, with ``m = -0.0``) into
-    ``+0.0``. ``gamma = 0`` is no grid: ``value + m`` (for tests that pass
-    their own noise; the estimators always release on a grid).
-    """
-    if gamma == 0.0:
-        return value + m
-    a = np.rint(value / gamma)
-    if a > bound:
-        a = bound
-    elif a < -bound:
-        a = -bound
-    return gamma * (a + m) + 0.0
-
-
-@njit(**_jit)
-def releases_on_grid(values, m, gamma, bound, out):
-    for i in range(values.shape[0]):
-        out[i] = release_on_grid(values[i], m[i], gamma, bound)
-    return out
-
-
 def sampler_delta(eta, n_draws, epsilon):
     """What a sampler within ``eta`` (TV) per draw adds to delta: a party's
     ``n_draws`` draws are within ``n_draws eta``, and a mechanism within TV

@@ -19,7 +19,8 @@ from ..privacy._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ..families._models import (check_target_domain, model_spec, public_params,
     row_weights)
 from ..privacy._noise import secret_seed_sequence
-from ..privacy._secure_noise import FEDERATED, releases_on_grid
+from ..privacy._release import releases_on_grid
+from ..privacy._secure_noise import FEDERATED
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ..privacy._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
     with_threat_model_doc)

@@ -64,7 +64,8 @@ from ..privacy._accounting import gdp_mu
 from ..families._data import kernel_targets, with_intercept
 from ..families._models import (TARGET_SCALE_DEGREE, model_spec, public_params,
     row_weights)
-from ..privacy._secure_noise import PUBLIC_FIT, releases_on_grid
+from ..privacy._release import clip_l2, releases_on_grid
+from ..privacy._secure_noise import PUBLIC_FIT
 
 PUBLIC_MODEL_OPTIONS = ("auto", "validation", "private")
 
@@ -181,7 +182,7 @@ def clipped_gradient_sum(theta, X, T, row_weights, offsets, loss, loss_param, l2
         K.party_gradient(theta, X, T, row_weights, offsets[j], offsets[j + 1], loss,
                          loss_param, l2, l1, n_penalized, margin_buf, dloss_buf,
                          party)
-        K.clip_l2(party, clip)
+        clip_l2(party, clip)
         for k in range(n_outputs):
             for c in range(n_columns):
                 out[k, c] += np.int64(np.rint(party[k, c] * inverse_unit))
@@ -200,7 +201,7 @@ def clipped_row_gradient_sum(theta, X, T, row_weights, loss, loss_param, l2,
     theta_pen`` (``a`` its weighted loss derivative), whose norm follows from
     ``|x|^2``, ``x . theta_pen`` and ``|theta_pen|^2`` (summed in the pass
     that forms the margin). A gradient that is not finite counts as zero (as
-    :func:`skdpval.kernels._kernels.clip_l2` sets it)."""
+    :func:`skdpval.privacy._release.clip_l2` sets it)."""
     n_columns = theta.shape[1]
     coef = theta[0]
     pen_sq = 0.0

@@ -3,8 +3,10 @@
 A *walk problem* is any picklable object with ``n_parties``,
 ``release_shape`` (the shape of one party's release, e.g. ``(n_outputs,
 n_columns)`` for the full-space walk) and a method ``walk(permutations,
-noise, x_tt, rolling_mean)`` returning ``(marginals, end_utility)`` (see
-:func:`skdpval.kernels._kernels.walk`). :class:`WalkProblem` is the full-space one.
+stream, x_tt, rolling_mean)`` returning ``(marginals, end_utility)`` (see
+:func:`skdpval.kernels._kernels.walk`; ``stream`` is the privacy layer's
+release stream, :func:`skdpval.privacy._release.release_stream`).
+:class:`WalkProblem` is the full-space one.
 
 Permutations run in waves of ``batch_permutations``. The permutations of a
 wave are independent and run in parallel; with a rolling mean all of them
@@ -57,7 +59,8 @@ from threadpoolctl import ThreadpoolController
 
 from ..kernels import _kernels, _orders
 from ..privacy._noise import gaussian_noise
-from ..privacy._secure_noise import NO_GRID, WALK
+from ..privacy._release import release_stream
+from ..privacy._secure_noise import WALK
 from ..kernels._reduction import (NodeSums, merge_sums, reduce_tree, reduce_walked,
     tree_nodes)
 
@@ -94,8 +97,8 @@ class WalkProblem(PartiesByOffsets, _WalkProblemFields):
         n_outputs, n_columns = self.theta_init.shape
         return self.n_parties * (n_columns + 1) * n_outputs * self.X_val_t.shape[1]
 
-    def walk(self, permutations, noise, x_tt, rolling_mean, grid=NO_GRID):
-        return _kernels.walk(self, permutations, noise, x_tt, rolling_mean, grid)
+    def walk(self, permutations, stream, x_tt, rolling_mean):
+        return _kernels.walk(self, permutations, stream, x_tt, rolling_mean)
 
 
 WalkResult = namedtuple("WalkResult", [
@@ -140,11 +143,12 @@ def stream_words(seed_sequence, n_streams):
 class SeededDraws:
     """The draws of permutations ``lo .. hi - 1`` from their own streams (picklable).
 
-    The walk's draw protocol: ``has_noise``, ``grid`` (``(gamma, bound)``,
-    see :func:`skdpval.privacy._secure_noise.release_on_grid`) and ``draw(lo, hi,
-    noise_out)`` returning the orders ``(hi - lo, n_parties)`` and filling
-    ``noise_out`` ``(hi - lo, n_parties, ...)`` (None without noise) with
-    the integer noise ``m`` of each release (as doubles). Permutation ``t``
+    The walk's draw protocol: ``has_noise`` and ``draw(lo, hi, releases)``
+    returning the orders ``(hi - lo, n_parties)`` and the release stream of
+    the walks (:func:`skdpval.privacy._release.release_stream`), whose noise
+    it draws into ``releases`` ``(hi - lo, n_parties, ...)`` (None without
+    noise; with a rolling mean the walk leaves the raw releases there).
+    Permutation ``t``
     has its own streams, so results do not depend on how permutations are
     grouped or scheduled: its order from the ``t``-th stream of
     ``order_seed`` (a SeedSequence, public: ``random_state``;
@@ -160,7 +164,7 @@ class SeededDraws:
         self.n_parties = n_parties
         self.noise_std = noise_std
         self.has_noise = noise_std > 0
-        self.grid = NO_GRID if grid is None else (grid.gamma, grid.bound)
+        self.grid = grid
         self.order_dtype = np.int64
 
     def with_orders(self, dtype):
@@ -169,12 +173,14 @@ class SeededDraws:
         draw.order_dtype = dtype
         return draw
 
-    def __call__(self, lo, hi, noise_out):
-        if noise_out is not None:
-            gaussian_noise(self.noise_key, WALK, lo, hi, self.noise_std / self.grid[0],
-                           noise_out.reshape(hi - lo, -1))
-        return _orders.permutations(self.order_words[lo:hi], self.n_parties,
-                                    self.order_dtype)
+    def __call__(self, lo, hi, releases):
+        if releases is not None:
+            gaussian_noise(self.noise_key, WALK, lo, hi, self.noise_std / self.grid.gamma,
+                           releases.reshape(hi - lo, -1))
+        return (_orders.permutations(self.order_words[lo:hi], self.n_parties,
+                                     self.order_dtype),
+                release_stream(releases, self.grid) if releases is not None
+                else release_stream())
 
 
 # --- a node's walk ---------------------------------------------------------------
@@ -204,11 +210,11 @@ def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
     keep_raw = rolling_mean is not None
 
     def walk_subtree(a, b):
-        noise = np.empty((b - a, n_parties, *shape)) if draw.has_noise else None
-        marginals, end_utility = problem.walk(
-            draw(a, b, noise), noise, x_tt[a - lo:b - lo], rolling_mean,
-            getattr(draw, "grid", NO_GRID))
-        return NodeSums(*reduce_walked(noise if keep_raw else None, marginals,
+        releases = np.empty((b - a, n_parties, *shape)) if draw.has_noise else None
+        orders, stream = draw(a, b, releases)
+        marginals, end_utility = problem.walk(orders, stream, x_tt[a - lo:b - lo],
+                                              rolling_mean)
+        return NodeSums(*reduce_walked(releases if keep_raw else None, marginals,
                                        counted[a - lo:b - lo]), end_utility)
 
     with _diverged_walks_are_reported_later():
