@@ -9,9 +9,10 @@ replace-one GDP ``mu`` the audit finds, the claim (what the estimator, or
 privacy_spent for the cleaning step, reports), and whether the audit finds
 more than the claim (it must at x0.5, must not at x1.0). The noise is scaled
 where it is drawn: every module of the package that holds
-:func:`skdpval.privacy._noise.gaussian_noise` (the walk's draws, which the network
-walks share, the federated rounds and the label score) gets a wrapper that
-scales its ``std`` argument, found by name in the function's own signature.
+:func:`skdpval.privacy._noise.gaussian_noise` (the privacy mechanism's, where
+every Gaussian draw is made: the walks', which the network walks share, the
+federated rounds and the label score) gets a wrapper that scales its ``std``
+argument, found by name in the function's own signature.
 """
 
 import functools
@@ -33,13 +34,13 @@ from test_audit_paths import AUDITS, N_FITS, claim  # noqa: E402
 
 DRAW = _noise.gaussian_noise
 # The sites the audits must reach; a rename or a new import path fails here.
-EXPECTED_SITES = {"skdpval.walks._walk", "skdpval.valuation._federated", "skdpval.valuation._label_quality"}
+EXPECTED_SITES = {"skdpval.privacy._mechanism"}
 
 
 def draw_sites():
     """Every module of skdpval whose global ``gaussian_noise`` is the draw."""
     sites = []
-    for info in pkgutil.iter_modules(skdpval.__path__, "skdpval."):
+    for info in pkgutil.walk_packages(skdpval.__path__, "skdpval."):
         module = importlib.import_module(info.name)
         sites += [(module, name) for name, value in vars(module).items()
                   if value is DRAW]

@@ -73,7 +73,8 @@ from skdpval import DPDataValuator
 from skdpval.kernels import _kernels, _subspace
 from skdpval.walks import _walk
 from skdpval.privacy._release import release_stream
-from skdpval.privacy._secure_noise import Grid, noise_key
+from skdpval.privacy._mechanism import GaussianPart, NoiseStream
+from skdpval.privacy._secure_noise import WALK, Grid, noise_key
 from skdpval.walks._walk import SeededDraws, make_problem, run_walks
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
@@ -234,8 +235,7 @@ def vs_reference(n=300, k=3):
     shape = (1, data["X"].shape[1])
     noise_std = 10.0
     # The reference adds float noise (no grid): both walks get the same numbers.
-    permutations, _ = SeededDraws(np.random.SeedSequence(0), noise_key(1), k, n, 0.0)(
-        0, k, None)
+    permutations, _ = SeededDraws(np.random.SeedSequence(0), None, k, n)(0, k, None)
     noise = np.random.default_rng(1).normal(0.0, noise_std, (k, n, *shape))
     draws = _GivenDraws(permutations, noise)
     settings = dict(learning_rate=LEARNING_RATE, l2=1.0 / n, n_penalized=10,
@@ -603,7 +603,9 @@ def _draws_alone(valuator, n, k, batch=16):
     shape = (1,) if valuator.subspace_ is not None else (
         1, valuator.n_features_in_ + 1)
     grid = Grid(valuator.clip_norm_, int(np.prod(shape)))
-    draw = SeededDraws(np.random.SeedSequence(0), noise_key(0), k, n, noise_std, grid)
+    part = GaussianPart("walk", WALK, k, valuator.clip_norm_, grid, 1.0,
+                        noise_std=noise_std)
+    draw = SeededDraws(np.random.SeedSequence(0), NoiseStream(noise_key(0), part), k, n)
     started = time.perf_counter()
     for lo in range(0, k, batch):
         hi = min(k, lo + batch)
@@ -761,9 +763,9 @@ class FloatGaussianDraws(SeededDraws):
     """The walk's draws before the grid: N(0, s^2) doubles from a PCG64 stream
     per permutation (numpy's sampler), added to the unrounded statistic."""
 
-    def __init__(self, order_seed, noise_key, n_permutations, n_parties, noise_std,
-                 grid=None):
-        super().__init__(order_seed, noise_key, n_permutations, n_parties, noise_std)
+    def __init__(self, order_seed, noise, n_permutations, n_parties):
+        super().__init__(order_seed, noise, n_permutations, n_parties)
+        self.noise_std = noise.std * noise.grid.gamma  # from grid units
         self.noise_words = _walk.stream_words(np.random.SeedSequence(1), n_permutations)
 
     def __call__(self, lo, hi, releases):

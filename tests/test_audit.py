@@ -33,7 +33,6 @@ from scipy.stats import beta as beta_distribution
 from sklearn.linear_model import LogisticRegression
 
 import skdpval.privacy._mechanism as mechanism_module
-import skdpval.walks._walk as walk_module
 from skdpval import (
     DPDataValuator,
     DPFederatedValuator,
@@ -188,20 +187,20 @@ class GaussianAudit(NamedTuple):
 
 GAUSSIAN_AUDITS = {
     "DPDataValuator full-space": GaussianAudit(
-        data_valuator_statistic, (walk_module, "gaussian_noise")),
+        data_valuator_statistic, (mechanism_module, "gaussian_noise")),
     "DPDataValuator groups": GaussianAudit(
         lambda canary, seed: data_valuator_statistic(canary, seed, rows=3),
-        (walk_module, "gaussian_noise")),
+        (mechanism_module, "gaussian_noise")),
     # Record-level: a group of 3, one record flipped; the noise is calibrated
     # for the sum of the clipped records, the release is its mean.
     "DPDataValuator record-level": GaussianAudit(
         lambda canary, seed: data_valuator_statistic(canary, seed, rows=3,
                                                      privacy_unit="record"),
-        (walk_module, "gaussian_noise")),
+        (mechanism_module, "gaussian_noise")),
     "DPDataValuator record-level subspace='public'": GaussianAudit(
         lambda canary, seed: data_valuator_statistic(
             canary, seed, rows=3, subspace="public", privacy_unit="record"),
-        (walk_module, "gaussian_noise")),
+        (mechanism_module, "gaussian_noise")),
     # (a client of two records: with three, the canary's one record is too
     # weak a signal for the audit to see the noise halved: bound 0.95)
     "DPFederatedValuator record-level": GaussianAudit(
@@ -220,7 +219,7 @@ GAUSSIAN_AUDITS = {
     "DPDataValuator subspace='public'": GaussianAudit(
         lambda canary, seed: data_valuator_statistic(canary, seed,
                                                      subspace="public"),
-        (walk_module, "gaussian_noise")),
+        (mechanism_module, "gaussian_noise")),
     "DPLabelQuality": GaussianAudit(
         label_quality_statistic, (mechanism_module, "gaussian_noise")),
 }

@@ -620,7 +620,7 @@ def test_a_worker_killed_mid_private_fit_changes_no_value(monkeypatch, keep_rows
     import signal
 
     import skdpval.walks._dask as dask_module
-    import skdpval.valuation._private_fit as fit_module
+    from skdpval.privacy._mechanism import PrivacyMechanism
 
     if not keep_rows:
         monkeypatch.setattr(dask_module, "KEEP_ROWS_MEMORY_SHARE", 0.0)
@@ -634,15 +634,16 @@ def test_a_worker_killed_mid_private_fit_changes_no_value(monkeypatch, keep_rows
         pids = client.run(os.getpid)
         target = pids[sorted(pids)[0]]
         steps = []
-        original = fit_module.releases_on_grid
+        original = PrivacyMechanism.release
 
-        def kill_after_the_third_step(*args):
-            steps.append(1)
-            if len(steps) == 3:
-                os.kill(target, signal.SIGKILL)
-            return original(*args)
+        def kill_after_the_third_step(self, part, *args, **kwargs):
+            if part.name == "public model fit":
+                steps.append(1)
+                if len(steps) == 3:
+                    os.kill(target, signal.SIGKILL)
+            return original(self, part, *args, **kwargs)
 
-        monkeypatch.setattr(fit_module, "releases_on_grid", kill_after_the_third_step)
+        monkeypatch.setattr(PrivacyMechanism, "release", kill_after_the_third_step)
         got = make().fit(*chunked(X, y, 250), X_val=X_val, y_val=y_val)
         assert len(steps) == 20
         assert target not in client.run(os.getpid).values()  # it did die

@@ -10,6 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 
 from skdpval import DPDataValuator
+from skdpval.privacy._secure_noise import WALK
 
 
 @pytest.fixture(scope="module")
@@ -114,19 +115,21 @@ def track_alive_noise(monkeypatch):
     """Patch the noise draws to record the most noise elements alive at a draw."""
     import weakref
 
-    import skdpval.walks._walk as walk_module
+    import skdpval.privacy._mechanism as mechanism_module
 
     drawn, alive_most = [], [0]
-    original = walk_module.gaussian_noise
+    original = mechanism_module.gaussian_noise
 
     def tracking(key, kind, lo, hi, std, out):
+        if kind != WALK:
+            return original(key, kind, lo, hi, std, out)
         if not any(ref() is out.base for ref in drawn):
             drawn.append(weakref.ref(out.base))
         alive = sum(ref().size for ref in drawn if ref() is not None)
         alive_most[0] = max(alive_most[0], alive)
         return original(key, kind, lo, hi, std, out)
 
-    monkeypatch.setattr(walk_module, "gaussian_noise", tracking)
+    monkeypatch.setattr(mechanism_module, "gaussian_noise", tracking)
     return drawn, alive_most
 
 

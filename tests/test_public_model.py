@@ -32,7 +32,7 @@ def _recording_gaussian(monkeypatch, module, draws=None):
     original = module.gaussian_noise
 
     def recording(key, kind, lo, hi, std, out):
-        stds.append((kind, hi - lo, out.shape, std))
+        stds.append((kind, hi - lo, out.shape, std, lo))
         result = original(key, kind, lo, hi, std, out)
         if draws is not None:
             draws.append((kind, result.copy()))
@@ -60,12 +60,13 @@ def test_public_fit_draws_at_the_calibrated_scale(monkeypatch):
     # delta net of the sampler's share (100 + 1 draws a party) moves mu by < 1e-5
     mu = gdp_mu(2.0, DELTA)
     delta_grid = 2.0**10 + math.sqrt(5) + 2.0**-20
+    # One release a step, from its own stream: (PUBLIC_FIT, t), t = 0 .. 19.
     fit_draws = [d for d in draws if d[0] == 5]
-    assert len(fit_draws) == 1
-    _, n_streams, shape, std = fit_draws[0]
-    assert n_streams == 20 and shape == (20, 5)
-    assert std == pytest.approx(math.sqrt(20) * delta_grid / (math.sqrt(share) * mu),
-                                rel=1e-5)
+    assert [(n_streams, shape, lo) for _, n_streams, shape, _, lo in fit_draws] == [
+        (1, (1, 5), t) for t in range(20)]
+    assert all(std == pytest.approx(
+        math.sqrt(20) * delta_grid / (math.sqrt(share) * mu), rel=1e-5)
+        for _, _, _, std, _ in fit_draws)
     # The one score release: sensitivity 2**6 grid units, mu^2 (1 - share).
     assert [d[3] for d in draws if d[0] == 2] == [
         pytest.approx(64 / (math.sqrt(1 - share) * mu), rel=1e-5)]
@@ -78,20 +79,20 @@ def test_public_fit_draws_at_the_calibrated_scale(monkeypatch):
 
 def test_walk_after_a_private_fit_draws_at_the_rest_of_the_budget(monkeypatch):
     import skdpval.privacy._mechanism as module
-    import skdpval.walks._walk as walk_module
 
-    fit_draws = _recording_gaussian(monkeypatch, module)
-    walk_draws = _recording_gaussian(monkeypatch, walk_module)
+    draws = _recording_gaussian(monkeypatch, module)
     X, y, X_val, y_val, _ = _data(n=1500)
     k = 8
     valuator = DPDataValuator(n_permutations=k, epsilon=2.0, delta=DELTA,
                               public_model="private", random_state=0)
     valuator.fit(X, y, X_val=X_val, y_val=y_val)
     mu = gdp_mu(2.0, DELTA)
-    assert [d[0] for d in fit_draws] == [5]
-    assert fit_draws[0][3] == pytest.approx(
+    fit_draws = [d for d in draws if d[0] == 5]
+    walk_draws = [d for d in draws if d[0] == 1]
+    assert len(fit_draws) == 20 and len(fit_draws) + len(walk_draws) == len(draws)
+    assert all(d[3] == pytest.approx(
         math.sqrt(20) * (2.0**10 + math.sqrt(5) + 2.0**-20) / (math.sqrt(0.05) * mu),
-        rel=1e-5)
+        rel=1e-5) for d in fit_draws)
     # One coordinate a release (the public line): Delta = 2**6.
     assert walk_draws and all(d[3] == pytest.approx(
         math.sqrt(k) * 64 / (math.sqrt(0.95) * mu), rel=1e-5) for d in walk_draws)

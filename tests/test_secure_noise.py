@@ -308,10 +308,10 @@ def test_walk_draws_at_the_calibrated_scale(monkeypatch, params, dimension):
     sensitivity (2**6 for one coordinate; 2**9 + sqrt(5)/2 + 2**-20 for 5),
     mu calibrated at delta net of the sampler's share (1 + e^eps) k d eta,
     which moves it by less than 1e-6 here: a scale error above that fails."""
-    import skdpval.walks._walk as walk_module
+    import skdpval.privacy._mechanism as module
     from skdpval import DPDataValuator
 
-    stds = _recording_gaussian(monkeypatch, walk_module)
+    stds = _recording_gaussian(monkeypatch, module)
     X, y, X_val, y_val = _label_quality_data(60)
     k = 8
     DPDataValuator(n_permutations=k, epsilon=2.0, delta=1e-5, random_state=0,

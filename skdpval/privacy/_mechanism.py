@@ -15,9 +15,14 @@ the mechanism
   or each part's std is ``noise_multiplier`` times its sensitivity;
 - draws every part's noise from one secret key, each part from its own
   ChaCha20 stream kind (:mod:`skdpval.privacy._secure_noise`), through the one draw
-  site of each law (:func:`skdpval.privacy._noise.gaussian_noise`,
-  :func:`skdpval.privacy._noise.laplace_noise`); the key is dropped with the
-  mechanism at the end of the fit;
+  site of each law (:meth:`NoiseStream.integers` for every Gaussian draw,
+  walks included, :meth:`PrivacyMechanism.release_laplace`); and releases
+  them (:mod:`skdpval.privacy._release`): the walks through the release
+  stream of :meth:`PrivacyMechanism.noise_stream`, every other part through
+  :meth:`PrivacyMechanism.release` and :meth:`PrivacyMechanism.release_each`.
+  The mechanism is the only gate: no code outside the privacy layer reads
+  the key or releases on the grid (``tests/test_privacy_gate.py``). The key
+  is dropped with the mechanism at the end of the fit;
 - writes one report schema (:data:`REPORT_KEYS`, plus a ``"details"`` dict of
   what is particular to a valuator) and the same public attributes on every
   valuator (``epsilon_``, ``delta_``, ``noise_multiplier_``, ``n_releases_``,
@@ -40,7 +45,7 @@ from ._accounting import (MAX_SAMPLER_SHARE, add_record_level, chosen_epsilon,
     largest_supported_epsilon, noisy_label_auc_limit, pure_dp_mu,
     validation_set_statement)
 from ._noise import gaussian_noise, laplace_noise, noise_source
-from ._release import releases_on_grid
+from ._release import release_stream, releases_on_grid
 from ._secure_noise import (Grid, check_noise_std, noise_key, rounded_gaussian_eta,
     sampler_delta)
 from ..exceptions import NoiseSeedWarning
@@ -196,6 +201,46 @@ class LaplacePart:
                 "noise_scale": self.scale, "epsilon": float(self.epsilon),
                 "epsilon_replace_one": 2 * float(self.epsilon),
                 "grid": float(self.grid.gamma)}
+
+
+class NoiseStream:
+    """A Gaussian part's noise, drawn stream by stream from the fit's secret
+    key: every Gaussian draw of a fit goes through :meth:`integers` (the one
+    draw site of the law, which the audits scale).
+
+    The walks draw from it (:class:`skdpval.walks._walk.SeededDraws`):
+    :meth:`draw` fills a buffer with the noise of permutations ``lo .. hi -
+    1`` (stream ``(kind, t)`` for permutation ``t``) and returns the
+    release stream the walk kernels release from
+    (:func:`skdpval.privacy._release.release_stream`). Picklable: it travels
+    to Dask workers with the key, which it keeps private (no public
+    attribute, not in its ``repr``).
+    """
+
+    def __init__(self, key, part):
+        self._key = key
+        self.kind = part.kind
+        self.grid = part.grid
+        # The std in grid units: the sampler draws integers.
+        self.std = part.noise_std / part.grid.gamma
+        self.has_noise = part.noise_std > 0
+
+    def __repr__(self):
+        return f"NoiseStream(kind={self.kind}, std={self.std!r} grid steps)"
+
+    def integers(self, lo, hi, out):
+        """Rounded Gaussian integers of streams ``lo .. hi - 1`` into ``out``
+        (``(hi - lo, ...)``, C-contiguous), in grid units; returns ``out``."""
+        gaussian_noise(self._key, self.kind, lo, hi, self.std, out.reshape(hi - lo, -1))
+        return out
+
+    def draw(self, lo, hi, releases):
+        """The release stream of walks ``lo .. hi - 1``: their noise drawn into
+        ``releases`` ``(hi - lo, n_parties, ...)`` (None, or a part without
+        noise: a stream without noise)."""
+        if releases is None or not self.has_noise:
+            return release_stream()
+        return release_stream(self.integers(lo, hi, releases), self.grid)
 
 
 # Every valuator's privacy_report_ has exactly these keys.
@@ -363,18 +408,21 @@ class PrivacyMechanism:
 
     # --- the draws --------------------------------------------------------------
 
-    @property
-    def key(self):
+    def _secret_key(self):
         """The secret ChaCha20 key of this fit (one for all its parts)."""
         if self._key is None:
             self._key = noise_key(self.noise_seed)
         return self._key
 
+    def noise_stream(self, part):
+        """``part``'s noise as a :class:`NoiseStream` (the walks draw from it:
+        picklable, it travels to Dask workers)."""
+        return NoiseStream(self._secret_key(), part)
+
     def draw(self, part, lo, hi, out):
         """Rounded Gaussian integers of ``part`` for streams ``lo .. hi - 1``
         into ``out`` (``(hi - lo, ...)``), in its grid's units."""
-        return gaussian_noise(self.key, part.kind, lo, hi,
-                              part.noise_std / part.grid.gamma, out)
+        return self.noise_stream(part).integers(lo, hi, out)
 
     def release(self, part, statistics, stream=0):
         """``statistics`` (1-D) released once on ``part``'s grid with its noise
@@ -386,9 +434,27 @@ class PrivacyMechanism:
         return releases_on_grid(statistics, m[0], part.grid.gamma, part.grid.bound,
                                 np.empty(len(statistics)))
 
+    def release_each(self, part, statistics, stream=0):
+        """Each party's ``statistics[i]`` (1-D, at most the part's dimension
+        coordinates) released on ``part``'s grid with the noise of stream
+        ``stream``: party ``i`` draws the ``i``-th block of ``dimension``
+        numbers of the stream and uses its first ``len(statistics[i])``
+        (fewer coordinates: a random-k release's); without noise, unchanged."""
+        statistics = [np.ascontiguousarray(s, dtype=np.float64) for s in statistics]
+        if part.noise_std == 0:
+            return [s.copy() for s in statistics]
+        dimension = part.grid.dimension
+        m = self.draw(part, stream, stream + 1,
+                      np.empty((1, len(statistics) * dimension)))
+        m = m.reshape(len(statistics), dimension)
+        return [releases_on_grid(s, m[i, :len(s)], part.grid.gamma, part.grid.bound,
+                                 np.empty(len(s)))
+                for i, s in enumerate(statistics)]
+
     def release_laplace(self, part, values):
         """``values`` released on ``part``'s grid with discrete Laplace noise."""
-        noise = laplace_noise(self.key, part.kind, part.grid_scale, len(values))
+        noise = laplace_noise(self._secret_key(), part.kind, part.grid_scale,
+                              len(values))
         return releases_on_grid(np.ascontiguousarray(values, dtype=np.float64),
                                 noise.astype(np.float64), part.grid.gamma,
                                 part.grid.bound, np.empty(len(values)))

@@ -19,7 +19,6 @@ from ..privacy._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ..families._models import (check_target_domain, model_spec, public_params,
     row_weights)
 from ..privacy._noise import secret_seed_sequence
-from ..privacy._release import releases_on_grid
 from ..privacy._secure_noise import FEDERATED
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ..privacy._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
@@ -425,7 +424,6 @@ class DPFederatedValuator(BaseValuator):
         # Per round: a public generator (masks, permutations) and a secret
         # one (rounding coins), each from its own child seed; the noise from
         # the ChaCha20 stream of the round.
-        noise_std, grid = releases.noise_std, releases.grid
         public_seeds = np.random.SeedSequence(round_seed).spawn(self.n_rounds)
         secret_seeds = secret_seed_sequence(self.noise_seed).spawn(self.n_rounds)
         theta = np.zeros(shape)
@@ -441,23 +439,18 @@ class DPFederatedValuator(BaseValuator):
                 secret = np.random.default_rng(secret_seeds[t])
                 updates = self._clipped_updates(theta, X, T, offsets, loss, spec,
                                                 weights, record_level)
-                fresh = np.empty((n_clients, n_params))
-                if noise_std > 0:
-                    m = mechanism.draw(releases, t, t + 1,
-                                       np.empty((1, n_clients * n_params)))
-                    m = m.reshape(n_clients, n_params)
-                exact = np.empty((n_clients, n_params)) if joint else None
-                for i, update in enumerate(updates):
-                    release, noised = compress(update, self.compression,
-                                               self.clip_norm, public, secret)
-                    if joint:  # the client's own release before the noise
-                        exact[i] = release
-                    if noise_std > 0:
-                        # On the grid: gamma (rint(release / gamma) + m).
-                        release[noised] = releases_on_grid(
-                            release[noised], m[i, :noised.sum()], grid.gamma,
-                            grid.bound, np.empty(noised.sum()))
-                    fresh[i] = release
+                compressed = [compress(update, self.compression, self.clip_norm,
+                                       public, secret) for update in updates]
+                exact = (np.array([release for release, _ in compressed])
+                         if joint else None)  # each client's own, before the noise
+                # Each client's noised coordinates on the grid with its noise
+                # (the round's stream); the others (random-k's) exact zeros.
+                fresh = np.array([release for release, _ in compressed])
+                noisy = mechanism.release_each(
+                    releases, [release[noised] for release, noised in compressed],
+                    stream=t)
+                for i, (_, noised) in enumerate(compressed):
+                    fresh[i, noised] = noisy[i]
                 if record_level:  # the mean of the noisy sum: post-processing
                     fresh /= sizes[:, None]
                     if joint:

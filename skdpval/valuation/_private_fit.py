@@ -64,7 +64,7 @@ from ..privacy._accounting import gdp_mu
 from ..families._data import kernel_targets, with_intercept
 from ..families._models import (TARGET_SCALE_DEGREE, model_spec, public_params,
     row_weights)
-from ..privacy._release import clip_l2, releases_on_grid
+from ..privacy._release import clip_l2
 from ..privacy._secure_noise import PUBLIC_FIT
 
 PUBLIC_MODEL_OPTIONS = ("auto", "validation", "private")
@@ -285,19 +285,19 @@ def unweighted_rows_gradient_sum(X, T, theta, *args):
 
 def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
                            n_penalized, row_weights, clip, learning_rate, n_steps,
-                           noise_std, grid, draw):
+                           release):
     """The private fit: ``n_steps`` released clipped sums, averaged iterates.
 
     ``X``: the rows in memory, or :class:`~skdpval.walks._dask.DaskRows` (one row
     a party): each step's sum is then formed on the blocks, each block's
     exact integer sum (:func:`rows_gradient_sum`) sent to the client, which
-    adds them, draws the noise and takes the step. The sums are exact
+    adds them, releases the sum and takes the step. The sums are exact
     (:func:`fixed_point_unit`), so both give the same bits however the rows
     are chunked. ``learning_rate``: a symmetric matrix over the columns (a
     preconditioner: a step is ``(S~ / n) @ learning_rate``).
-    ``draw(lo, hi, out)`` fills ``out`` with the integer noise of streams
-    ``lo .. hi - 1`` (grid units); ``noise_std`` 0 adds no noise (and draws
-    none). Returns theta.
+    ``release(t, total)`` is step ``t``'s release of the flat sum ``total``
+    (the mechanism's, :meth:`~skdpval.privacy._mechanism.PrivacyMechanism.release`:
+    on its grid with the noise of stream ``t``). Returns theta.
     """
     theta = np.array(theta0, dtype=np.float64, order="C")
     T = K._f64(T)
@@ -320,19 +320,11 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
 
         def gradient_sum(theta, *args):
             return rows_gradient_sum(X, T, weights, theta, *args)
-    size = theta.size
-    if noise_std > 0:  # every step's draws at once, stream (PUBLIC_FIT, t)
-        noise = draw(0, n_steps, np.empty((n_steps, size)))
-    released = np.empty(size)
     average = np.zeros_like(theta)
     first_averaged = n_steps // 2
     for t in range(n_steps):
         total = gradient_sum(theta.copy(), *kernel_args).astype(np.float64) * unit
-        if noise_std > 0:
-            releases_on_grid(total.ravel(), noise[t], grid.gamma, grid.bound, released)
-            step = released.reshape(theta.shape)
-        else:
-            step = total
+        step = release(t, total.ravel()).reshape(theta.shape)
         theta -= (step / n_parties) @ learning_rate
         if t >= first_averaged:
             average += theta
@@ -560,8 +552,7 @@ def run_fit(problem, part, mechanism):
         loss_param=problem.loss_param, l2=problem.l2, l1=problem.l1,
         n_penalized=problem.n_penalized, row_weights=problem.row_weights,
         clip=FIT_CLIP, learning_rate=learning_rate, n_steps=FIT_STEPS,
-        noise_std=part.noise_std, grid=part.grid,
-        draw=lambda lo, hi, out: mechanism.draw(part, lo, hi, out))
+        release=lambda t, total: mechanism.release(part, total, stream=t))
     details = dict(
         n_steps=FIT_STEPS, clip=FIT_CLIP, step_factor=FIT_STEP_FACTOR,
         preconditioner_shrinkage=FIT_SHRINKAGE,

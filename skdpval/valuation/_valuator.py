@@ -795,9 +795,8 @@ class DPDataValuator(BaseValuator):
                                             keepdims=True))
         walked = [run_walks(
             problem, SeededDraws(
-                np.random.SeedSequence(walk_seed), mechanism.key,
-                self.n_permutations, len(parties.train_parties), noise_std,
-                walk.grid),
+                np.random.SeedSequence(walk_seed), mechanism.noise_stream(walk),
+                self.n_permutations, len(parties.train_parties)),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
             batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
             verbose=self.verbose, client=walk_client(game.X))]

@@ -58,9 +58,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from threadpoolctl import ThreadpoolController
 
 from ..kernels import _kernels, _orders
-from ..privacy._noise import gaussian_noise
 from ..privacy._release import release_stream
-from ..privacy._secure_noise import WALK
 from ..kernels._reduction import (NodeSums, merge_sums, reduce_tree, reduce_walked,
     tree_nodes)
 
@@ -148,23 +146,20 @@ class SeededDraws:
     the walks (:func:`skdpval.privacy._release.release_stream`), whose noise
     it draws into ``releases`` ``(hi - lo, n_parties, ...)`` (None without
     noise; with a rolling mean the walk leaves the raw releases there).
-    Permutation ``t``
-    has its own streams, so results do not depend on how permutations are
-    grouped or scheduled: its order from the ``t``-th stream of
-    ``order_seed`` (a SeedSequence, public: ``random_state``;
-    :mod:`skdpval.kernels._orders`), its noise from the ChaCha20 stream ``(WALK,
-    t)`` of the secret ``noise_key`` (:mod:`skdpval.privacy._secure_noise`). The
-    key travels with this object (to Dask workers too).
+    Permutation ``t`` has its own streams, so results do not depend on how
+    permutations are grouped or scheduled: its order from the ``t``-th
+    stream of ``order_seed`` (a SeedSequence, public: ``random_state``;
+    :mod:`skdpval.kernels._orders`), its noise from ``noise``, the walk
+    part's :class:`~skdpval.privacy._mechanism.NoiseStream` (the privacy
+    mechanism's: the ChaCha20 stream ``(WALK, t)`` of the fit's secret key,
+    which travels inside it, to Dask workers too), or None for no noise.
     """
 
-    def __init__(self, order_seed, noise_key, n_permutations, n_parties, noise_std,
-                 grid=None):
+    def __init__(self, order_seed, noise, n_permutations, n_parties):
         self.order_words = stream_words(order_seed, n_permutations)
-        self.noise_key = noise_key
+        self.noise = noise
         self.n_parties = n_parties
-        self.noise_std = noise_std
-        self.has_noise = noise_std > 0
-        self.grid = grid
+        self.has_noise = noise is not None and noise.has_noise
         self.order_dtype = np.int64
 
     def with_orders(self, dtype):
@@ -174,13 +169,11 @@ class SeededDraws:
         return draw
 
     def __call__(self, lo, hi, releases):
-        if releases is not None:
-            gaussian_noise(self.noise_key, WALK, lo, hi, self.noise_std / self.grid.gamma,
-                           releases.reshape(hi - lo, -1))
-        return (_orders.permutations(self.order_words[lo:hi], self.n_parties,
-                                     self.order_dtype),
-                release_stream(releases, self.grid) if releases is not None
-                else release_stream())
+        orders = _orders.permutations(self.order_words[lo:hi], self.n_parties,
+                                      self.order_dtype)
+        if not self.has_noise:
+            return orders, release_stream()
+        return orders, self.noise.draw(lo, hi, releases)
 
 
 # --- a node's walk ---------------------------------------------------------------
