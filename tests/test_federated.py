@@ -15,6 +15,7 @@ from skdpval import DPFederatedValuator
 from skdpval.kernels import _kernels
 from skdpval.privacy._accounting import noise_std_for_budget
 from skdpval.privacy._compression import compress, sensitivity, sign_vote
+from skdpval.privacy._secure_noise import ROUNDING, noise_key, stream_nonce, uniform_coins
 from skdpval.valuation._federated import federated_schedule
 
 
@@ -193,6 +194,42 @@ def test_noise_and_rounding_are_secret_masks_and_permutations_public(clients):
     assert "entropy" in fed.privacy_report_["noise_source"]
 
 
+def test_rounding_coins_come_from_the_mechanism_s_stream(clients, monkeypatch):
+    """The quantization's rounding coins: uniforms from the fit's ChaCha20
+    key, stream (ROUNDING, round), one a client's coordinate; reproducible
+    with noise_seed (another seed: other coins), fresh without."""
+    import skdpval.privacy._mechanism as mechanism_module
+
+    X, y, groups, X_val, y_val = clients
+    drawn = []
+    original = mechanism_module.PrivacyMechanism.uniforms
+
+    def recording(self, kind, stream, size):
+        coins = original(self, kind, stream, size)
+        drawn.append((kind, stream, size, coins.copy()))
+        return coins
+
+    monkeypatch.setattr(mechanism_module.PrivacyMechanism, "uniforms", recording)
+    fit = lambda **params: DPFederatedValuator(
+        n_rounds=3, n_permutations_per_round=2, random_state=0, noise="none",
+        privacy_unit="group", **{"compression": ("quantize", 3), **params}).fit(
+        X, y, groups=groups, X_val=X_val, y_val=y_val).round_values_
+    seeded = fit(noise_seed=5)
+    # 6 clients x 4 coordinates (3 features, the intercept) a round.
+    assert [d[:3] for d in drawn] == [(ROUNDING, t, 24) for t in range(3)]
+    assert_array_equal(drawn[1][3],
+                       uniform_coins(noise_key(5), stream_nonce(ROUNDING, 1), 24))
+    assert_array_equal(fit(noise_seed=5), seeded)
+    assert not np.array_equal(fit(noise_seed=6), seeded)
+    drawn.clear()
+    fit(), fit()
+    assert not np.array_equal(drawn[0][3], drawn[3][3])  # fresh OS entropy
+    # Without quantization no coin is drawn.
+    drawn.clear()
+    fit(compression=("randk", 2))
+    assert drawn == []
+
+
 def test_without_X_val_whole_clients_are_held_out_without_reading_labels(clients):
     X, y, groups, _, _ = clients
     make = lambda labels: DPFederatedValuator(
@@ -230,16 +267,16 @@ def test_classes_come_from_y_val_or_the_classes_parameter(clients):
 def test_compression_operators():
     rng = np.random.default_rng(0)
     g = np.array([0.3, -2.0, 0.0, 1.0])
-    top, kept = compress(g, ("topk", 2), 1.0, rng, rng)
+    top, kept = compress(g, ("topk", 2), 1.0, rng)
     assert_allclose(top, [0, -2.0, 0, 1.0]) and kept.all()  # noise everywhere
-    rand, kept = compress(g, ("randk", 3), 1.0, rng, rng)
+    rand, kept = compress(g, ("randk", 3), 1.0, rng)
     assert kept.sum() == 3 and np.all(rand[~kept] == 0) and np.all(rand[kept] == g[kept])
-    quantised = np.mean([compress(np.array([0.3]), ("quantize", 3), 1.0, rng, rng)[0]
-                         for _ in range(4000)])
+    quantised = np.mean([compress(np.array([0.3]), ("quantize", 3), 1.0, rng,
+                                  rng.random(1))[0] for _ in range(4000)])
     assert quantised == pytest.approx(0.3, abs=0.03)  # unbiased
     assert set(np.unique(compress(np.array([0.3, -0.7]), ("quantize", 3), 1.0,
-                                  rng, rng)[0])) <= {-1.0, 0.0, 1.0}
-    assert_allclose(compress(g, "sign", 1.0, rng, rng)[0], [1, -1, 0, 1])
+                                  rng, rng.random(2))[0])) <= {-1.0, 0.0, 1.0}
+    assert_allclose(compress(g, "sign", 1.0, rng)[0], [1, -1, 0, 1])
     votes = np.array([[1, 1, -1], [1, -1, -1], [1, 1, 1]], dtype=float)
     assert_allclose(sign_vote(votes, 0.5), [1, 0, 0])  # |sum| >= 1.5 only for the first
     assert_allclose(sign_vote(votes, 0.0), [1, 1, -1])

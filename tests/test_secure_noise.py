@@ -63,6 +63,24 @@ def test_noise_key_is_os_entropy_unless_a_seed_is_given():
     assert sn.noise_key(None).shape == (8,) and sn.noise_key(None).max() < 2**32
 
 
+def test_uniform_coins_are_the_top_53_bits_of_the_stream_s_64_bit_words():
+    key, nonce = sn.noise_key(4), sn.stream_nonce(sn.ROUNDING, 7)
+    coins = sn.uniform_coins(key, nonce, 20_000)
+    block = np.empty(16, np.uint64)
+    sn.chacha20_block(key, 0, nonce, block)
+    words = [int(w) for w in block]
+    for i in range(8):
+        assert coins[i] == ((words[2 * i] << 32 | words[2 * i + 1]) >> 11) * 2.0**-53
+    assert np.all((coins >= 0) & (coins < 1)) and np.all(coins * 2**53 % 1 == 0)
+    # Uniform: the mean and the deciles (5 standard errors).
+    assert abs(coins.mean() - 0.5) < 5 * math.sqrt(1 / 12 / len(coins))
+    counts = np.histogram(coins, bins=10, range=(0, 1))[0]
+    assert np.all(np.abs(counts - 2000) < 5 * math.sqrt(2000 * 0.9))
+    # Another stream, other coins.
+    assert not np.array_equal(coins[:8], sn.uniform_coins(
+        key, sn.stream_nonce(sn.ROUNDING, 8), 8))
+
+
 # --- the rounded Gaussian: probabilities and the table's TV bound ------------------
 
 getcontext().prec = 50

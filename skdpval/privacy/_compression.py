@@ -17,8 +17,10 @@ adjacency: the party's slot releases pure noise; ``p`` parameters, clip
   keeping ``m`` coordinates never increases a norm;
 - ``("quantize", levels)``: every coordinate clipped to ``[-c, c]`` and
   rounded stochastically (unbiased) to ``levels`` evenly spaced values:
-  sensitivity ``c sqrt(p)``, whatever the rounding; the rounding coins come
-  from the secret noise generator, like the noise;
+  sensitivity ``c sqrt(p)``, whatever the rounding; the rounding coins are
+  secret, drawn as the noise is by the fit's privacy mechanism (its ChaCha20
+  key, stream kind ``ROUNDING``:
+  :meth:`~skdpval.privacy._mechanism.PrivacyMechanism.uniforms`);
 - ``"sign"``: the signs of the coordinates, sensitivity ``sqrt(p)``; the
   aggregate of ``T`` releases is the thresholded vote ``sign(sum)`` where
   ``|sum| >= beta T``, else 0 (the fragment's sign aggregation).
@@ -80,11 +82,11 @@ def clip(g, clipping, clip_norm):
     return clipped.ravel()
 
 
-def compress(g, compression, clip_norm, mask_rng, rounding_rng):
+def compress(g, compression, clip_norm, mask_rng, coins=None):
     """Compress a clipped flat gradient; return it and the coordinates to noise.
 
-    ``mask_rng`` draws the public random-k mask, ``rounding_rng`` (secret)
-    the coins of stochastic rounding.
+    ``mask_rng`` draws the public random-k mask; ``coins`` (secret: uniforms
+    in ``[0, 1)``, one a coordinate) round stochastically (quantization only).
     """
     kind, amount = check_compression(compression, g.size)
     everything = np.ones(g.size, dtype=bool)
@@ -97,7 +99,7 @@ def compress(g, compression, clip_norm, mask_rng, rounding_rng):
         step = 2 * clip_norm / (amount - 1)
         position = (bounded + clip_norm) / step
         lower = np.floor(position)
-        up = rounding_rng.random(g.size) < position - lower  # unbiased rounding
+        up = coins < position - lower  # unbiased rounding
         return np.minimum(lower + up, amount - 1) * step - clip_norm, everything
     kept = np.zeros(g.size, dtype=bool)
     if kind == "randk":

@@ -47,7 +47,7 @@ from ._accounting import (MAX_SAMPLER_SHARE, add_record_level, chosen_epsilon,
 from ._noise import gaussian_noise, laplace_noise, noise_source
 from ._release import release_stream, releases_on_grid
 from ._secure_noise import (Grid, check_noise_std, noise_key, rounded_gaussian_eta,
-    sampler_delta)
+    sampler_delta, stream_nonce, uniform_coins)
 from ..exceptions import NoiseSeedWarning
 
 # delta="auto": this, or 1 / (10 n) for n protected units when that is smaller.
@@ -450,6 +450,13 @@ class PrivacyMechanism:
         return [releases_on_grid(s, m[i, :len(s)], part.grid.gamma, part.grid.bound,
                                  np.empty(len(s)))
                 for i, s in enumerate(statistics)]
+
+    def uniforms(self, kind, stream, size):
+        """``size`` secret uniforms in ``[0, 1)`` from the fit's key, stream
+        ``(kind, stream)`` (:func:`~skdpval.privacy._secure_noise.uniform_coins`):
+        secret randomness that is not noise (the federated rounding coins,
+        kind ``ROUNDING``), reproducible with ``noise_seed`` as the noise is."""
+        return uniform_coins(self._secret_key(), stream_nonce(kind, stream), size)
 
     def release_laplace(self, part, values):
         """``values`` released on ``part``'s grid with discrete Laplace noise."""

@@ -119,13 +119,6 @@ def unseen_noise_factor(x_tt, counted, batch_permutations=1):
     return between * (1 + 1 / n_counted) - trace / n_counted**2
 
 
-def secret_seed_sequence(noise_seed):
-    """The seed of the secret randomness other than the noise (the stochastic
-    rounding of federated compression): fresh OS entropy (128 bits) unless
-    ``noise_seed``."""
-    return np.random.SeedSequence(noise_seed)
-
-
 def gaussian_noise(key, kind, lo, hi, std, out):
     """Fill ``out[i]`` (flat, ``i < hi - lo``) with rounded Gaussian integers
     ``round(N(0, std^2))`` (as doubles; ``std`` in grid units) from the

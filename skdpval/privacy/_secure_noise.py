@@ -49,8 +49,9 @@ from ..kernels._first_use import twin_of, use_twin
 
 _jit = dict(cache=True, nogil=True)
 
-# Stream kinds: the first word of the nonce.
-WALK, LABEL_SCORE, FEDERATED, LAYERED, PUBLIC_FIT = 1, 2, 3, 4, 5
+# Stream kinds: the first word of the nonce. ROUNDING: secret coins that are
+# not noise (the federated quantization's stochastic rounding).
+WALK, LABEL_SCORE, FEDERATED, LAYERED, PUBLIC_FIT, ROUNDING = 1, 2, 3, 4, 5, 6
 
 # --- ChaCha20 (RFC 8439, section 2.3) --------------------------------------------
 
@@ -210,6 +211,17 @@ def noise_key(noise_seed):
 def stream_nonce(kind, t=0):
     """The nonce of stream ``(kind, t)``: 3 words."""
     return np.array([kind, t & 0xFFFFFFFF, t >> 32], np.uint64)
+
+
+def uniform_coins(key, nonce, size):
+    """``size`` secret uniforms in ``[0, 1)`` from stream ``nonce``: the
+    ``i``-th from the stream's words ``2 i`` (high) and ``2 i + 1`` (low),
+    a 64-bit word ``w``, as ``(w >> 11) 2**-53`` (its top 53 bits: each of
+    the ``2**53`` doubles ``j 2**-53`` with probability ``2**-53``, exactly)."""
+    words = np.empty(2 * size, np.uint64)
+    chacha20_words(key, nonce, 2 * size, words)
+    draws = (words[0::2] << np.uint64(32)) | words[1::2]
+    return (draws >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 # --- the rounded Gaussian ---------------------------------------------------------

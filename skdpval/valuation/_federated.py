@@ -18,8 +18,7 @@ from ..families._data import (UTILITY_CODES, check_utility, kernel_targets,
 from ..privacy._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ..families._models import (check_target_domain, model_spec, public_params,
     row_weights)
-from ..privacy._noise import secret_seed_sequence
-from ..privacy._secure_noise import FEDERATED
+from ..privacy._secure_noise import FEDERATED, ROUNDING
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ..privacy._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
     with_threat_model_doc)
@@ -421,11 +420,11 @@ class DPFederatedValuator(BaseValuator):
         # epsilon=np.inf is noise="none": the fresh releases, unaveraged.
         noise = self.noise if mechanism.adds_noise else "none"
         x_t = federated_schedule(noise, self.n_rounds)
-        # Per round: a public generator (masks, permutations) and a secret
-        # one (rounding coins), each from its own child seed; the noise from
-        # the ChaCha20 stream of the round.
+        # Per round: a public generator (masks, permutations) from its own
+        # child seed; the noise and the secret rounding coins from the
+        # mechanism's ChaCha20 streams of the round.
         public_seeds = np.random.SeedSequence(round_seed).spawn(self.n_rounds)
-        secret_seeds = secret_seed_sequence(self.noise_seed).spawn(self.n_rounds)
+        quantized = check_compression(self.compression, n_params)[0] == "quantize"
         theta = np.zeros(shape)
         released = np.zeros((n_clients, n_params))
         joint = self.threat_model == "joint"
@@ -436,11 +435,14 @@ class DPFederatedValuator(BaseValuator):
         with np.errstate(invalid="ignore", over="ignore"):
             for t in range(self.n_rounds):
                 public = np.random.default_rng(public_seeds[t])
-                secret = np.random.default_rng(secret_seeds[t])
                 updates = self._clipped_updates(theta, X, T, offsets, loss, spec,
                                                 weights, record_level)
+                coins = (mechanism.uniforms(ROUNDING, t, n_clients * n_params)
+                         .reshape(n_clients, n_params) if quantized
+                         else [None] * n_clients)
                 compressed = [compress(update, self.compression, self.clip_norm,
-                                       public, secret) for update in updates]
+                                       public, coins[i])
+                              for i, update in enumerate(updates)]
                 exact = (np.array([release for release, _ in compressed])
                          if joint else None)  # each client's own, before the noise
                 # Each client's noised coordinates on the grid with its noise
