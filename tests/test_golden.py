@@ -54,10 +54,11 @@ The commits of the refactor (moving ``skdpval``'s modules into
 subpackages) must NOT regenerate: that the values stay the same is the
 point. A change that knowingly changes values regenerates in a commit of
 its own whose message says why (and which cases moved). Regenerating some
-cases needs the stored environment (the file has one). One case is known
-to be due to change: ``federated_compressed_quantize`` (the stochastic
-rounding coins of ``compression=("quantize", levels)`` will move to
-another random stream); regenerate that case alone when they do.
+cases needs the stored environment (the file has one). One case changed
+once, on purpose: ``federated_compressed_quantize``, when the stochastic
+rounding coins of ``compression=("quantize", levels)`` moved from numpy's
+generator to the privacy mechanism's ChaCha20 stream (kind ``ROUNDING``);
+it was regenerated alone, in its own commit.
 """
 
 import argparse
@@ -396,9 +397,6 @@ CASES = {
         lambda: layered(epsilon=np.inf, alpha=0.5, validation_fraction=0.25,
                         noise_seed=81), "unit_box", split=True),
 }
-MAY_CHANGE = {"federated_compressed_quantize"}
-
-
 def fit_case(name):
     """Fit case ``name``; return the fitted valuator."""
     case = CASES[name]
@@ -636,9 +634,7 @@ def test_golden_values(name, stored, exact):
     mode = ("bit for bit (the stored environment)" if exact else
             f"rtol={RTOL}, atol={ATOL}: the environment differs from the stored "
             f"{stored['environment']}")
-    note = (" (this case may change with the rounding coins' stream: regenerate it "
-            "alone, in its own commit)" if name in MAY_CHANGE else "")
-    assert not found, f"{name}, compared {mode}{note}:\n  " + "\n  ".join(found[:20])
+    assert not found, f"{name}, compared {mode}:\n  " + "\n  ".join(found[:20])
 
 
 # --- regeneration -----------------------------------------------------------------
