@@ -7,10 +7,13 @@ from dp_accounting.pld import PLDAccountant
 from numpy.testing import assert_allclose
 
 from skdpval.privacy._accounting import (
+    composed_mu,
     gdp_epsilon,
     gdp_mu,
     log_delta,
+    mean_release_noise_std,
     noise_std_for_budget,
+    pure_dp_mu,
 )
 from skdpval.privacy._mechanism import PrivacyMechanism
 
@@ -73,3 +76,18 @@ def test_more_noise_less_epsilon_and_replace_one_is_worse():
 
 def test_zero_epsilon_when_noise_is_huge():
     assert gdp_epsilon(1e-9, 0.1) == 0.0
+
+
+def test_composed_mu_adds_the_squares_of_every_part():
+    """Gaussian parts and pure parts (counted as pure_dp_mu-GDP) compose in
+    mu^2; the mechanism's report and privacy_spent both use this function."""
+    assert composed_mu() == 0.0
+    assert composed_mu([(0.3, 1)]) == 0.3
+    assert_allclose(composed_mu([(0.3, 2), (0.4, 1)], [(1.0, 3)]),
+                    np.sqrt(2 * 0.09 + 0.16 + 3 * pure_dp_mu(1.0) ** 2), rtol=1e-15)
+    assert composed_mu([(np.inf, 1)]) == np.inf
+
+
+def test_mean_release_noise_std_divides_by_the_group_size():
+    assert mean_release_noise_std(3.0) == 3.0
+    assert_allclose(mean_release_noise_std(3.0, np.array([1, 2, 4])), [3.0, 1.5, 0.75])

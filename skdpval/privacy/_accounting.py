@@ -111,6 +111,14 @@ def gaussian_noise_std(n_releases, sensitivity, mu):
     return float(np.sqrt(n_releases) * sensitivity / mu)
 
 
+def mean_release_noise_std(noise_std, sizes=None):
+    """The noise std of a party's mean release at record level: the noise std
+    of its sum of clipped records over its size ``n_g`` (public; ``sizes``
+    one a party, or a number), ``noise_std`` itself without ``sizes`` (a
+    party's own release). The one place it is computed."""
+    return noise_std / (1.0 if sizes is None else sizes)
+
+
 def noise_std_for_budget(epsilon, delta, n_releases, clip_norm):
     """Per-release noise std ``s = sqrt(k) C / mu(epsilon, delta)`` (without
     the sampler's share of delta: the estimators calibrate through
@@ -149,8 +157,9 @@ def add_record_level(report, group_sizes, party):
                  f"(public): the {party}'s mean release has sensitivity "
                  "clip_norm / n_g and noise std noise_std / n_g"),
         group_sizes=(f"public: {smallest} to {largest} records per {party}"),
-        mean_release_noise_std=(float(report["noise_std"] / largest),
-                                float(report["noise_std"] / smallest)),
+        mean_release_noise_std=(
+            float(mean_release_noise_std(report["noise_std"], largest)),
+            float(mean_release_noise_std(report["noise_std"], smallest))),
         group_mu=float(group_mu),
         group_epsilon=(np.inf if not np.isfinite(group_mu)
                        else gdp_epsilon(group_mu, report["delta"])),
@@ -186,6 +195,18 @@ def validation_set_statement(n_unprotected):
 # with delta_mu the curve of mu-GDP (valid for negative arguments too).
 _MAX_PURE_OUTCOMES = 1 << 16
 _LOG_DELTA_FLOOR = -1e4  # log 0, for the root finder
+
+
+def composed_mu(gaussian=(), pure_epsilons=()):
+    """The ``mu`` of a party's parts composed in Gaussian DP: ``gaussian``
+    lists ``(mu, count)`` (``count`` parts each ``mu``-GDP), ``pure_epsilons``
+    ``(epsilon, count)`` (each ``epsilon``-DP, counted as
+    :func:`pure_dp_mu`-GDP: valid, looser than epsilon):
+    ``sqrt(sum count mu^2 + sum count pure_dp_mu(epsilon)^2)`` (Dong, Roth and
+    Su 2022, Corollary 3.3). The one place a composed ``mu`` is computed."""
+    return float(np.sqrt(sum(count * mu**2 for mu, count in gaussian)
+                         + sum(count * pure_dp_mu(epsilon) ** 2
+                               for epsilon, count in pure_epsilons)))
 
 
 def pure_dp_mu(epsilon):
@@ -251,8 +272,7 @@ def composed_epsilon(mu, pure_epsilons, delta):
     support = _pure_loss_outcomes(pure_epsilons)
     if support is None:
         basic = (gdp_epsilon(mu, delta) if mu > 0 else 0.0) + total_pure
-        via_gdp = gdp_epsilon(np.sqrt(mu**2 + sum(
-            c * pure_dp_mu(e) ** 2 for e, c in pure_epsilons)), delta)
+        via_gdp = gdp_epsilon(composed_mu([(mu, 1)], pure_epsilons), delta)
         return min(basic, via_gdp)
     target = np.log(delta)
 

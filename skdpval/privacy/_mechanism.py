@@ -41,9 +41,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._accounting import (MAX_SAMPLER_SHARE, add_record_level, chosen_epsilon,
-    composed_epsilon, epsilon_net_of_sampler, gaussian_noise_std, gdp_mu,
-    largest_supported_epsilon, noisy_label_auc_limit, pure_dp_mu,
-    validation_set_statement)
+    composed_epsilon, composed_mu, epsilon_net_of_sampler, gaussian_noise_std, gdp_mu,
+    largest_supported_epsilon, noisy_label_auc_limit, validation_set_statement)
 from ._noise import gaussian_noise, laplace_noise, noise_source
 from ._release import release_stream, releases_on_grid
 from ._secure_noise import (Grid, check_noise_std, noise_key, rounded_gaussian_eta,
@@ -156,11 +155,16 @@ class GaussianPart:
         return float(np.sqrt(self.n_releases) * self.sensitivity / self.noise_std)
 
     @property
+    def grid_std(self):
+        """The noise std in grid units (the sampler draws integers)."""
+        return self.noise_std / self.grid.gamma
+
+    @property
     def tv(self):
         """The sampler's total variation from the exact noise, over a party's draws."""
         if self.noise_std == 0:
             return 0.0
-        eta = rounded_gaussian_eta(self.noise_std / self.grid.gamma)
+        eta = rounded_gaussian_eta(self.grid_std)
         return float(self.n_releases * self.grid.dimension * eta)
 
     def describe(self):
@@ -221,8 +225,7 @@ class NoiseStream:
         self._key = key
         self.kind = part.kind
         self.grid = part.grid
-        # The std in grid units: the sampler draws integers.
-        self.std = part.noise_std / part.grid.gamma
+        self.std = part.grid_std
         self.has_noise = part.noise_std > 0
 
     def __repr__(self):
@@ -470,7 +473,7 @@ class PrivacyMechanism:
 
     @property
     def gaussian_mu(self):
-        return float(np.sqrt(sum(p.mu**2 for p in self._gaussian_parts)))
+        return composed_mu([(p.mu, 1) for p in self._gaussian_parts])
 
     @property
     def pure_epsilons(self):
@@ -493,8 +496,7 @@ class PrivacyMechanism:
             epsilon = composed_epsilon(0.0, pure, self.delta)
             replace_one = composed_epsilon(0.0, [(2 * e, c) for e, c in pure],
                                            self.delta)
-        total_mu = float(np.sqrt(mu**2 + sum(c * pure_dp_mu(e) ** 2 for e, c in pure)))
-        return total_mu, epsilon, replace_one, tv
+        return composed_mu([(mu, 1)], pure), epsilon, replace_one, tv
 
     def leak(self, text):
         if text not in self.leaks:

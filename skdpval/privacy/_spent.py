@@ -40,7 +40,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metadata_routing import get_routing_for_object
 from sklearn.utils.validation import check_is_fitted
 
-from ._accounting import composed_epsilon, epsilon_net_of_sampler, pure_dp_mu
+from ._accounting import composed_epsilon, composed_mu, epsilon_net_of_sampler
 from ._mechanism import PrivacyMechanism
 from ._secure_noise import sampler_delta
 from ._threat_model import refuse_in_joint_mode
@@ -109,9 +109,8 @@ class _Spend:
 
     def gaussian_mu(self, replace_one=False):
         scale = 4 if replace_one else 1
-        return float(np.sqrt(
-            sum(scale * count * mu**2 for mu, count in self.gaussian)
-            + sum(count * mu**2 for mu, count in self.gaussian_replace_one)))
+        return composed_mu([(mu, scale * count) for mu, count in self.gaussian]
+                           + self.gaussian_replace_one)
 
     def pure_counts(self, replace_one=False):
         """Sorted ``(epsilon, count)`` of the pure parts, under either adjacency."""
@@ -140,8 +139,7 @@ class _Spend:
                     "secret noise every fit)")
         gaussian_mu = self.gaussian_mu()
         pure = self.pure_counts()
-        mu = float(np.sqrt(gaussian_mu**2 + sum(count * pure_dp_mu(epsilon) ** 2
-                                                for epsilon, count in pure)))
+        mu = composed_mu([(gaussian_mu, 1)], pure)
         # The samplers are within this total variation of the exact noise for
         # a party, over every fit: (1 + e^eps) times it is part of delta.
         tv = sum(tv * count for tv, count in self.sampler_tv)

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from ._base import STEP_TO_USER, BaseValuator
 from ..walks._dask import map_row_blocks
 from ..families._data import call_on_private_data
+from ..privacy._accounting import mean_release_noise_std
 from ..privacy._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ..families._models import fit_on_validation
 from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, budget_mu, check_public_model,
@@ -400,7 +401,8 @@ class DPLabelQuality(BaseValuator):
         # group's mean carries that of its sum over its size).
         self.values_stderr_ = np.full(parties.n_all_parties, np.nan)
         self.values_stderr_[parties.train_parties] = 0.0 if joint else (
-            score.noise_std / (np.diff(parties.offsets) if record_level else 1.0))
+            mean_release_noise_std(score.noise_std,
+                                   np.diff(parties.offsets) if record_level else None))
         scores += centre  # in place: the released copy (n = 1e7: 80 MB)
         return scores
 

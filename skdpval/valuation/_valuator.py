@@ -17,6 +17,7 @@ from ..families._data import (UTILITY_CODES, check_utility, kernel_targets,
 from ..kernels._line import LINE_MAX_INTERVALS
 from ..families._models import (TARGET_SCALE_DEGREE, check_sample_weight,
     check_target_domain, model_spec, public_params, row_weights, split_pipeline)
+from ..privacy._accounting import mean_release_noise_std
 from ..privacy._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
 from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, budget_mu, check_public_model,
     declare_fit, document_public_model, game_problem, resolve_public_model, run_fit)
@@ -1177,8 +1178,8 @@ class DPDataValuator(BaseValuator):
         shared_noise = None
         if (result.rolling_mean is not None and noise_std > 0
                 and result.n_counted >= 2 and self.threat_model != "joint"):
-            party_noise_std = noise_std / (np.diff(game.offsets) if game.record_level
-                                           else 1.0)
+            party_noise_std = mean_release_noise_std(
+                noise_std, np.diff(game.offsets) if game.record_level else None)
             shared_noise = shared_noise_variance(
                 result.marginal_mean, result.marginal_m2 / result.n_counted**2,
                 result.rolling_mean, party_noise_std, unseen_factor)
