@@ -139,7 +139,8 @@ def line_walk_speed(joint, n=2000, d=10, n_walks=16, repeats=30):
     permutations = np.array([rng.permutation(n) for _ in range(n_walks)])
     noise = np.rint(rng.normal(scale=30, size=(n_walks, n, 1)))
     grid = (0.5 / 64, 64.0)
-    problem.walk(permutations, release_stream(noise.copy(), grid), None, None)  # compile
+    # compile
+    problem.walk(permutations, release_stream(noise.copy(), grid), None, None)
     best = np.inf
     for _ in range(repeats):
         start = time.perf_counter()

@@ -19,16 +19,15 @@ fi
 factors=${*:-0.8 0.5}
 # sed scripts with FACTOR for the factor.
 declare -A edits=(
-  [walk]='skdpval/_walk.py|s/WALK, lo, hi, self.noise_std \/ self.grid\[0\],/WALK, lo, hi, FACTOR * self.noise_std \/ self.grid[0],/'
-  [mechanism]='skdpval/_mechanism.py|s/part.noise_std \/ part.grid.gamma, out)/FACTOR * part.noise_std \/ part.grid.gamma, out)/'
-  [laplace]='skdpval/_mechanism.py|s/part.grid_scale, len(values))/part.grid_scale * Fraction(FACTOR), len(values))/'
+  [gaussian]='skdpval/privacy/_mechanism.py|s/gaussian_noise(self._key, self.kind, lo, hi, self.std,/gaussian_noise(self._key, self.kind, lo, hi, FACTOR * self.std,/'
+  [laplace]='skdpval/privacy/_mechanism.py|s/laplace_noise(self._secret_key(), part.kind, part.grid_scale,/laplace_noise(self._secret_key(), part.kind, part.grid_scale * Fraction(FACTOR),/'
 )
-# The mechanism's Gaussian draw serves the label score, the federated rounds,
-# the private fit of the public model (tests/test_public_model.py) and every
-# other part but the walk's (which draws per permutation in
-# skdpval/_walk.py); the Laplace draw serves LayeredShapleyValuator.
+# Every Gaussian draw goes through the mechanism's NoiseStream.integers: the
+# walks' (per permutation, on any worker), the label score, the federated
+# rounds and the private fit of the public model (tests/test_public_model.py);
+# the Laplace draw serves LayeredShapleyValuator.
 for factor in $factors; do
-  for site in walk mechanism laplace; do
+  for site in gaussian laplace; do
     file=${edits[$site]%%|*}
     script=${edits[$site]#*|}
     script=${script//FACTOR/$factor}

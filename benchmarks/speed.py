@@ -373,8 +373,8 @@ def _walk_kernel_alone(valuator, X, y, X_val, y_val, k, batch=16):
 
     def run(seed):
         for _ in range(-(-k // batch)):
-            problem.walk(permutations, release_stream(noise.copy()), np.full(batch, 0.1),
-                         rolling)
+            problem.walk(permutations, release_stream(noise.copy()),
+                         np.full(batch, 0.1), rolling)
     return run
 
 

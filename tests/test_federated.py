@@ -15,7 +15,8 @@ from skdpval import DPFederatedValuator
 from skdpval.kernels import _kernels
 from skdpval.privacy._accounting import noise_std_for_budget
 from skdpval.privacy._compression import compress, sensitivity, sign_vote
-from skdpval.privacy._secure_noise import ROUNDING, noise_key, stream_nonce, uniform_coins
+from skdpval.privacy._secure_noise import (ROUNDING, noise_key, stream_nonce,
+    uniform_coins)
 from skdpval.valuation._federated import federated_schedule
 
 

@@ -74,7 +74,8 @@ def test_joint_line_walk_equals_its_definition():
     permutations = np.array([rng.permutation(n) for _ in range(n_walks)])
     noise = rng.normal(scale=0.5, size=(n_walks, n, 1))
     (central, central_end), (joint, joint_end) = (
-        problems[j].walk(permutations, release_stream(noise.copy()), None, None) for j in (False, True))
+        problems[j].walk(permutations, release_stream(noise.copy()), None, None)
+        for j in (False, True))
 
     c, c_val = (X @ basis[0]), (X_val @ basis[0])
     penalty = float(np.sum(basis[0, :d] ** 2))

@@ -176,7 +176,8 @@ def test_identity_basis_walk_equals_full_space_walk(small, rolling):
     for space in (NetworkSpace(net), NetworkSpace(net, np.eye(P))):
         problem = space.problem(X, T, np.arange(len(X) + 1), X_val, T_val, labels,
                                 **settings)
-        runs.append(problem.walk(perms, release_stream(noise.copy()), np.full(3, 0.5), rolling_mean))
+        runs.append(problem.walk(perms, release_stream(noise.copy()), np.full(3, 0.5),
+                                 rolling_mean))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
 
@@ -242,8 +243,10 @@ def test_record_level_line_walk_equals_its_exact_walk(small, activation):
     perms = np.array([rng.permutation(n_parties) for _ in range(3)])
     noise = rng.normal(size=(3, n_parties, 1))
     rolling_mean = rng.normal(size=(n_parties, 1))
-    a, end_a = line.walk(perms, release_stream(noise.copy()), np.full(3, 0.5), rolling_mean)
-    b, end_b = exact.walk(perms, release_stream(noise.copy()), np.full(3, 0.5), rolling_mean)
+    a, end_a = line.walk(perms, release_stream(noise.copy()), np.full(3, 0.5),
+                         rolling_mean)
+    b, end_b = exact.walk(perms, release_stream(noise.copy()), np.full(3, 0.5),
+                          rolling_mean)
     assert np.max(np.abs(b)) > 1e-4  # the walk moved
     assert np.max(np.abs(a - b)) <= 2 * MIDPOINT_TOLERANCE + 1e-14
     assert np.max(np.abs(end_a - end_b)) <= MIDPOINT_TOLERANCE + 1e-14

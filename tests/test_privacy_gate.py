@@ -153,7 +153,7 @@ def _privacy_imports(path):
     tree = ast.parse(path.read_text(), filename=str(path))
     package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and "privacy" in node.module:
+        if isinstance(node, ast.ImportFrom) and "privacy" in (node.module or ""):
             base = package.rsplit(".", node.level - 1)[0] if node.level else ""
             module = f"{base}.{node.module}" if node.level else node.module
             for alias in node.names:
