@@ -77,11 +77,10 @@ class FirstCompileWarning(SkdpvalWarning):
 
     Said once, when a walk's kernel has no on-disk cache yet and will
     compile: the fit then takes seconds more (about 3 s for a linear
-    model's default walk past what its numpy twin walks, 9 s for a
+    model's default walk, 9 s for a
     network's along its public line, up to 40 s for a network's full-space
     walk), once; later fits, in any process, load the compiled code from
-    the cache next to the package. A small default fit walks in numpy and
-    says nothing (:mod:`skdpval.kernels._first_use`).
+    the cache next to the package.
     """
 
 

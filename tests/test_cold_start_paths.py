@@ -1,58 +1,22 @@
-"""The default fit's set-up off numba, and the kernels' compile-time flags (issue 35).
+"""The kernels' compile-time flags, and set-up code that replaced a kernel (issue 35).
 
-A first fit compiles only what its model family and path use: the default's
-validation utility and the standardisation run in numpy, operation for
-operation the kernels' (so the same bits), and the kernels' flags (None)
-compile a path alone. Each is checked here against the general code it
-stands for, bit for bit (``atol=0``), on inputs that reach its edge cases.
+A first fit compiles only what its model family and path use: the kernels'
+flags (None) compile a path alone, and the standardisation and a network's
+set-up run in numpy or through the kernels the fit compiles anyway. Each is
+checked here against the general code it stands for, bit for bit
+(``atol=0``), on inputs that reach its edge cases.
 """
 
 import warnings
 
 import numpy as np
 import pytest
-from sklearn.neural_network import MLPClassifier
 
-from skdpval import DPDataValuator
 from skdpval.kernels import _kernels as K
 from skdpval.kernels import _line, _mlp, _subspace
 from skdpval.privacy._release import release_stream
 from skdpval.families._data import _standardized
 from skdpval.families._mlp_space import NetworkSpace, make_network, run_walk
-
-
-def _logistic_rows(rng, n_val, scale):
-    n_rows = K.padded_length(n_val)
-    margins, targets = np.zeros(n_rows), np.zeros(n_rows)
-    margins[:n_val] = rng.normal(size=n_val) * scale
-    targets[:n_val] = rng.choice([-1.0, 1.0], n_val)
-    return margins, targets
-
-
-@pytest.mark.parametrize("n_val", [1, 7, 8, 67, 513, 1100])
-def test_numpy_logistic_loss_sums_are_the_kernel_s_bits(n_val):
-    rng = np.random.default_rng(n_val)
-    sets = []
-    for scale in (1e-3, 1.0, 30.0, 800.0):  # past exp's range: the clamp at 746
-        sets.append(_logistic_rows(rng, n_val, scale))
-    margins, targets = sets[2]
-    with_inf = margins.copy()
-    with_inf[:n_val:3] = np.inf  # a diverged candidate
-    rows = np.array([m for m, _ in sets] + [with_inf])
-    expected = [K.logistic_loss_sum(m, targets, n_val, K.validation_scratch(n_val))
-                for m in rows]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # silent, as the kernel
-        got = K.logistic_loss_sums_numpy(rows, targets, n_val)
-    np.testing.assert_array_equal(got, expected)
-
-
-def test_numpy_exp_neg_is_the_kernel_s_bits():
-    rng = np.random.default_rng(0)
-    a = np.concatenate([np.abs(rng.normal(size=2000)) * 10.0 ** rng.uniform(-8, 3, 2000),
-                        [0.0, 745.9, 746.0, 746.5, 1e308, np.inf]])
-    expected = np.array([K._exp_neg(x) for x in a])
-    np.testing.assert_array_equal(K._exp_neg_numpy(a), expected)
 
 
 def _standardized_reference(X, mean, std):
@@ -253,26 +217,3 @@ def test_the_flags_are_none_only_for_the_defaults():
     assert _line.kind_flag(_line.QUADRATIC) == _line.QUADRATIC
     assert _subspace.prefetch_flag(np.arange(10)) is None
     assert _subspace.prefetch_flag(np.arange(_subspace.PREFETCH_MIN_PARTIES + 2))
-
-
-def test_the_default_s_utilities_in_numpy_are_the_kernel_s():
-    """:func:`_subspace.utilities_of_thetas` for the binary logistic loss's
-    ``neg_loss`` (numpy, every candidate at once) against the kernel it
-    stands for, :func:`_subspace._utilities`, on a basis of two directions
-    and on a line, bit for bit."""
-    X, T, X_val, T_val, basis, rng = _line_problem(seed=6, n_val=75)
-    labels = (T_val[:, 0] > 0).astype(np.int64)
-    for m in (1, 2):
-        B = np.linalg.qr(rng.normal(size=(X.shape[1], m)))[0].T.copy()
-        thetas = rng.normal(size=(13, 1, X.shape[1])) * np.array(
-            [0.01, 1.0, 100.0, 1e4, 1e6] * 2 + [0.0, 1.0, 1e300])[:, None, None]
-        got = _subspace.utilities_of_thetas(
-            B, thetas, X_val, T_val, labels, loss=K.LOGISTIC, utility=K.NEG_LOSS,
-            loss_param=0.0, total_sum_squares=1.0)
-        starts = thetas.reshape(13, -1) @ B.T
-        F_val = _subspace._validation_layout(_subspace.project_rows(B, X_val, 1))
-        expected = np.empty(13)
-        _subspace._utilities(starts, F_val, K.pad_columns(T_val), labels, None, None,
-                             0.0, 1.0, np.empty((1, F_val.shape[2])),
-                             K.validation_scratch(len(labels)), expected)
-        np.testing.assert_array_equal(got, expected)

@@ -6,7 +6,6 @@ import warnings
 import pytest
 from sklearn.datasets import make_classification
 
-import skdpval.kernels._first_use as first_use
 import skdpval.kernels._subspace as subspace_module
 from skdpval import DPDataValuator
 from skdpval.exceptions import FirstCompileWarning, warn_if_first_compile
@@ -32,11 +31,9 @@ def test_it_warns_only_without_an_on_disk_cache(tmp_path):
 
 
 def test_a_fit_says_it_when_its_walk_has_no_cache(monkeypatch, tmp_path):
-    """The default walk's kernel, as if never compiled and not cached, and
-    its numpy twin out of rent (as after a few small fits)."""
+    """The default walk's kernel, as if never compiled and not cached."""
     monkeypatch.setattr(subspace_module, "_line_walk",
                         _kernel(tmp_path / "absent.nbi"), raising=True)
-    monkeypatch.setattr(first_use, "RENT_SECONDS", 0.0)
     X, y = make_classification(n_samples=60, n_features=3, n_informative=2,
                                n_redundant=0, random_state=0)
     valuator = DPDataValuator(epsilon=1.0, n_permutations=2, random_state=0)
@@ -45,21 +42,3 @@ def test_a_fit_says_it_when_its_walk_has_no_cache(monkeypatch, tmp_path):
             valuator.fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])
         except (TypeError, AttributeError):
             pass  # the stand-in kernel cannot walk: the warning came first
-
-
-def test_a_small_first_fit_walks_in_numpy_and_says_nothing(monkeypatch, tmp_path):
-    """With the walk's kernel absent (never compiled, not cached), a small
-    default fit walks with its numpy twin: no warning, and no call of the
-    kernel (the stand-in would raise)."""
-    monkeypatch.setattr(subspace_module, "_line_walk",
-                        _kernel(tmp_path / "absent.nbi"), raising=True)
-    monkeypatch.setattr(first_use, "_spent", {})  # no rent spent yet
-    monkeypatch.setattr(first_use, "_on_disk", {})
-    monkeypatch.setattr(first_use, "_ready", set())
-    X, y = make_classification(n_samples=60, n_features=3, n_informative=2,
-                               n_redundant=0, random_state=0)
-    valuator = DPDataValuator(epsilon=1.0, n_permutations=2, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", FirstCompileWarning)
-        valuator.fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])
-    assert valuator.values_.shape == (40,)

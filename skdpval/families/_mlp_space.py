@@ -450,26 +450,10 @@ class NetworkSpace:
 
     def utilities(self, thetas, X_val, T_val, labels_val, *, utility,
                   total_sum_squares, **ignored):
-        """:meth:`utility` of each of ``thetas``; for the binary logistic
-        loss's ``neg_loss`` (the default) the outputs by
-        :func:`skdpval.kernels._mlp.output_margins` and the utility in numpy, bitwise
-        the kernel's (:func:`skdpval.kernels._kernels.logistic_loss_sums_numpy`):
-        nothing more to compile at a first fit."""
-        net = self.network
-        n_out = int(net.layout[-1, 1])
-        if K.kernel_codes(net.loss, utility, n_out) != (None, None):
-            return np.array([self.utility(theta, X_val, T_val, labels_val,
-                                          utility=utility,
-                                          total_sum_squares=total_sum_squares)
-                             for theta in thetas])
-        units, X_val, n_val = _mlp.n_units(net.layout), _f64(X_val), len(labels_val)
-        margins = np.zeros((len(thetas), padded_length(n_val)))
-        for b, theta in enumerate(thetas):
-            _mlp.output_margins(_f64(self._walk_theta(_f64(self._z(theta)))),
-                                net.layout, X_val, _mlp.act_flag(net.activation),
-                                np.zeros(units), margins[b:b + 1])
-        return -K.logistic_loss_sums_numpy(margins, pad_columns(T_val)[0],
-                                           n_val) / n_val
+        """:meth:`utility` of each of ``thetas``."""
+        return np.array([self.utility(theta, X_val, T_val, labels_val, utility=utility,
+                                      total_sum_squares=total_sum_squares)
+                         for theta in thetas])
 
     def margin_scale(self, X_val, n_outputs=None):
         """RMS over validation rows of the norm of d(outputs) / d(release) at

@@ -39,8 +39,6 @@ more than one kernel per fit (the learning-rate search and the utilities
 are walks too) and code for losses the fit does not use (``kernel_codes``).
 """
 
-import math
-
 import numpy as np
 from numba import njit
 from llvmlite import ir
@@ -545,82 +543,6 @@ def logistic_loss_sum(margins, targets, n_val, scratch):
     for lane in range(LANES):
         total += lanes[LANES + lane]
     return total
-
-
-# --- the same in numpy, for the set-up of a fit -----------------------------
-# A default fit scores its 13 learning-rate candidates on two halves of the
-# validation rows: numpy, operation for operation the kernels' (the same
-# bits: elementwise IEEE arithmetic, the same order, libm's log1p), all
-# candidates of a half at once, costs no compilation (0.9 s of a cold first
-# fit) and less time than 26 kernel calls.
-
-def _exp_neg_numpy(a):
-    """:func:`_exp_neg` elementwise (the same operations, the same bits)."""
-    a = np.where(746.0 < a, 746.0, a)  # numba's min(a, 746.0)
-    k = np.floor(a * _LOG2E + 0.5)
-    r = (k * _LN2_HI - a) + k * _LN2_LO
-    p = _exp_reduced.py_func(r)  # the kernel's polynomial, run by numpy
-    ki = k.astype(np.int64)
-    half = ki >> 1
-    return (p * ((1023 - half) << 52).view(np.float64)
-            * ((1023 - (ki - half)) << 52).view(np.float64))
-
-
-def logistic_loss_sums_numpy(margins, targets, n_val):
-    """:func:`logistic_loss_sum` of each row of ``margins`` ``(n_sets,
-    n_rows)`` (``targets`` ``(n_rows,)``), in numpy: the kernel's operations
-    in its order, so the same bits; its lanes' recurrence runs over the
-    rows, each step for every set at once."""
-    n_sets, n_rows = margins.shape
-    with np.errstate(all="ignore"):  # a diverged candidate: as the kernel, silently
-        z = -targets * margins
-        exps = _exp_neg_numpy(np.abs(z))
-        hinges = np.where(0.0 > z, 0.0, z)  # numba's max(z, 0.0)
-        exps[:, n_val:] = 0.0  # the padding adds nothing
-        hinges[:, n_val:] = 0.0
-        products = np.zeros((n_sets, LANES))  # the lanes' ``q = prod - 1``
-        hinge_sums = np.zeros((n_sets, LANES))
-        logs = np.zeros(n_sets)
-        for block in range(0, n_rows, _ROWS_PER_LOG):
-            for first in range(block, min(block + _ROWS_PER_LOG, n_rows), LANES):
-                products = products + exps[:, first:first + LANES] * (1.0 + products)
-                hinge_sums = hinge_sums + hinges[:, first:first + LANES]
-            q = np.zeros(n_sets)
-            for lane in range(LANES):
-                q = q + products[:, lane] * (1.0 + q)
-            products = np.zeros((n_sets, LANES))
-            # libm's log1p, as np.log1p in a kernel
-            logs = logs + np.array([math.log1p(value) for value in q.tolist()])
-        total = logs
-        for lane in range(LANES):
-            total = total + hinge_sums[:, lane]
-    return total
-
-
-def _exps_libm(a):
-    """``exp`` of each of ``a`` by libm, as numba's ``np.exp`` (numpy's own
-    SIMD exp may differ in the last bit)."""
-    return np.array([math.exp(value) for value in np.ravel(a).tolist()]).reshape(
-        np.shape(a))
-
-
-def logistic_losses_and_gradients_numpy(margins, T, row_weights, dloss_out):
-    """:func:`losses_and_gradients` of the binary logistic loss (its code
-    None) in numpy: the kernel's operations in its order (the sum over rows
-    in turn), so the same bits."""
-    n_rows = margins.shape[0]
-    m, t = margins[:, 0], T[:, 0]
-    with np.errstate(all="ignore"):  # silent, as the kernel
-        z = -t * m
-        softplus_z = (np.where(0.0 > z, 0.0, z)  # numba's max(z, 0.0)
-                      + _log1p_unit.py_func(_exp_neg_numpy(np.abs(z))))
-        terms = row_weights * (0.0 + softplus_z)
-        total = np.cumsum(np.concatenate([[0.0], terms]))[-1]  # in row order
-        signed = t * m
-        e = _exps_libm(-np.abs(signed))
-        dloss = -t * np.where(signed > 0.0, e, 1.0) / (1.0 + e)
-        dloss_out[:, 0] = dloss * (row_weights / n_rows)
-    return total / n_rows
 
 
 @njit(**_jit)

@@ -73,7 +73,6 @@ import numpy as np
 from numba import njit
 
 from . import _kernels as K
-from ._first_use import twin_of, use_twin
 from ._kernels import _f64, _jit
 
 # Largest error of the tabulated utility anywhere in the table (absolute).
@@ -220,38 +219,6 @@ def _tabulate_logistic(rows, lo, h, table, scratch):
         table[i, 2] = -h * h * K._sum(seconds, n_val) / n_val
 
 
-def _sums_numpy(values, n):
-    """:func:`skdpval.kernels._kernels._sum` of each row of ``values`` ``(n_rows,
-    >= n)``: its four accumulators, each summed in turn (cumsum), then its
-    remainder and pairs; the same bits."""
-    quads = n // 4 * 4
-    lanes = values[:, :quads].reshape(len(values), -1, 4)
-    a = [np.cumsum(np.concatenate([np.zeros((len(values), 1)), lanes[:, :, k]],
-                                  axis=1), axis=1)[:, -1] for k in range(4)]
-    for i in range(quads, n):
-        a[0] = a[0] + values[:, i]
-    return (a[0] + a[1]) + (a[2] + a[3])
-
-
-def _tabulate_logistic_numpy(rows, lo, h, table):
-    """:func:`_tabulate_logistic` in numpy, every node at once: the same
-    operations (the kernel's exp and log polynomials), the same bits."""
-    n_val = rows.shape[0]
-    s = rows[:, 0][None, :]
-    z = (lo + np.arange(table.shape[0]) * h)[:, None]
-    with np.errstate(all="ignore"):
-        x = -s * z
-        e = K._exp_neg_numpy(np.abs(x))
-        inverse = 1.0 / (1.0 + e)
-        sigma = np.where(x >= 0.0, inverse, e * inverse)
-        values = np.where(0.0 > x, 0.0, x) + K._log1p_unit.py_func(e)
-        firsts = s * sigma
-        seconds = s * s * sigma * (1.0 - sigma)
-        table[:, 0] = -_sums_numpy(values, n_val) / n_val
-        table[:, 1] = h * _sums_numpy(firsts, n_val) / n_val
-        table[:, 2] = -h * h * _sums_numpy(seconds, n_val) / n_val
-
-
 @njit(**_jit)
 def _tabulate_multinomial(rows, lo, h, table, scratch):
     """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the
@@ -330,12 +297,6 @@ def _step(sixth):
     return (46080.0 * LINE_TOLERANCE / max(sixth, 1e-300)) ** (1.0 / 6.0)
 
 
-# Terms (nodes x validation rows) of the numpy table at most: 2**20 in
-# about 0.15 s (a default first fit's table: 190 x 269 at k = 20, 1109 x
-# 269 at k = 1000; the kernel: 0.3-0.5 s of compilation).
-TWIN_MAX_TERMS = 2**20
-
-
 def _hermite_table(kind, rows, tabulate, sixth, z_range, max_intervals):
     """The :data:`LineUtility` of a quintic Hermite table of step ``h`` from the
     bound ``sixth`` on ``|U^(6)|``, over ``z_range`` (at most ``max_intervals``)."""
@@ -344,12 +305,7 @@ def _hermite_table(kind, rows, tabulate, sixth, z_range, max_intervals):
     intervals = int(min(max(np.ceil((hi - lo) / h), 1), max_intervals))
     lo = 0.5 * (lo + hi) - 0.5 * intervals * h
     nodes = np.empty((intervals + 1, 3))
-    if tabulate is _tabulate_logistic and use_twin(
-            tabulate, (intervals + 1) * len(rows), TWIN_MAX_TERMS):
-        with twin_of(tabulate):
-            _tabulate_logistic_numpy(rows, lo, h, nodes)
-    else:
-        tabulate(rows, lo, h, nodes, np.empty((4, len(rows))))
+    tabulate(rows, lo, h, nodes, np.empty((4, len(rows))))
     return LineUtility(kind, lo, 1.0 / h, _coefficients(nodes), np.zeros(3), rows)
 
 
@@ -460,31 +416,6 @@ def _exact(kind, rows, z):
             weights += np.exp(z * rows[v, k] - top)
         total += top + np.log(weights) - z * rows[v, n_classes]
     return -total / n_val
-
-
-def _exact_logistic_numpy(rows, z):
-    """:func:`_exact` of the binary logistic rows at the scalar ``z``: the
-    kernel's softplus (its polynomials) summed in row order."""
-    with np.errstate(all="ignore"):
-        x = -rows[:, 0] * z
-        terms = (np.where(0.0 > x, 0.0, x)  # numba's max(x, 0.0)
-                 + K._log1p_unit.py_func(K._exp_neg_numpy(np.abs(x))))
-        return -np.cumsum(np.concatenate([[0.0], terms]))[-1] / rows.shape[0]
-
-
-def hermite_values_numpy(lo, inv_h, table, rows, z):
-    """:func:`_hermite` of the binary logistic line at each of ``z``, in
-    numpy: the same operations, the same bits."""
-    with np.errstate(all="ignore"):
-        x = (z - lo) * inv_h
-        inside = (x >= 0.0) & (x < table.shape[0])
-        i = np.where(inside, x, 0.0).astype(np.int64)
-        t = x - i
-        a = table[i].T
-        out = a[0] + t * (a[1] + t * (a[2] + t * (a[3] + t * (a[4] + t * a[5]))))
-    for b in np.flatnonzero(~inside):  # past the table: from the rows
-        out[b] = _exact_logistic_numpy(rows, z[b])
-    return out
 
 
 @njit(**K._scalar)

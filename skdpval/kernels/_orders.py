@@ -15,7 +15,6 @@ Generators (:mod:`skdpval.walks._walk`).
 import numpy as np
 from numba import njit
 
-from ._first_use import plan, twin_of, use_twin
 from ._kernels import _jit
 
 
@@ -61,69 +60,9 @@ def permutations_from_words(words, out):
             row[j] = swap
 
 
-_U = {bits: np.uint64(bits) for bits in (5, 7, 9, 17, 19, 45, 57)}
-
-
-def _xoshiro_next(s0, s1, s2, s3):
-    """One xoshiro256** output of each state, the states advanced in place."""
-    x = s1 * _U[5]
-    result = ((x << _U[7]) | (x >> _U[57])) * _U[9]
-    shifted = s1 << _U[17]
-    s2 ^= s0
-    s3 ^= s1
-    s1 ^= s2
-    s0 ^= s3
-    s2 ^= shifted
-    s3[:] = (s3 << _U[45]) | (s3 >> _U[19])
-    return result
-
-
-def permutations_numpy(words, n):
-    """:func:`permutations_from_words` in numpy, the streams side by side: the
-    same draws and swaps, so the same permutations."""
-    s0, s1, s2, s3 = (np.array(words[:, i], dtype=np.uint64) for i in range(4))
-    s0[(s0 == 0) & (s1 == 0) & (s2 == 0) & (s3 == 0)] = 1
-    out = np.tile(np.arange(n, dtype=np.int64), (len(words), 1))
-    rows = np.arange(len(words))
-    for i in range(n - 1, 0, -1):
-        shift = np.uint64(64 - i.bit_length())
-        j = (_xoshiro_next(s0, s1, s2, s3) >> shift).astype(np.int64)
-        redraw = np.flatnonzero(j > i)
-        while len(redraw):  # the rejected streams draw again, the others wait
-            state = [s[redraw] for s in (s0, s1, s2, s3)]
-            again = (_xoshiro_next(*state) >> shift).astype(np.int64)
-            for s, part in zip((s0, s1, s2, s3), state):
-                s[redraw] = part
-            j[redraw] = again
-            redraw = redraw[again > i]
-        swap = out[:, i].copy()
-        out[:, i] = out[rows, j]
-        out[rows, j] = swap
-    return out
-
-
-# Largest draw of the numpy shuffle (parties x permutations): 300 x 16 in
-# about 30 ms (the kernel: 0.01 ms, after 0.3 s of compilation); and its
-# seconds a party's place, about.
-TWIN_MAX_DRAWS = 2**13
-TWIN_SECONDS_PER_DRAW = 6e-6
-
-
-def plan_permutations(n_permutations, n_parties, batch_permutations):
-    """Before a fit: whether its orders will all be shuffled in numpy; if
-    not, the kernel compiles at the first wave
-    (:func:`skdpval.kernels._first_use.plan`)."""
-    return plan(permutations_from_words, batch_permutations * n_parties,
-                TWIN_MAX_DRAWS, n_permutations * n_parties * TWIN_SECONDS_PER_DRAW)
-
-
 def permutations(words, n, dtype=np.int64):
     """The permutations of ``n`` parties of the streams ``words`` ``(c, 4)``
-    (as ``dtype``: int64, or int32 below 2^31 parties; small draws in numpy
-    until the kernel is compiled: :mod:`skdpval.kernels._first_use`)."""
-    if use_twin(permutations_from_words, len(words) * n, TWIN_MAX_DRAWS):
-        with twin_of(permutations_from_words):
-            return permutations_numpy(words, n).astype(dtype, copy=False)
+    (as ``dtype``: int64, or int32 below 2^31 parties)."""
     out = np.empty((len(words), n), dtype=dtype)
     permutations_from_words(np.ascontiguousarray(words, dtype=np.uint64), out)
     return out

@@ -16,7 +16,6 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from ._first_use import twin_of, use_twin
 from ._kernels import _jit
 
 NodeSums = namedtuple("NodeSums", ["raw_sum", "n_counted", "mean", "m2", "end_utility"])
@@ -164,28 +163,6 @@ def _merge_rows(raw, means, m2, counts, merges):
                 m2[lo, i] = delta * delta * m2_weight + m2[lo, i] + m2[mid, i]
 
 
-def _merge_rows_numpy(raw, means, m2, counts, merges):
-    """:func:`_merge_rows` in numpy, merge by merge: the same operations in
-    the same order, so the same bits."""
-    for lo, mid in merges.tolist():
-        raw[lo] += raw[mid]
-        n_left, n_right = int(counts[lo]), int(counts[mid])
-        n = n_left + n_right
-        counts[lo] = n
-        if n_left == 0 and n_right > 0:
-            means[lo] = means[mid]
-            m2[lo] = m2[mid]
-        elif n_left > 0 and n_right > 0:
-            delta = means[mid] - means[lo]
-            means[lo] = means[lo] + delta * (n_right / n)
-            m2[lo] = delta * delta * ((n_left * n_right) / n) + m2[lo] + m2[mid]
-
-
-# Numbers merged (rows x row length) by the numpy merges at most: 16 x 300
-# in about 0.3 ms (the kernel: 0.2 s to compile).
-TWIN_MAX_NUMBERS = 2**16
-
-
 @lru_cache(maxsize=64)
 def tree_merges(size):
     """The merges ``(lo, mid)`` of the tree of ``0 .. size - 1``, children first."""
@@ -201,8 +178,7 @@ def reduce_walked(raw, marginals, counted):
     ``raw`` ``(c, ...)``: their raw releases (or None); ``marginals``
     ``(c, n_parties)``; ``counted`` ``(c,)``. Returns ``(raw_sum, n_counted,
     mean, m2)``, views of the first rows (``mean`` None when none counts,
-    ``m2`` None for one walk). Small waves merge in numpy until the kernel is
-    compiled (:mod:`skdpval.kernels._first_use`).
+    ``m2`` None for one walk).
     """
     n_walks = len(marginals)
     if n_walks == 1:  # nothing to merge (m2 None: zeros, n = 1e7: 80 MB)
@@ -216,11 +192,7 @@ def reduce_walked(raw, marginals, counted):
     m2 = (np.zeros_like(marginals) if counts.any()
           else np.zeros((n_walks, 0)))
     merges = tree_merges(n_walks)
-    if use_twin(_merge_rows, marginals.size + raw_rows.size, TWIN_MAX_NUMBERS):
-        with twin_of(_merge_rows), np.errstate(all="ignore"):  # as the kernel
-            _merge_rows_numpy(raw_rows, marginals, m2, counts, merges)
-    else:
-        _merge_rows(raw_rows, marginals, m2, counts, merges)
+    _merge_rows(raw_rows, marginals, m2, counts, merges)
     n_counted = int(counts[0])
     return (None if raw is None else raw[0], n_counted,
             marginals[0] if n_counted else None, m2[0] if n_counted else None)

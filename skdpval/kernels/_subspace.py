@@ -37,18 +37,15 @@ starting points (``starts``) serve the gradients a fit needs around the walk
 (:func:`_gradient_steps`).
 """
 
-import math
 from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
-from ._kernels import (_exps_libm, _f64, _jit, _scalar, kernel_codes,
-    logistic_loss_sums_numpy, logistic_losses_and_gradients_numpy, losses_and_gradients,
+from ._kernels import (_f64, _jit, _scalar, kernel_codes, losses_and_gradients,
     one_row_each, pad_columns, padded_length, prefetch, sample_dloss,
     unit_weights, utility_of_margins, validation_scratch)
 from . import _line
-from ._first_use import plan, twin_of, use_twin
 from ..privacy._release import clip_l2, release_step, walk_stream
 from ..walks._walk import PartiesByOffsets
 
@@ -528,105 +525,13 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
     return marginals, end_utility, ends
 
 
-def _line_walk_numpy(p, permutations, stream, x_tt, rolling_mean, marginals,
-                     end_utility):
-    """:func:`_line_walk` in numpy where numba compiles it alone (the
-    default's: binary logistic along its table, one row a party, sample
-    level, central, no L1 term, no prefetches): the walks advance together,
-    a step of all of them at once, each by the kernel's operations in its
-    order (Python floats' libm exp for its exp), so the same bits."""
-    line = p.line
-    n_walks, n_steps = permutations.shape
-    noise, gamma, bound = stream
-    has_noise = noise.shape[0] > 0
-    use_rolling = rolling_mean is not None
-    c, t, w = p.F[:, 0, 0], p.T[:, 0], p.row_weights
-    shrink, rate, clip = float(p.penalty[0, 0]), p.learning_rate, p.clip_norm
-    walks = np.arange(n_walks)
-    fresh = np.ones(n_walks) if x_tt is None else x_tt
-    z = np.zeros(n_walks)
-    end_utility[:] = _line.hermite_values_numpy(line.lo, line.inv_h, line.table,
-                                                line.s_val, np.zeros(1))[0]
-    with np.errstate(all="ignore"):
-        for position in range(n_steps):
-            j = permutations[:, position]
-            cj, tj = c[j], t[j]
-            signed = tj * (z * cj)
-            e = _exps_libm(-np.abs(signed))
-            dloss = -tj * np.where(signed > 0.0, e, 1.0) / (1.0 + e)
-            update = w[j] * (dloss * cj)
-            if p.l2 != 0.0:
-                update = update + p.l2 * (shrink * z)
-            # clip_l2 of one coordinate
-            norm = np.sqrt(0.0 + update * update)
-            overflowed = norm == np.inf
-            if overflowed.any():
-                largest = np.where(0.0 < np.abs(update), np.abs(update), 0.0)
-                ratio = update / largest
-                rescaled = largest * np.sqrt(0.0 + ratio * ratio)
-                norm = np.where(overflowed & (largest < np.inf), rescaled, norm)
-            update = np.where(norm < np.inf,
-                              update * np.where(norm > clip, clip / norm, 1.0), 0.0)
-            if has_noise:  # release_on_grid
-                m = noise[walks, j, 0]
-                if gamma == 0.0:
-                    update = update + m
-                else:
-                    a = np.rint(update / gamma)
-                    a = np.where(a > bound, bound, np.where(a < -bound, -bound, a))
-                    update = gamma * (a + m) + 0.0
-            if use_rolling:
-                noise[walks, j, 0] = update
-                update = fresh * update + (1.0 - fresh) * rolling_mean[j, 0]
-            z_new = z - rate * update
-            current = _line.hermite_values_numpy(line.lo, line.inv_h, line.table,
-                                                 line.s_val, z_new)
-            marginals[walks, j] = p.weights[position] * (current - end_utility)
-            end_utility[:] = current
-            z = z_new
-
-
-# Steps (walks x parties) of the numpy line walk at most: a wave of 16 walks
-# of 300 parties in about 30 ms (the kernel: 1.5 ms, after 1.5-2 s of
-# compilation); and its seconds a step, about.
-TWIN_MAX_WALK_STEPS = 2**14
-TWIN_SECONDS_PER_STEP = 6e-6
-
-
-def _has_line_walk_twin(p):
-    """Whether :func:`_line_walk_numpy` can walk the problem ``p``."""
-    return (p.general is None and _line.kind_flag(p.line.kind) is None
-            and not p.record_level and not p.joint and p.l1 == 0.0
-            and kernel_codes(p.loss, p.utility, p.F.shape[2])[0] is None
-            and prefetch_flag(p.offsets) is None)
-
-
-def plan_line_walk(p, n_permutations, batch_permutations):
-    """Whether the numpy line walk will walk all of a fit's waves (then the
-    fit compiles no walk); if not, the walk's kernel compiles at its first
-    wave (:func:`skdpval.kernels._first_use.plan`)."""
-    return (getattr(p, "line", None) is not None and _has_line_walk_twin(p)
-            and plan(_line_walk, batch_permutations * p.n_parties,
-                     TWIN_MAX_WALK_STEPS,
-                     n_permutations * p.n_parties * TWIN_SECONDS_PER_STEP))
-
-
 def _run_line_walk(p, permutations, stream, x_tt, rolling_mean):
-    """:func:`_line_walk` with its buffers; returns (marginals, end_utility).
-    The default's walk runs in numpy until its kernel is compiled, when
-    small (:mod:`skdpval.kernels._first_use`)."""
+    """:func:`_line_walk` with its buffers; returns (marginals, end_utility)."""
     n_walks = permutations.shape[0]
     line = p.line
     stream = walk_stream(stream, rolling_mean is not None)
     marginals = np.empty((n_walks, p.n_parties))
     end_utility = np.empty(n_walks)
-    if (_has_line_walk_twin(p)
-            and use_twin(_line_walk, permutations.size, TWIN_MAX_WALK_STEPS)):
-        with twin_of(_line_walk):
-            _line_walk_numpy(p, np.ascontiguousarray(permutations, np.int64), stream,
-                             None if x_tt is None else _f64(x_tt), rolling_mean,
-                             marginals, end_utility)
-        return marginals, end_utility
     _line_walk(p.F, p.T, p.row_weights, p.offsets,
                kernel_codes(p.loss, p.utility, p.F.shape[2])[0], p.loss_param, p.l2,
                p.penalty,
@@ -849,70 +754,16 @@ def _no_validation(m, n_outputs):
             np.empty(0, dtype=np.int64))
 
 
-def _logistic_dloss_python(m, t):
-    """:func:`skdpval.kernels._kernels._logistic_dloss` in Python floats (libm's exp,
-    as numba's): the same bits."""
-    z = t * m
-    e = math.exp(-abs(z))
-    return -t * (e if z > 0.0 else 1.0) / (1.0 + e)
-
-
-def _clip_python(g, clip_norm):
-    """:func:`skdpval.privacy._release.clip_l2` of one coordinate in Python floats."""
-    norm = math.sqrt(0.0 + g * g)
-    if norm == math.inf:
-        largest = max(0.0, abs(g))
-        if largest < math.inf:
-            ratio = g / largest
-            norm = largest * math.sqrt(0.0 + ratio * ratio)
-    if not norm < math.inf:
-        return 0.0
-    return g * (clip_norm / norm if norm > clip_norm else 1.0)
-
-
-def _scalar_logistic_steps(F, T, row_weights, l2, penalty, clip_norm,
-                           learning_rate, starts, permutations, ends):
-    """:func:`_gradient_steps` in Python floats where its ``general`` is None,
-    the loss binary logistic and no L1 term: the same operations in the
-    same order (IEEE doubles, libm's exp), so the same bits."""
-    c, t, w = F[:, 0, 0].tolist(), T[:, 0].tolist(), row_weights.tolist()
-    shrink, start = float(penalty[0, 0]), starts[:, 0].tolist()
-    for b, order in enumerate(permutations.tolist()):
-        z = start[b % len(start)]
-        for j in order:
-            gradient = w[j] * (_logistic_dloss_python(z * c[j], t[j]) * c[j])
-            if l2 != 0.0:
-                gradient += l2 * (shrink * z)
-            z -= learning_rate * _clip_python(gradient, clip_norm)
-        ends[b, 0] = z
-
-
-# Steps of the Python twin of the gradient steps at most (about 2 us each:
-# a default fit's learning-rate search takes 26 x n of them).
-TWIN_MAX_STEPS = 2**15
-
-
 def _run_gradient_steps(basis, X, T, offsets, *, loss, loss_param, l2, n_penalized,
                         clip_norm, learning_rate, starts, permutations, l1,
                         row_weights):
     """:func:`_gradient_steps` on the rows of ``X`` projected on ``basis``
-    (buffers allocated); returns where the walks end, ``ends``. The
-    default's (one direction, binary logistic, no L1 term) runs in Python
-    until the kernel is compiled, when small (:mod:`skdpval.kernels._first_use`)."""
+    (buffers allocated); returns where the walks end, ``ends``."""
     n_outputs, m = T.shape[1], basis.shape[0]
     ends = np.empty((permutations.shape[0], m))
     F = project_rows(basis, X, n_outputs)
     permutations = np.ascontiguousarray(permutations, np.int64)
     row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
-    if (scalar_flag(F, offsets) is None and kernel_codes(loss, 0, n_outputs)[0] is None
-            and l1 == 0.0
-            and use_twin(_gradient_steps, permutations.size, TWIN_MAX_STEPS)):
-        with twin_of(_gradient_steps):
-            _scalar_logistic_steps(
-                F, _f64(T), row_weights, float(l2),
-                penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
-                float(learning_rate), _f64(starts), permutations, ends)
-        return ends
     _gradient_steps(
         F, _f64(T), row_weights,
         np.ascontiguousarray(offsets, np.int64), kernel_codes(loss, 0, n_outputs)[0],
@@ -946,13 +797,6 @@ def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
     starts = np.reshape(thetas, (len(thetas), -1)) @ basis.T
     F_val = _validation_layout(project_rows(basis, X_val, n_outputs))
     utilities = np.empty(len(starts))
-    if kernel_codes(loss, utility, n_outputs) == (None, None):
-        # The default's (binary logistic, neg_loss): in numpy, nothing to compile.
-        starts, n_val = _f64(starts), len(labels_val)
-        margins = 0.0  # :func:`margins_at`'s sums, in its order
-        for i in range(starts.shape[1]):
-            margins = margins + starts[:, i:i + 1] * F_val[i, 0][None, :]
-        return -logistic_loss_sums_numpy(margins, pad_columns(T_val)[0], n_val) / n_val
     _utilities(_f64(starts), F_val, pad_columns(T_val),
                np.ascontiguousarray(labels_val, np.int64),
                *kernel_codes(loss, utility, n_outputs), float(loss_param),
@@ -978,11 +822,6 @@ def party_gradients(basis, theta, X, T, offsets, *, loss, loss_param, l2,
     return z - ends
 
 
-# Rows of the numpy objective at most (the binary logistic's: about 10 ms a
-# call at 2**16 rows; L-BFGS calls it 20-50 times).
-TWIN_MAX_ROWS = 2**16
-
-
 def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
                            l1=0.0, row_weights=None):
     """``f(z) -> (mean weighted loss + penalty, its (sub)gradient in z)`` over all rows of X.
@@ -992,8 +831,7 @@ def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
     n_columns)``; computed in the parameters, ``O(n_rows n_columns
     n_outputs)`` a call, and carried to ``z`` by the chain rule (an identity
     basis of ``n_params`` directions would cost ``n_params`` times more,
-    and ``n_params^2`` memory for its penalty). The binary logistic loss
-    runs in numpy until its kernel is compiled (:mod:`skdpval.kernels._first_use`).
+    and ``n_params^2`` memory for its penalty).
     """
     X, T = _f64(X), _f64(T)
     n_outputs = T.shape[1]
@@ -1008,13 +846,8 @@ def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,
         z = _f64(z)
         theta = (z if basis is None else z @ basis).reshape(n_outputs, -1)
         np.dot(X, theta.T, out=margins)
-        if code is None and use_twin(losses_and_gradients, len(X), TWIN_MAX_ROWS):
-            with twin_of(losses_and_gradients):
-                mean_loss = logistic_losses_and_gradients_numpy(margins, T,
-                                                                row_weights, dloss)
-        else:
-            mean_loss = losses_and_gradients(code, margins, T, row_weights,
-                                             float(loss_param), dloss)
+        mean_loss = losses_and_gradients(code, margins, T, row_weights,
+                                         float(loss_param), dloss)
         masked = theta * penalised
         value = (mean_loss + 0.5 * l2 * np.sum(masked * masked)
                  + l1 * np.sum(np.abs(masked)))

@@ -45,8 +45,6 @@ import numpy as np
 from numba import njit
 from scipy.special import log_ndtr
 
-from ..kernels._first_use import twin_of, use_twin
-
 _jit = dict(cache=True, nogil=True)
 
 # Stream kinds: the first word of the nonce. ROUNDING: secret coins that are
@@ -131,67 +129,6 @@ def chacha20_words(key, nonce, n_words, out):
         chacha20_block(key, b, nonce, block)
         for i in range(min(16, n_words - 16 * b)):
             out[16 * b + i] = block[i]
-
-
-# --- the same in numpy: every block of a draw at once -----------------------------
-
-_CONSTANTS32 = _CONSTANTS.astype(np.uint32)
-# The diagonal round as a column round: rows b, c, d of the 4 x 4 state
-# rotated by 1, 2 and 3 words (and back).
-_DIAGONALS = np.array([0, 1, 2, 3, 5, 6, 7, 4, 10, 11, 8, 9, 15, 12, 13, 14])
-_COLUMNS = np.argsort(_DIAGONALS)
-
-
-def _column_round(x):
-    """The four quarter rounds of a column round on the state ``x`` ``(16, N)``
-    (uint32: numpy's wrap-around is the & 0xFFFFFFFF of the kernel)."""
-    a, b, c, d = x[0:4], x[4:8], x[8:12], x[12:16]
-    for first, second, third, shift in ((a, b, d, 16), (c, d, b, 12),
-                                        (a, b, d, 8), (c, d, b, 7)):
-        first += second
-        third ^= first
-        third[:] = (third << np.uint32(shift)) | (third >> np.uint32(32 - shift))
-
-
-def chacha20_blocks_numpy(key, counters, nonces):
-    """:func:`chacha20_block` of blocks ``counters[i]`` of streams ``nonces[i]``
-    (``(N, 3)``), all at once: their words ``(16, N)`` as uint32."""
-    x = np.empty((16, len(counters)), np.uint32)
-    x[0:4] = _CONSTANTS32[:, None]
-    x[4:12] = key.astype(np.uint32)[:, None]
-    x[12] = counters
-    x[13:16] = nonces.T
-    start = x.copy()
-    for _ in range(10):
-        _column_round(x)
-        x = x[_DIAGONALS]
-        _column_round(x)
-        x = x[_COLUMNS]
-    x += start
-    return x
-
-
-# Largest draw of the numpy sampler (blocks of 8 draws): 4096 blocks run in
-# about 10 ms (the kernel: 1 ms, after 0.9 s of compilation).
-TWIN_MAX_BLOCKS = 2**12
-
-
-def _walk_noise_numpy(key, kind, lo, hi, cdf, out):
-    """:func:`_walk_noise` in numpy: the same words, draws and bits."""
-    n_walks, n = out.shape
-    n_blocks = (n + 7) // 8
-    t = np.repeat(np.arange(lo, hi, dtype=np.uint64), n_blocks)
-    nonces = np.stack([np.full(len(t), kind, np.uint64), t & _M32,
-                       t >> np.uint64(32)], axis=1).astype(np.uint32)
-    counters = np.tile(np.arange(n_blocks, dtype=np.uint32), n_walks)
-    words = chacha20_blocks_numpy(key, counters, nonces).astype(np.uint64)
-    # draw d of a block: its words 2 d (high) and 2 d + 1
-    draws = (words[0::2] << np.uint64(32)) | words[1::2]  # (8, N)
-    draws = draws.T.reshape(n_walks, 8 * n_blocks)[:, :n]
-    magnitude = np.searchsorted(cdf, draws & np.uint64(0x7FFFFFFFFFFFFFFF),
-                                side="right").astype(np.float64)
-    out[:] = np.where((draws >> np.uint64(63)) != 0, -magnitude, magnitude)
-    return out
 
 
 def noise_key(noise_seed):
@@ -332,11 +269,7 @@ def rounded_gaussian(key, nonce, sigma, out):
 def walk_noise(key, kind, lo, hi, cdf, guide, shift, out):
     """``out[i]`` (flat per permutation) from stream ``(kind, lo + i)``:
     rounded Gaussian integers (as doubles), 2 words (63 bits and a sign) a
-    draw, 8 draws a block. Small draws run in numpy until the kernel is
-    compiled (:mod:`skdpval.kernels._first_use`): the same bits."""
-    if use_twin(_walk_noise, (hi - lo) * ((out.shape[1] + 7) // 8), TWIN_MAX_BLOCKS):
-        with twin_of(_walk_noise):
-            return _walk_noise_numpy(key, kind, lo, hi, cdf, out)
+    draw, 8 draws a block."""
     _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, np.empty(3, np.uint64),
                 np.empty(16, np.uint64))
     return out

@@ -10,7 +10,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ..kernels import _kernels, _mlp, _orders, _subspace
+from ..kernels import _kernels, _mlp, _subspace
 from ._base import STEP_TO_USER, BaseValuator, check_converged
 from ..families._data import (UTILITY_CODES, check_utility, kernel_targets,
     with_intercept)
@@ -781,13 +781,7 @@ class DPDataValuator(BaseValuator):
                                      self.batch_permutations), search_seed)
         # In a list that the walk empties (on Dask it frees the client's copy).
         problem = [self._problem(game, noise_std, line_center)]
-        # Numpy stands in for the walk's kernels on a small first fit (no
-        # compilation); a larger one compiles them at once.
-        _orders.plan_permutations(self.n_permutations, len(parties.train_parties),
-                                  self.batch_permutations)
-        walks_in_numpy = spec.network is None and _subspace.plan_line_walk(
-            problem[0], self.n_permutations, self.batch_permutations)
-        self._say_if_first_compile(spec, walks_in_numpy)
+        self._say_if_first_compile(spec)
         # Past the walk only the shapes of the per-party arrays are read, and
         # the largest semivalue weight: the problem holds the rest, freed
         # with it before the statistics (n = 1e7: 80 MB an array).
@@ -807,18 +801,13 @@ class DPDataValuator(BaseValuator):
             walked.pop(), game, parties, noise_std,
             unseen_noise_factor(x_tt, counted, self.batch_permutations))
 
-    def _say_if_first_compile(self, spec, walks_in_numpy):
+    def _say_if_first_compile(self, spec):
         """One line when this fit's walk compiles for the first time
         (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
         those of ``benchmarks/speed.py``'s cold start at load about 2
         (``benchmarks/results/speed_cold.jsonl``: 9.6 and 8.8 s for the
-        full-space walk and ``MLPClassifier()``'s line; the default walk's
-        kernel alone about 2-3 s, past its numpy twin; the others were not
-        measured again). Nothing to say when the
-        default walk runs in numpy, ``walks_in_numpy`` (a small first fit:
-        :func:`skdpval.kernels._subspace.plan_line_walk`)."""
-        if walks_in_numpy:
-            return
+        full-space walk and ``MLPClassifier()``'s line; the others were not
+        measured again)."""
         if spec.network is not None:
             kernel, what, seconds = (
                 (_mlp.line_walk, "a network's walk along its public line", "9 s")
