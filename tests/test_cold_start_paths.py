@@ -7,6 +7,7 @@ checked here against the general code it stands for, bit for bit
 (``atol=0``), on inputs that reach its edge cases.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -64,25 +65,73 @@ def _line_problem(seed=0, n=40, n_val=30, l1=0.0):
     return X, T, X_val, T_val, basis, rng
 
 
+def _reference_pass(c, t, w, l2, shrink, l1, penalised, clip, rate, order, z=0.0):
+    """One clipped SGD pass of the binary logistic loss along a line, in
+    Python floats (libm's exp, as numba's): the walk's step, operation for
+    operation (:func:`_subspace._scalar_gradient`, ``clip_l2``); with a rate
+    of 0, each party's clipped gradient at ``z`` instead."""
+    gradients = []
+    for j in order:
+        signed = t[j] * (z * c[j])
+        e = math.exp(-abs(signed))
+        gradient = w[j] * ((-t[j] * (e if signed > 0.0 else 1.0) / (1.0 + e)) * c[j])
+        if l2 != 0.0:
+            gradient += l2 * (shrink * z)
+        if l1 != 0.0:
+            for b in penalised:
+                gradient += l1 * np.sign(z * b) * b
+        norm = math.sqrt(0.0 + gradient * gradient)
+        gradient *= clip / norm if norm > clip else 1.0
+        gradients.append(gradient)
+        z -= rate * gradient
+    return z if rate else np.array(gradients)
+
+
 @pytest.mark.parametrize("l1", [0.0, 0.01])
-def test_the_scalar_sgd_pass_is_the_general_one(l1):
-    """``general=None`` (one direction, one row a party) against ``True``
-    (:func:`_subspace._party_gradient`): the same ends, bit for bit."""
+def test_the_set_up_walks_on_the_fit_s_kernel(l1):
+    """The SGD pass and the gradients at the start run on the fit's walk
+    (:func:`_subspace.set_up_problem`): along the line, with its scalar step
+    or the general one (another fit's parties of many rows, at record level,
+    joint), and through the walk that reads the rows (a utility with no
+    table): the same bits, those of the step in Python floats."""
     X, T, _, _, basis, rng = _line_problem()
     F = _subspace.project_rows(basis, X, 1)
     offsets = np.arange(len(X) + 1)
     assert _subspace.scalar_flag(F, offsets) is None
     assert _subspace.scalar_flag(F, offsets, record_level=True) is True
     assert _subspace.scalar_flag(F, np.array([0, 2, 3])) is True
-    permutations = rng.permuted(np.tile(np.arange(len(X)), (3, 1)), axis=1)
-    ends = {}
-    for general in (None, True):
-        ends[general] = np.empty((3, 1))
-        _subspace._gradient_steps(
-            F, T, np.ones(len(X)), offsets, None, 0.0, 0.01, np.ones((1, 1)), l1,
-            basis[:, :4].copy(), 0.3, 0.5, np.zeros((1, 1)), permutations,
-            ends[general], np.empty((1, 1)), np.empty(1), np.empty(1), general)
-    np.testing.assert_array_equal(ends[None], ends[True])
+    weights = rng.uniform(0.5, 2.0, len(X))
+    order = rng.choice(len(X), 3 * len(X))
+    model = dict(loss=K.LOGISTIC, loss_param=0.0, l2=0.01, n_penalized=4, l1=l1,
+                 row_weights=weights)
+    walks = {"line": None,
+             "general": dict(offsets=np.array([0, 2, 3]), record_level=True,
+                             joint=True),
+             "rows": dict(utility=K.ACCURACY)}
+    penalty = _subspace.penalty_matrix(basis, 1, 4)[0, 0]
+    penalised = _subspace.penalised_basis(basis, 1, 4)[0]
+    expected_z = _reference_pass(F[:, 0, 0], T[:, 0], weights, 0.01, penalty, l1,
+                                 penalised, 0.3, 0.5, order)
+    expected_gradients = _reference_pass(F[:, 0, 0], T[:, 0], weights, 0.01, penalty,
+                                         l1, penalised, np.inf, 0.0, range(len(X)))
+    for name, walk in walks.items():
+        problem, _ = _subspace.set_up_problem(basis, X, T, offsets, clip_norm=0.3,
+                                              learning_rate=0.5, walk=walk, **model)
+        assert (problem.line is None) == (name == "rows")
+        assert (problem.general is None) == (name != "general")
+        theta = _subspace.sgd_pass(basis, X, T, clip_norm=0.3, learning_rate=0.5,
+                                   order=order, walk=walk, **model)
+        assert theta.shape == (1, X.shape[1])
+        np.testing.assert_array_equal(theta, expected_z * basis)
+        gradients = _subspace.party_gradients(basis, np.zeros((1, X.shape[1])), X, T,
+                                              offsets, walk=walk, **model)
+        np.testing.assert_array_equal(gradients[:, 0], expected_gradients)
+    theta = 0.7 * basis  # elsewhere than z = 0: through the walk that starts there
+    z = float(basis[0] @ theta[0])
+    np.testing.assert_array_equal(
+        _subspace.party_gradients(basis, theta, X, T, offsets, **model)[:, 0],
+        _reference_pass(F[:, 0, 0], T[:, 0], weights, 0.01, penalty, l1, penalised,
+                        np.inf, 0.0, range(len(X)), z=z))
 
 
 def test_the_line_walk_s_flags_compile_the_same_walk():

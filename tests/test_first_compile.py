@@ -1,7 +1,12 @@
 """The one line a first fit says when its kernels compile (issue 35)."""
 
+import json
+import os
+import subprocess
+import sys
 import types
 import warnings
+from pathlib import Path
 
 import pytest
 from sklearn.datasets import make_classification
@@ -9,6 +14,8 @@ from sklearn.datasets import make_classification
 import skdpval.kernels._subspace as subspace_module
 from skdpval import DPDataValuator
 from skdpval.exceptions import FirstCompileWarning, warn_if_first_compile
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _kernel(index_path, signatures=()):
@@ -42,3 +49,30 @@ def test_a_fit_says_it_when_its_walk_has_no_cache(monkeypatch, tmp_path):
             valuator.fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])
         except (TypeError, AttributeError):
             pass  # the stand-in kernel cannot walk: the warning came first
+
+
+def test_a_default_fit_compiles_each_kernel_once():
+    """A fresh process's default fit compiles (or loads) each kernel it calls
+    once: its set-up walks on the walk's own kernel with the walk's flags
+    (:func:`skdpval.kernels._subspace.set_up_problem`), not on a second
+    specialisation of it."""
+    code = (
+        "import json, sys, warnings\n"
+        "from numba.core.registry import CPUDispatcher\n"
+        "from sklearn.datasets import load_breast_cancer\n"
+        "from skdpval import DPDataValuator\n"
+        "X, y = load_breast_cancer(return_X_y=True)\n"
+        "warnings.simplefilter('ignore')\n"
+        "DPDataValuator(n_permutations=32).fit(X[:300], y[:300], X_val=X[300:],\n"
+        "                                      y_val=y[300:])\n"
+        "print(json.dumps({f'{m}.{a}': len(v.signatures)\n"
+        "                  for m, module in list(sys.modules.items())\n"
+        "                  if m.startswith('skdpval')\n"
+        "                  for a, v in vars(module).items()\n"
+        "                  if isinstance(v, CPUDispatcher) and v.signatures}))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env, cwd=ROOT, timeout=300).stdout
+    compiled = json.loads(out.strip().splitlines()[-1])
+    assert compiled["skdpval.kernels._subspace._line_walk"] == 1
+    assert {name for name, count in compiled.items() if count != 1} == set()

@@ -5,7 +5,9 @@ initial model, a noiseless SGD pass, a utility, how far a unit release moves
 the validation margins, and the walk problem); :class:`FullSpace` answers
 with :mod:`skdpval.kernels._kernels` (the seed paper's Algorithm 1) and
 :class:`Subspace` with :mod:`skdpval.kernels._subspace` (project, then clip, then
-noise). The estimators never branch on which one they hold.
+noise). The estimators never branch on which one they hold. ``walk``
+describes the fit's walk to the set-up's walks, which run on its kernel
+(:func:`skdpval.kernels._subspace.set_up_problem`).
 """
 
 import numpy as np
@@ -28,12 +30,12 @@ class FullSpace:
         """Where every walk starts: zero."""
         return np.zeros((n_outputs, n_columns))
 
-    def party_gradients(self, theta, X, T, offsets, **settings):
+    def party_gradients(self, theta, X, T, offsets, walk=None, **settings):
         """Unclipped gradient of each party at ``theta``: ``(n_parties, n_params)``."""
         gradients = _kernels.party_gradients(theta, X, T, offsets, **settings)
         return gradients.reshape(len(offsets) - 1, -1)
 
-    def sgd_pass(self, X, T, **model):
+    def sgd_pass(self, X, T, walk=None, **model):
         """Parameters after one clipped, noiseless SGD pass from zero."""
         return _kernels.sgd_pass(X, T, theta_init=np.zeros((T.shape[1], X.shape[1])),
                                  **model)

@@ -137,6 +137,28 @@ def _loss_pieces(loss, loss_param):
 
 
 _CLASSIFICATION_PIECES = (K.HINGE, K.SQUARED_HINGE, K.MODIFIED_HUBER, K.PERCEPTRON)
+_PIECEWISE_LOSSES = _CLASSIFICATION_PIECES + (
+    K.HUBER, K.EPSILON_INSENSITIVE, K.SQUARED_EPSILON_INSENSITIVE, K.PINBALL)
+
+
+def table_kind(loss, utility, n_outputs):
+    """The kind of the table of :func:`line_utility` for ``loss``, ``utility``
+    and ``n_outputs``, or None where no table applies (a half Tweedie
+    deviance's table may still be refused for its range)."""
+    if loss == K.MULTINOMIAL and utility == K.NEG_LOSS:
+        return HERMITE_MULTINOMIAL
+    if n_outputs != 1:
+        return None
+    if (loss == K.SQUARED and utility == K.NEG_LOSS) or (
+            loss != K.TWEEDIE and utility in (K.NEG_MSE, K.R2)):
+        return QUADRATIC
+    if utility != K.NEG_LOSS:
+        return None
+    if loss == K.LOGISTIC:
+        return HERMITE
+    if loss == K.TWEEDIE:
+        return HERMITE_TWEEDIE
+    return PIECEWISE if loss in _PIECEWISE_LOSSES else None
 
 
 def _piecewise(c_val, t_val, loss, loss_param):
@@ -343,18 +365,18 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
     where no table applies.
     """
     c_val, t_val = _f64(np.atleast_2d(c_val.T).T), _f64(np.atleast_2d(t_val.T).T)
-    if loss == K.MULTINOMIAL and utility == K.NEG_LOSS:
+    kind = table_kind(loss, utility, c_val.shape[1])
+    if kind == HERMITE_MULTINOMIAL:
         rows = _f64(np.column_stack([c_val, np.sum(c_val * t_val, axis=1)]))
         spread = c_val.max(axis=1) - c_val.min(axis=1)
         return _hermite_table(HERMITE_MULTINOMIAL, rows, _tabulate_multinomial,
                               _CUMULANT6_BOUND * float(np.mean(spread**6)), z_range,
                               max_intervals)
-    if c_val.shape[1] != 1:
+    if kind is None:
         return None
     c_val, t_val = c_val[:, 0], t_val[:, 0]
     n_val = len(c_val)
-    if (loss == K.SQUARED and utility == K.NEG_LOSS) or (
-            loss != K.TWEEDIE and utility in (K.NEG_MSE, K.R2)):
+    if kind == QUADRATIC:
         # sum (z c - t)^2 = A z^2 - 2 B z + C
         A, B, C = np.dot(c_val, c_val), np.dot(c_val, t_val), np.dot(t_val, t_val)
         if utility == K.R2:  # (the exact walk refuses R^2 with a constant y_val)
@@ -365,12 +387,12 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
         quad = np.array([scale * A, -2.0 * scale * B, scale * C + offset])
         return LineUtility(QUADRATIC, 0.0, 0.0, np.zeros((1, 3)), quad,
                            c_val[:, None])
-    if loss == K.LOGISTIC and utility == K.NEG_LOSS:
+    if kind == HERMITE:
         s = _f64((t_val * c_val)[:, None])
         return _hermite_table(HERMITE, s, _tabulate_logistic,
                               _SIGMA5_BOUND * float(np.mean(s**6)), z_range,
                               max_intervals)
-    if loss == K.TWEEDIE and utility == K.NEG_LOSS:
+    if kind == HERMITE_TWEEDIE:
         # The table may reach a step past z_range's ends: bound U^(6) there too.
         lo, hi = z_range
         reach = _step(_tweedie_sixth(c_val, t_val, float(loss_param), z_range))
@@ -383,9 +405,7 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
         rows = _f64(np.column_stack([c_val, t_val, np.full(n_val, float(loss_param))]))
         return _hermite_table(HERMITE_TWEEDIE, rows, _tabulate_tweedie, sixth, z_range,
                               max_intervals)
-    if utility == K.NEG_LOSS:
-        return _piecewise(c_val, t_val, loss, loss_param)
-    return None
+    return _piecewise(c_val, t_val, loss, loss_param)
 
 
 @njit(**_jit)

@@ -32,9 +32,9 @@ As in the full-space walk, the penalty terms are added to the loss gradient
 before clipping (they depend on ``z`` alone, public within the walk), and
 ``row_weights`` (ones when unweighted) multiply each row's loss.
 
-A permutation's walk starts from ``z = 0`` (``theta = 0``); the other
-starting points (``starts``) serve the gradients a fit needs around the walk
-(:func:`_gradient_steps`).
+A permutation's walk starts from ``z = 0`` (``theta = 0``). The fit's set-up
+walks too, through the same kernel and with no validation rows: its SGD
+passes and the gradients at the start (:func:`set_up_problem`).
 """
 
 from collections import namedtuple
@@ -42,11 +42,11 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ._kernels import (_f64, _jit, _scalar, kernel_codes, losses_and_gradients,
-    one_row_each, pad_columns, padded_length, prefetch, sample_dloss,
-    unit_weights, utility_of_margins, validation_scratch)
+from ._kernels import (NEG_LOSS, _f64, _jit, _scalar, kernel_codes,
+    losses_and_gradients, one_row_each, pad_columns, padded_length, prefetch,
+    sample_dloss, unit_weights, utility_of_margins, validation_scratch)
 from . import _line
-from ..privacy._release import clip_l2, release_step, walk_stream
+from ..privacy._release import clip_l2, release_step, release_stream, walk_stream
 from ..walks._walk import PartiesByOffsets
 
 # The walk along a line prefetches what its walks read this many steps on,
@@ -256,46 +256,12 @@ def margins_at(z, F_val, margins):
 def _utilities(starts, F_val, T_val_t, labels_val, loss, utility, loss_param,
                total_sum_squares, margins, scratch, out):
     """``out[b]`` <- the validation utility at ``z = starts[b]``: what a walk
-    of no steps scores, without compiling the walk (a default fit's set-up
-    needs only this, :func:`_gradient_steps` and the line walk)."""
+    of no steps scores, without compiling the walk (a default fit walks along
+    its line and then needs only this of the validation rows)."""
     for b in range(starts.shape[0]):
         margins_at(starts[b], F_val, margins)
         out[b] = utility_of_margins(utility, loss, margins, T_val_t, labels_val,
                                     loss_param, total_sum_squares, scratch)
-
-
-@njit(**_jit)
-def _gradient_steps(F, T, row_weights, offsets, loss, loss_param, l2, penalty,
-                    l1, penalised_basis, clip_norm, learning_rate, starts,
-                    permutations, ends, update, margin_buf, dloss_buf, general):
-    """A noiseless walk with no utility: walk ``b`` starts from
-    ``starts[b % len(starts)]`` and steps by ``learning_rate`` times each
-    party's gradient in ``z`` (:func:`_party_gradient`) clipped to
-    ``clip_norm``, through ``permutations[b]``; it ends in ``ends[b]``. The
-    steps of :func:`_walk` without its noise and utility: an SGD pass, or
-    with ``clip_norm = inf`` and rate 1 one party's gradient. ``general``
-    as in :func:`_releases`; ``update`` is ``(1, m)`` (for clip_l2: a
-    reshape in a kernel costs 0.2 s of compilation)."""
-    m = ends.shape[1]
-    step_row = update[0]
-    for b in range(permutations.shape[0]):
-        walk_start(ends, starts, b)
-        z = ends[b]
-        for position in range(permutations.shape[1]):
-            j = permutations[b, position]
-            if general is None:
-                update[0, 0] = _scalar_gradient(z[0], F, T, row_weights, j, loss,
-                                                loss_param, l2, penalty, l1,
-                                                penalised_basis, margin_buf,
-                                                dloss_buf)
-            else:
-                _party_gradient(z, F, T, row_weights, offsets[j], offsets[j + 1],
-                                loss, loss_param, l2, penalty, l1, penalised_basis,
-                                margin_buf, dloss_buf, step_row)
-            clip_l2(update, clip_norm)
-            for i in range(m):
-                step = learning_rate * step_row[i]
-                z[i] -= step
 
 
 @njit(**_jit)
@@ -493,10 +459,8 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
               l1_basis=None, row_weights=None):
     """Call the subspace walk with its buffers; return (marginals, end_utility, ends).
 
-    The fit's set-up (utilities, gradients, the learning-rate search's SGD
-    pass) runs :func:`_utilities` and :func:`_gradient_steps` instead: a
-    default fit walks along a line (:func:`_line_walk`) and then never
-    compiles this walk (3.7 s of its first fit's 7.5 s of compilation).
+    The fit's utilities run :func:`_utilities` instead: a default fit walks
+    along a line (:func:`_line_walk`) and then never compiles this walk.
     """
     n_walks = permutations.shape[0]
     m, n_outputs = F_val.shape[:2]
@@ -525,13 +489,16 @@ def _run_walk(F, T, offsets, F_val, T_val_t, labels_val, *, loss, utility,
     return marginals, end_utility, ends
 
 
-def _run_line_walk(p, permutations, stream, x_tt, rolling_mean):
-    """:func:`_line_walk` with its buffers; returns (marginals, end_utility)."""
+def _run_line_walk(p, permutations, stream, x_tt, rolling_mean, prefetching=False):
+    """:func:`_line_walk` with its buffers; returns (marginals, end_utility,
+    ends). ``prefetching``: :func:`prefetch_flag` of the problem's parties,
+    or as given."""
     n_walks = permutations.shape[0]
     line = p.line
     stream = walk_stream(stream, rolling_mean is not None)
     marginals = np.empty((n_walks, p.n_parties))
     end_utility = np.empty(n_walks)
+    ends = np.empty((n_walks, 1))
     _line_walk(p.F, p.T, p.row_weights, p.offsets,
                kernel_codes(p.loss, p.utility, p.F.shape[2])[0], p.loss_param, p.l2,
                p.penalty,
@@ -544,11 +511,11 @@ def _run_line_walk(p, permutations, stream, x_tt, rolling_mean):
                rolling_mean is not None,
                np.empty((1, 1)) if rolling_mean is None else _f64(rolling_mean),
                p.weights, level_flag(p.record_level), marginals, end_utility,
-               np.empty((n_walks, 1)), np.empty((n_walks, 1)), np.empty(1),
+               ends, np.empty((n_walks, 1)), np.empty(1),
                np.empty(p.F.shape[2]), np.empty(p.F.shape[2]), joint_flag(p.joint),
                np.empty((n_walks, 1) if p.joint else (1, 1)), p.general,
-               prefetch_flag(p.offsets))
-    return marginals, end_utility
+               prefetch_flag(p.offsets) if prefetching is False else prefetching)
+    return marginals, end_utility, ends
 
 
 # A step along a tabulated line, in the multiply-adds of
@@ -603,7 +570,8 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
     def walk(self, permutations, stream, x_tt, rolling_mean):
         """Run the walk along each permutation; see :func:`skdpval.kernels._kernels.walk`."""
         if self.line is not None:
-            return _run_line_walk(self, permutations, stream, x_tt, rolling_mean)
+            return _run_line_walk(self, permutations, stream, x_tt,
+                                  rolling_mean)[:2]
         marginals, end_utility, _ = _run_walk(
             self.F, self.T, self.offsets, self.F_val, self.T_val_t,
             self.labels_val, loss=self.loss, utility=self.utility,
@@ -754,38 +722,91 @@ def _no_validation(m, n_outputs):
             np.empty(0, dtype=np.int64))
 
 
-def _run_gradient_steps(basis, X, T, offsets, *, loss, loss_param, l2, n_penalized,
-                        clip_norm, learning_rate, starts, permutations, l1,
-                        row_weights):
-    """:func:`_gradient_steps` on the rows of ``X`` projected on ``basis``
-    (buffers allocated); returns where the walks end, ``ends``."""
+# --- the fit's set-up: walks with no validation rows --------------------------------
+
+def set_up_problem(basis, X, T, offsets, *, loss, loss_param, l2, n_penalized,
+                   clip_norm, learning_rate, l1=0.0, row_weights=None, walk=None):
+    """A walk's problem on the rows of ``X`` (parties ``offsets``) with no
+    validation rows, and its ``prefetching`` flag: for the fit's set-up, whose
+    walks then run on the kernel the fit walks with (compiled once).
+
+    ``walk`` describes the fit's walk, as a dict of ``utility``, ``offsets``
+    (its parties), ``record_level`` and ``joint`` (default: the binary
+    ``neg_loss``, sample level, central, these parties). The problem takes its
+    compile-time flags (:mod:`skdpval.kernels._line`'s kind, :func:`scalar_flag`,
+    :func:`level_flag`, :func:`joint_flag`, :func:`prefetch_flag`) where they
+    walk these parties the same (record level and the scalar step, bit for
+    bit, for parties of one row). Along a line its table is a stand-in (the
+    utilities it reads are not used).
+    """
+    walk = {} if walk is None else walk
     n_outputs, m = T.shape[1], basis.shape[0]
-    ends = np.empty((permutations.shape[0], m))
     F = project_rows(basis, X, n_outputs)
-    permutations = np.ascontiguousarray(permutations, np.int64)
-    row_weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
-    _gradient_steps(
-        F, _f64(T), row_weights,
-        np.ascontiguousarray(offsets, np.int64), kernel_codes(loss, 0, n_outputs)[0],
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    one_row = one_row_each(offsets)
+    walk_offsets = walk.get("offsets", offsets)
+    record_level = bool(walk.get("record_level", False)) and one_row
+    general = True
+    if one_row and scalar_flag(F, walk_offsets,
+                               walk.get("record_level", False)) is None:
+        general = None
+    utility = walk.get("utility", NEG_LOSS)
+    kind = _line.table_kind(loss, utility, n_outputs) if m == 1 else None
+    line = None if kind is None else _line.LineUtility(
+        kind, 0.0, 0.0, np.zeros((1, 6)), np.zeros(3), np.zeros((0, 1)))
+    problem = SubspaceProblem(
+        F, _f64(T), offsets, *_no_validation(m, n_outputs), int(loss), int(utility),
         float(loss_param), float(l2), penalty_matrix(basis, n_outputs, n_penalized),
-        float(l1), penalised_basis(basis, n_outputs, n_penalized), float(clip_norm),
-        float(learning_rate), _f64(starts), permutations, ends, np.empty((1, m)),
-        np.empty(n_outputs), np.empty(n_outputs), scalar_flag(F, offsets))
-    return ends
+        float(clip_norm), float(learning_rate), 1.0, np.zeros(0), float(l1),
+        penalised_basis(basis, n_outputs, n_penalized),
+        unit_weights(len(X)) if row_weights is None else _f64(row_weights),
+        record_level, line, bool(walk.get("joint", False)) and line is not None,
+        general)
+    return problem, prefetch_flag(walk_offsets)
+
+
+def _walk_set_up(problem, prefetching, permutations, starts=None, readback=False):
+    """The noiseless walks of a :func:`set_up_problem` through ``permutations``
+    from ``starts`` (default: ``z = 0``; along a line, only that): where they
+    end, ``(n_walks, m)``, and with ``readback`` each party's release in each
+    walk, ``(n_walks, n_parties, m)`` (written back into a noiseless
+    stream as a rolling mean's raw releases: the gradients of public rows)."""
+    n_walks, m = len(permutations), problem.F.shape[1]
+    p = problem._replace(weights=np.zeros(permutations.shape[1]))
+    noise = stream = rolling_mean = None
+    if readback:
+        noise = np.zeros((n_walks, p.n_parties, m))
+        stream, rolling_mean = release_stream(noise), np.zeros((p.n_parties, m))
+    if p.line is not None and starts is None:
+        # int64 orders, as a fit's (int32 only on Dask workers)
+        _, _, ends = _run_line_walk(
+            p, np.ascontiguousarray(permutations, np.int64), stream, None,
+            rolling_mean, prefetching)
+    else:
+        _, _, ends = _run_walk(
+            p.F, p.T, p.offsets, p.F_val, p.T_val_t, p.labels_val, loss=p.loss,
+            utility=p.utility, loss_param=p.loss_param, l2=p.l2, penalty=p.penalty,
+            clip_norm=p.clip_norm, learning_rate=p.learning_rate,
+            total_sum_squares=1.0, permutations=permutations, weights=p.weights,
+            starts=starts, stream=stream, rolling_mean=rolling_mean,
+            record_level=p.record_level, l1=p.l1, l1_basis=p.l1_basis,
+            row_weights=p.row_weights)
+    return ends, noise
 
 
 def sgd_pass(basis, X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
-             learning_rate, order, l1=0.0, row_weights=None):
+             learning_rate, order, l1=0.0, row_weights=None, walk=None):
     """``theta = B^T z`` after one clipped SGD pass in ``z`` over the rows ``order``.
 
     A noiseless walk from ``z = 0`` through the parties ``order`` (one row
-    each, repeats allowed) with no validation rows.
+    each, repeats allowed) with no validation rows, on the kernel of the
+    fit's walk (``walk``: :func:`set_up_problem`).
     """
-    ends = _run_gradient_steps(
+    problem, prefetching = set_up_problem(
         basis, X, T, np.arange(X.shape[0] + 1), loss=loss, loss_param=loss_param,
         l2=l2, n_penalized=n_penalized, clip_norm=clip_norm,
-        learning_rate=learning_rate, starts=np.zeros((1, basis.shape[0])),
-        permutations=np.asarray(order)[None], l1=l1, row_weights=row_weights)
+        learning_rate=learning_rate, l1=l1, row_weights=row_weights, walk=walk)
+    ends, _ = _walk_set_up(problem, prefetching, np.asarray(order)[None])
     return (ends[0] @ basis).reshape(T.shape[1], -1)
 
 
@@ -806,20 +827,22 @@ def utilities_of_thetas(basis, thetas, X_val, T_val, labels_val, *, loss,
 
 
 def party_gradients(basis, theta, X, T, offsets, *, loss, loss_param, l2,
-                    n_penalized, l1=0.0, row_weights=None):
+                    n_penalized, l1=0.0, row_weights=None, walk=None):
     """Gradient in ``z`` of every party at ``theta = B^T z``: ``(n_parties, m)``.
 
-    Party ``j``'s walk takes one unclipped step of rate 1 from ``z``: the
-    gradient is ``z`` minus where it ends (exact from ``z = 0``, to the
-    rounding of ``z`` elsewhere).
+    Each party's release in a noiseless walk through all of them at rate 0
+    (so that it stays at ``z``) with an infinite clip norm, on the kernel of
+    the fit's walk (``walk``: :func:`set_up_problem`).
     """
     z = basis @ np.ravel(theta)
-    ends = _run_gradient_steps(
+    problem, prefetching = set_up_problem(
         basis, X, T, offsets, loss=loss, loss_param=loss_param, l2=l2,
-        n_penalized=n_penalized, clip_norm=np.inf, learning_rate=1.0, starts=z[None],
-        permutations=np.arange(len(offsets) - 1)[:, None], l1=l1,
-        row_weights=row_weights)
-    return z - ends
+        n_penalized=n_penalized, clip_norm=np.inf, learning_rate=0.0, l1=l1,
+        row_weights=row_weights, walk=walk)
+    _, releases = _walk_set_up(problem, prefetching,
+                               np.arange(len(offsets) - 1)[None],
+                               None if not np.any(z) else z[None], readback=True)
+    return releases[0]
 
 
 def mean_loss_and_gradient(basis, X, T, *, loss, loss_param, l2, n_penalized,

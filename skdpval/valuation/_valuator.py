@@ -731,6 +731,8 @@ class DPDataValuator(BaseValuator):
                           public=self.chosen_params_)
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
+        # Before the set-up: it walks on the walk's kernel.
+        self._say_if_first_compile(spec)
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=self._record_level(groups))
         fit, walk = self._declare_public_model_fit(model.estimator, game, mechanism)
@@ -781,7 +783,6 @@ class DPDataValuator(BaseValuator):
                                      self.batch_permutations), search_seed)
         # In a list that the walk empties (on Dask it frees the client's copy).
         problem = [self._problem(game, noise_std, line_center)]
-        self._say_if_first_compile(spec)
         # Past the walk only the shapes of the per-party arrays are read, and
         # the largest semivalue weight: the problem holds the rest, freed
         # with it before the statistics (n = 1e7: 80 MB an array).
@@ -982,8 +983,16 @@ class DPDataValuator(BaseValuator):
         model = dict(loss=game.loss, loss_param=game.loss_param, l2=game.l2,
                      l1=game.l1, n_penalized=game.n_penalized,
                      clip_norm=self.clip_norm_, learning_rate=learning_rate,
-                     order=order, row_weights=game.val_weights)
+                     order=order, row_weights=game.val_weights,
+                     walk=self._walk_of(game))
         return game.space.sgd_pass(X, T, **model)
+
+    def _walk_of(self, game):
+        """What the fit walks, for the set-up's walks on its kernel
+        (:func:`skdpval.kernels._subspace.set_up_problem`)."""
+        return dict(utility=game.utility, offsets=game.offsets,
+                    record_level=game.record_level,
+                    joint=self.threat_model == "joint")
 
     def _learning_rate(self, game, step_noise, seed):
         """``learning_rate``, or "auto": a search on the validation set, capped by the noise.
@@ -1036,7 +1045,7 @@ class DPDataValuator(BaseValuator):
         walk's initial model: ``(n_val, m)``."""
         settings = dict(loss=game.loss, loss_param=game.loss_param,
                         l2=game.l2, l1=game.l1, n_penalized=game.n_penalized,
-                        row_weights=game.val_weights)
+                        row_weights=game.val_weights, walk=self._walk_of(game))
         rows = (game.X_val, game.T_val, np.arange(len(game.X_val) + 1))
         theta = game.space.initial_theta(game.T.shape[1], game.X.shape[1])
         return game.space.party_gradients(theta, *rows, **settings)
