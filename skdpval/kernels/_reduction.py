@@ -3,15 +3,15 @@
 A wave of permutations is summed over a fixed binary tree (halves, the
 larger first), whatever the number of workers, so that its sums are
 bit-identical however it is split (:mod:`skdpval.walks._walk`). Nodes merge with
-:func:`merge_sums`; the permutations a node walks in one call are reduced by
-one kernel call (:func:`reduce_walked`) with the very operations of
-:func:`merge_sums`, in the same order (merging them one by one in Python
-cost ~4 us a permutation): the raw releases add up, and the counted
-marginals merge with Chan, Golub and LeVeque's pairwise update.
+:func:`merge_sums`, and so do the permutations a node walks in one call
+(:func:`reduce_walked`): the raw releases add up, and the counted marginals
+merge with Chan, Golub and LeVeque's pairwise update. In numpy, or in place
+by one kernel pass (:func:`_merge_in_place`, the same operations in the same
+order) where a temporary would cost a worker's memory.
 """
 
+import math
 from collections import namedtuple
-from functools import lru_cache
 
 import numpy as np
 from numba import njit
@@ -63,6 +63,12 @@ def merge_sums(left, right, in_place=False):
     if in_place and _contiguous(left) and _contiguous(right) and (
             (left.raw_sum is None) == (right.raw_sum is None)):
         return _merged_in_place(left, right)
+    return _merged(left, right, in_place)
+
+
+def _merged(left, right, in_place):
+    """:func:`merge_sums` in numpy (``in_place``: into left's raw sum and
+    mean); ``end_utility`` None stays None."""
     raw_sum = left.raw_sum
     if raw_sum is not None:
         raw_sum = (np.add(raw_sum, right.raw_sum, out=raw_sum) if in_place
@@ -78,7 +84,8 @@ def merge_sums(left, right, in_place=False):
         for part in (left.m2, right.m2):
             if part is not None:
                 m2 += part
-    end_utility = np.concatenate([left.end_utility, right.end_utility])
+    end_utility = (None if left.end_utility is None
+                   else np.concatenate([left.end_utility, right.end_utility]))
     return NodeSums(raw_sum, n, mean, m2, end_utility)
 
 
@@ -140,59 +147,21 @@ def _merge_in_place(raw_left, raw_right, mean_left, mean_right, m2_left, m2_righ
         mean_left[i] = mean_left[i] + delta * mean_weight
 
 
-@njit(**_jit)
-def _merge_rows(raw, means, m2, counts, merges):
-    """For each ``(lo, mid)`` of ``merges`` in turn, merge row ``mid`` into row ``lo``."""
-    for k in range(merges.shape[0]):
-        lo, mid = merges[k, 0], merges[k, 1]
-        for i in range(raw.shape[1]):
-            raw[lo, i] += raw[mid, i]
-        n_left, n_right = counts[lo], counts[mid]
-        n = n_left + n_right
-        counts[lo] = n
-        if n_left == 0 and n_right > 0:
-            for i in range(means.shape[1]):
-                means[lo, i] = means[mid, i]
-                m2[lo, i] = m2[mid, i]
-        elif n_left > 0 and n_right > 0:
-            mean_weight = n_right / n
-            m2_weight = (n_left * n_right) / n
-            for i in range(means.shape[1]):
-                delta = means[mid, i] - means[lo, i]
-                means[lo, i] = means[lo, i] + delta * mean_weight
-                m2[lo, i] = delta * delta * m2_weight + m2[lo, i] + m2[mid, i]
-
-
-@lru_cache(maxsize=64)
-def tree_merges(size):
-    """The merges ``(lo, mid)`` of the tree of ``0 .. size - 1``, children first."""
-    merges = reduce_tree(0, size, np.inf, lambda a, b: (a, []),
-                         lambda left, right: (left[0], left[1] + right[1]
-                                              + [(left[0], right[0])]))[1]
-    return np.array(merges, dtype=np.int64).reshape(-1, 2)
-
-
 def reduce_walked(raw, marginals, counted):
-    """The tree sums of walked permutations, left in their first rows.
+    """The tree sums of walked permutations (:func:`merge_sums` over their
+    tree, in numpy, into their arrays).
 
     ``raw`` ``(c, ...)``: their raw releases (or None); ``marginals``
     ``(c, n_parties)``; ``counted`` ``(c,)``. Returns ``(raw_sum, n_counted,
-    mean, m2)``, views of the first rows (``mean`` None when none counts,
-    ``m2`` None for one walk).
+    mean, m2)``: ``mean`` None when none counts, ``m2`` None for zeros.
     """
-    n_walks = len(marginals)
-    if n_walks == 1:  # nothing to merge (m2 None: zeros, n = 1e7: 80 MB)
-        n_counted = int(counted[0])
-        return (None if raw is None else raw[0], n_counted,
-                marginals[0] if n_counted else None, None)
-    raw_rows = (np.empty((n_walks, 0)) if raw is None
-                else raw.reshape(n_walks, -1))
-    counts = np.asarray(counted, dtype=np.int64).copy()
-    # Without a counted marginal no merge reads m2 (n = 1e7: 80 MB a walk).
-    m2 = (np.zeros_like(marginals) if counts.any()
-          else np.zeros((n_walks, 0)))
-    merges = tree_merges(n_walks)
-    _merge_rows(raw_rows, marginals, m2, counts, merges)
-    n_counted = int(counts[0])
-    return (None if raw is None else raw[0], n_counted,
-            marginals[0] if n_counted else None, m2[0] if n_counted else None)
+    def leaf(a, b):
+        n_counted = int(counted[a])
+        return NodeSums(None if raw is None else raw[a], n_counted,
+                        marginals[a] if n_counted else None, None, None)
+
+    # Silent, as the walk (a diverged walk is reported by the caller).
+    with np.errstate(invalid="ignore", over="ignore"):
+        node = reduce_tree(0, len(marginals), math.inf, leaf,
+                           lambda left, right: _merged(left, right, in_place=True))
+    return node.raw_sum, node.n_counted, node.mean, node.m2
