@@ -29,14 +29,17 @@ Layout:
   rows and vectorise. ``labels_val`` keeps the true length ``n_val``.
 
 Kernels use ``error_model="numpy"`` (Python's zero-division checks would
-put a branch in every loop and stop LLVM from vectorising them: 7x slower).
-A fit's first call compiles them (numba caches them on disk afterwards), so
-they avoid what makes that slow: array-to-array slice copies (they compile
-numba's error-message formatting: 2.5 s), allocation inside kernels,
-IR-level inlining (``inline="always"`` re-types the inlined body at every
-call site; the walk's helpers are inlined by LLVM instead, ``forceinline``),
-more than one kernel per fit (the learning-rate search and the utilities
-are walks too) and code for losses the fit does not use (``kernel_codes``).
+put a branch in every loop and stop LLVM from vectorising them). A fit's
+first call compiles them (numba caches them on disk afterwards), so they
+avoid what makes that slow: array-to-array slice copies (they compile
+numba's error-message formatting), allocation inside kernels, IR-level
+inlining (``inline="always"`` re-types the inlined body at every call site;
+the walk's helpers are inlined by LLVM instead, ``forceinline``), the
+builtins ``min`` and ``max`` of two scalars (compiled as functions of their
+own, one per signature: written as conditional expressions, ``b if b < a
+else a`` for ``min(a, b)``, which is how numba evaluates them), more than
+one kernel per fit (the learning-rate search and the party gradients are
+walks too) and code for losses the fit does not use (``kernel_codes``).
 """
 
 import numpy as np
@@ -153,7 +156,7 @@ def prefetch(typingctx, array, indices):
 @njit(**_scalar_py)
 def _exp_neg(a):
     """exp(-a) for a >= 0, to 2 ulps: exp(-a) = 2^-k exp(r), |r| <= ln2 / 2."""
-    a = min(a, 746.0)  # exp(-746) is below the smallest subnormal
+    a = 746.0 if 746.0 < a else a  # exp(-746) is below the smallest subnormal
     k = np.floor(a * _LOG2E + 0.5)
     r = (k * _LN2_HI - a) + k * _LN2_LO
     p = _exp_reduced(r)
@@ -168,7 +171,8 @@ def _exp_neg(a):
 def _exp(x):
     """exp(x) for any x, branch-free (so that loops over rows vectorise), to 2
     ulps; inf past the largest float: exp(x) = 2^k exp(r), |r| <= ln2 / 2."""
-    x = max(min(x, 710.0), -746.0)  # beyond: inf, and below the smallest subnormal
+    x = 710.0 if 710.0 < x else x  # beyond: inf
+    x = -746.0 if -746.0 > x else x  # and below the smallest subnormal
     k = np.floor(x * _LOG2E + 0.5)
     r = (x - k * _LN2_HI) - k * _LN2_LO
     p = _exp_reduced(r)
@@ -226,7 +230,7 @@ def _log_at_least_1(x):
 @njit(**_scalar)
 def softplus(z):
     """log(1 + exp(z)), without overflow, branch-free, to about 1e-15."""
-    return max(z, 0.0) + _log1p_unit(_exp_neg(abs(z)))
+    return (0.0 if 0.0 > z else z) + _log1p_unit(_exp_neg(abs(z)))
 
 
 @njit(**_jit)
@@ -247,9 +251,11 @@ def output_loss(loss, m, t, loss_param):
         r = m - t
         return 0.5 * r * r
     if loss == HINGE:
-        return max(0.0, 1.0 - t * m)
+        h = 1.0 - t * m
+        return h if h > 0.0 else 0.0
     if loss == SQUARED_HINGE:
-        h = max(0.0, 1.0 - t * m)
+        h = 1.0 - t * m
+        h = h if h > 0.0 else 0.0
         return h * h
     if loss == MODIFIED_HUBER:
         z = t * m
@@ -264,15 +270,19 @@ def output_loss(loss, m, t, loss_param):
             return 0.5 * a * a
         return loss_param * a - 0.5 * loss_param * loss_param
     if loss == PERCEPTRON:
-        return max(0.0, -t * m)
+        h = -t * m
+        return h if h > 0.0 else 0.0
     if loss == EPSILON_INSENSITIVE:
-        return max(0.0, abs(m - t) - loss_param)
+        h = abs(m - t) - loss_param
+        return h if h > 0.0 else 0.0
     if loss == SQUARED_EPSILON_INSENSITIVE:
-        h = max(0.0, abs(m - t) - loss_param)
+        h = abs(m - t) - loss_param
+        h = h if h > 0.0 else 0.0
         return h * h
     if loss == PINBALL:
         r = t - m
-        return max(loss_param * r, (loss_param - 1.0) * r)
+        a, b = loss_param * r, (loss_param - 1.0) * r
+        return b if b > a else a
     # TWEEDIE
     if loss_param == 1.0:
         return np.exp(m) - t * m
@@ -345,7 +355,7 @@ def _output_dloss(loss, m, t, loss_param):
 def _max(values):
     top = values[0]
     for k in range(1, values.shape[0]):
-        top = max(top, values[k])
+        top = values[k] if values[k] > top else top
     return top
 
 
@@ -521,7 +531,7 @@ def logistic_loss_sum(margins, targets, n_val, scratch):
     for i in range(n_rows):
         z = -targets[i] * margins[i]
         exps[i] = _exp_neg(abs(z))
-        hinges[i] = max(z, 0.0)
+        hinges[i] = 0.0 if 0.0 > z else z
     for i in range(n_val, n_rows):  # the padding adds nothing
         exps[i] = 0.0
         hinges[i] = 0.0
@@ -529,7 +539,8 @@ def logistic_loss_sum(margins, targets, n_val, scratch):
         lanes[lane] = 0.0
     logs = 0.0
     for block in range(0, n_rows, _ROWS_PER_LOG):
-        for first in range(block, min(block + _ROWS_PER_LOG, n_rows), LANES):
+        end = block + _ROWS_PER_LOG
+        for first in range(block, n_rows if n_rows < end else end, LANES):
             for lane in range(LANES):
                 q = lanes[lane]
                 lanes[lane] = q + exps[first + lane] * (1.0 + q)
@@ -564,7 +575,7 @@ def _row_losses(loss, margins, T_val_t, loss_param, scratch):
         for k in range(1, n_outputs):
             m = margins[k]
             for i in range(n_rows):
-                top[i] = max(top[i], m[i])
+                top[i] = m[i] if m[i] > top[i] else top[i]
         for k in range(n_outputs):
             m, t = margins[k], T_val_t[k]
             for i in range(n_rows):

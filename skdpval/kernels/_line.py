@@ -233,7 +233,7 @@ def _tabulate_logistic(rows, lo, h, table, scratch):
             e = K._exp_neg(abs(x))
             inverse = 1.0 / (1.0 + e)
             sigma = inverse if x >= 0.0 else e * inverse
-            values[v] = max(x, 0.0) + K._log1p_unit(e)
+            values[v] = (0.0 if 0.0 > x else x) + K._log1p_unit(e)
             firsts[v] = s[v] * sigma
             seconds[v] = s[v] * s[v] * sigma * (1.0 - sigma)
         table[i, 0] = -K._sum(values, n_val) / n_val
@@ -254,7 +254,8 @@ def _tabulate_multinomial(rows, lo, h, table, scratch):
         for v in range(n_val):
             top = z * rows[v, 0]
             for k in range(1, n_classes):
-                top = max(top, z * rows[v, k])
+                m = z * rows[v, k]
+                top = m if m > top else top
             total = mean = square = 0.0
             for k in range(n_classes):
                 weight = np.exp(z * rows[v, k] - top)
@@ -430,7 +431,8 @@ def _exact(kind, rows, z):
     for v in range(n_val):
         top = z * rows[v, 0]
         for k in range(1, n_classes):
-            top = max(top, z * rows[v, k])
+            m = z * rows[v, k]
+            top = m if m > top else top
         weights = 0.0
         for k in range(n_classes):
             weights += np.exp(z * rows[v, k] - top)

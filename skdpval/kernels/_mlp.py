@@ -166,7 +166,7 @@ def output_gradient(loss, o, t, d1):
     if loss == MULTINOMIAL:
         top = o[0]
         for k in range(1, o.shape[0]):
-            top = max(top, o[k])
+            top = o[k] if o[k] > top else top
         total = 0.0
         for k in range(o.shape[0]):
             total += np.exp(o[k] - top)

@@ -58,7 +58,8 @@ def clip_l2(g, clip_norm):
         largest = 0.0
         for k in range(n_outputs):
             for c in range(n_columns):
-                largest = max(largest, abs(g[k, c]))
+                size = abs(g[k, c])
+                largest = size if size > largest else largest
         if largest < np.inf:
             sq = 0.0
             for k in range(n_outputs):

@@ -46,6 +46,10 @@ from numba import njit
 from scipy.special import log_ndtr
 
 _jit = dict(cache=True, nogil=True)
+# The stream's kernels: no reference counting and no error checks (they
+# allocate nothing and divide nothing), the quarter round inlined by LLVM;
+# each flag takes code out of their compilation.
+_stream = dict(_jit, error_model="numpy", no_cfunc_wrapper=True, _nrt=False)
 
 # Stream kinds: the first word of the nonce. ROUNDING: secret coins that are
 # not noise (the federated quantization's stochastic rounding).
@@ -57,27 +61,27 @@ _M32 = np.uint64(0xFFFFFFFF)
 _CONSTANTS = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], np.uint64)
 
 
-# Inlined by numba itself: called with four constant shifts, a compiled
-# helper would be compiled once for each (0.15-0.35 s of a first fit).
-@njit(inline="always", **_jit)
-def _rotl(x, n):
-    return ((x << np.uint64(n)) | (x >> np.uint64(32 - n))) & _M32
-
-
-@njit(**_jit)
+@njit(forceinline=True, no_cpython_wrapper=True, **_stream)
 def _quarter_round(a, b, c, d):
+    """RFC 8439's quarter round on four 32-bit words (held in uint64): its
+    rotations written out (a helper for them costs more to compile than it
+    saves to read)."""
     a = (a + b) & _M32
-    d = _rotl(d ^ a, 16)
+    d ^= a
+    d = ((d << np.uint64(16)) | (d >> np.uint64(16))) & _M32
     c = (c + d) & _M32
-    b = _rotl(b ^ c, 12)
+    b ^= c
+    b = ((b << np.uint64(12)) | (b >> np.uint64(20))) & _M32
     a = (a + b) & _M32
-    d = _rotl(d ^ a, 8)
+    d ^= a
+    d = ((d << np.uint64(8)) | (d >> np.uint64(24))) & _M32
     c = (c + d) & _M32
-    b = _rotl(b ^ c, 7)
+    b ^= c
+    b = ((b << np.uint64(7)) | (b >> np.uint64(25))) & _M32
     return a, b, c, d
 
 
-@njit(**_jit)
+@njit(**_stream)
 def chacha20_block(key, counter, nonce, out):
     """The 16 output words of block ``counter`` into ``out`` (uint64 holding 32 bits).
 
@@ -127,7 +131,8 @@ def chacha20_words(key, nonce, n_words, out):
     block = np.empty(16, np.uint64)
     for b in range((n_words + 15) // 16):
         chacha20_block(key, b, nonce, block)
-        for i in range(min(16, n_words - 16 * b)):
+        left = n_words - 16 * b
+        for i in range(left if left < 16 else 16):
             out[16 * b + i] = block[i]
 
 
@@ -275,10 +280,10 @@ def walk_noise(key, kind, lo, hi, cdf, guide, shift, out):
     return out
 
 
-@njit(**_jit)
+@njit(**_stream)
 def _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, nonce, block):
-    """:func:`walk_noise` with its buffers (allocating them in the kernel
-    cost 0.1 s of its compilation)."""
+    """:func:`walk_noise` with its buffers (allocating them would need
+    reference counting in the kernel)."""
     nonce[0] = kind
     low63 = np.uint64(0x7FFFFFFFFFFFFFFF)
     top = np.uint64(63)
@@ -291,7 +296,8 @@ def _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, nonce, block):
         n = row.shape[0]
         for b in range((n + 7) // 8):
             chacha20_block(key, b, nonce, block)
-            for d in range(min(8, n - 8 * b)):
+            left = n - 8 * b
+            for d in range(left if left < 8 else 8):
                 word = (block[2 * d] << np.uint64(32)) | block[2 * d + 1]
                 u = word & low63
                 k = guide[u >> s]
