@@ -72,24 +72,32 @@ class ManyClassesWarning(SkdpvalWarning):
     """
 
 
+# The first fit of DPDataValuator() at its defaults (300 parties, 1000
+# permutations) in a new process with an empty numba cache, on a quiet
+# 2-core machine, its compilation included: the median of
+# benchmarks/cold_fit.py in benchmarks/results/cold_fit.jsonl. The one
+# timing figure in the package's code: update it with that file.
+FIRST_FIT_SECONDS = 4.5
+
+
 class FirstCompileWarning(SkdpvalWarning):
     """The first fit of a model family compiles its numba kernels.
 
     Said once, when a walk's kernel has no on-disk cache yet and will
-    compile: the fit then takes seconds more (about 3 s for a linear
-    model's default walk, 9 s for a
-    network's along its public line, up to 40 s for a network's full-space
-    walk), once; later fits, in any process, load the compiled code from
-    the cache next to the package.
+    compile: the fit then takes longer, once (the default valuator's first
+    fit: ``FIRST_FIT_SECONDS``, from ``benchmarks/cold_fit.py``); later
+    fits, in any process, load the compiled code from the cache next to the
+    package.
     """
 
 
-def warn_if_first_compile(kernel, what, seconds, *, stacklevel=2):
+def warn_if_first_compile(kernel, what, seconds=None, *, stacklevel=2):
     """Warn that ``kernel`` (a numba dispatcher with ``cache=True``) is about
     to compile for the first time: it has no compiled version in this
     process and no index file in its on-disk cache. Returns whether it warned.
 
-    ``what`` names the family and path, ``seconds`` the expected time.
+    ``what`` names the family and path; ``seconds``, when given, the first
+    fit's measured time (``FIRST_FIT_SECONDS``, the default walk's only).
     """
     import os
 
@@ -101,9 +109,11 @@ def warn_if_first_compile(kernel, what, seconds, *, stacklevel=2):
         return False
     if os.path.exists(index):
         return False
+    took = ("" if seconds is None else
+            f"the first fit takes about {seconds:g} s on a quiet 2-core machine, ")
     warnings.warn(
-        f"First use: compiling the numba kernels of {what} (about {seconds}, "
-        "once; later fits, in any process, load them from the on-disk cache).",
+        f"First use: compiling the numba kernels of {what} ({took}once; later "
+        "fits, in any process, load them from the on-disk cache).",
         FirstCompileWarning, stacklevel=stacklevel + 1)
     return True
 

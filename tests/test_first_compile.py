@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -11,9 +12,11 @@ from pathlib import Path
 import pytest
 from sklearn.datasets import make_classification
 
+import skdpval.kernels._kernels as kernels_module
 import skdpval.kernels._subspace as subspace_module
 from skdpval import DPDataValuator
-from skdpval.exceptions import FirstCompileWarning, warn_if_first_compile
+from skdpval.exceptions import (FIRST_FIT_SECONDS, FirstCompileWarning,
+                                warn_if_first_compile)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,24 +30,34 @@ def _kernel(index_path, signatures=()):
 
 def test_it_warns_only_without_an_on_disk_cache(tmp_path):
     missing = _kernel(tmp_path / "kernel.nbi")
-    with pytest.warns(FirstCompileWarning, match="about 6 s"):
-        assert warn_if_first_compile(missing, "a walk", "6 s")
+    with pytest.warns(FirstCompileWarning, match="takes about 4.5 s on a quiet"):
+        assert warn_if_first_compile(missing, "a walk", 4.5)
+    with pytest.warns(FirstCompileWarning, match=r"of a walk \(once;"):
+        assert warn_if_first_compile(missing, "a walk")  # no time said
     (tmp_path / "kernel.nbi").write_bytes(b"")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert not warn_if_first_compile(missing, "a walk", "6 s")
+        assert not warn_if_first_compile(missing, "a walk", 4.5)
         compiled = _kernel(tmp_path / "other.nbi", signatures=["(float64,)"])
-        assert not warn_if_first_compile(compiled, "a walk", "6 s")
+        assert not warn_if_first_compile(compiled, "a walk", 4.5)
 
 
-def test_a_fit_says_it_when_its_walk_has_no_cache(monkeypatch, tmp_path):
-    """The default walk's kernel, as if never compiled and not cached."""
-    monkeypatch.setattr(subspace_module, "_line_walk",
-                        _kernel(tmp_path / "absent.nbi"), raising=True)
+@pytest.mark.parametrize("subspace, kernel, says", [
+    ("public", "_line_walk", f"default walk along a public line (the first fit "
+                             f"takes about {FIRST_FIT_SECONDS:g} s"),
+    (None, "_walk", "full-space walk (once;")])
+def test_a_fit_says_it_when_its_walk_has_no_cache(monkeypatch, tmp_path, subspace,
+                                                   kernel, says):
+    """The walk's kernel, as if never compiled and not cached: the warning
+    names the walk, and quotes the benchmark's time for the default's only."""
+    module = subspace_module if subspace == "public" else kernels_module
+    monkeypatch.setattr(module, kernel, _kernel(tmp_path / "absent.nbi"),
+                        raising=True)
     X, y = make_classification(n_samples=60, n_features=3, n_informative=2,
                                n_redundant=0, random_state=0)
-    valuator = DPDataValuator(epsilon=1.0, n_permutations=2, random_state=0)
-    with pytest.warns(FirstCompileWarning, match="default walk"):
+    valuator = DPDataValuator(epsilon=1.0, n_permutations=2, random_state=0,
+                              subspace=subspace)
+    with pytest.warns(FirstCompileWarning, match=re.escape(says)):
         try:
             valuator.fit(X[:40], y[:40], X_val=X[40:], y_val=y[40:])
         except (TypeError, AttributeError):

@@ -449,7 +449,7 @@ def horner5(table, i, t):
 
 # The readers of the line (one call site each in the walk along a line) are
 # inlined by numba itself, not LLVM: no standalone copy of each is optimised
-# and emitted (0.3 s of a default first fit's compilation).
+# and emitted.
 @njit(inline="always", **_jit)
 def _hermite(kind, lo, inv_h, table, rows, z):
     """``U(z)`` from the table, or exactly past it."""

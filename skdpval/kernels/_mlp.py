@@ -72,8 +72,8 @@ def act_flag(act):
 def depth_flag(layout):
     """The line kernels' ``deep`` argument: None for one hidden layer (the
     default network), which numba then compiles without the deeper
-    networks' passes (1.5 s of a first fit's compilation); True otherwise
-    (decided from ``layout`` at run time)."""
+    networks' passes; True otherwise (decided from ``layout`` at run
+    time)."""
     return None if layout.shape[0] == 2 else True
 
 
@@ -738,8 +738,8 @@ def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offset
     as :func:`skdpval.kernels._subspace._line_walk`). ``deep`` None: one hidden
     layer (:func:`depth_flag`). ``record_level``: True, or
     None at sample level (:func:`level_flag`); ``update_2d`` and
-    ``record_2d`` are ``(1, 1)`` buffers (a reshape in a kernel costs 0.2
-    s of compilation)."""
+    ``record_2d`` are ``(1, 1)`` buffers (a reshape in a kernel costs
+    compilation)."""
     n_walks, n_steps = permutations.shape
     update, record = update_2d[0], record_2d[0]
     # Every walk starts at z = 0 (without a table this is a validation pass).

@@ -142,8 +142,8 @@ def scalar_flag(F, offsets, record_level=False):
     """The ``general`` argument of the walks: None when every party's step is
     :func:`_scalar_gradient`'s (one direction, one output, one row a party,
     sample level), which numba then compiles alone, without
-    :func:`_party_gradient` (as :func:`level_flag`: 0.5-0.8 s of a default
-    first fit's compilation); else True (decided at run time)."""
+    :func:`_party_gradient` (as :func:`level_flag`); else True (decided at
+    run time)."""
     one_row = one_row_each(offsets)
     if F.shape[1] == 1 and F.shape[2] == 1 and one_row and not record_level:
         return None
@@ -160,8 +160,7 @@ def _one_row_a_party(offsets):
 
 
 # Inlined by numba itself, not LLVM (``_scalar``): its two walks' callers then
-# compile it in place, with no copy of its own optimised and emitted (0.2-0.3
-# s of a first fit's compilation).
+# compile it in place, with no copy of its own optimised and emitted.
 @njit(inline="always", **_jit)
 def _releases(z, F, T, row_weights, offsets, one_row, loss, loss_param, l2,
               penalty, l1, penalised_basis, clip_norm, record_level, stream, b0,
@@ -431,8 +430,7 @@ def level_flag(record_level):
 
     numba compiles a kernel once per argument type and drops the branches a
     None argument rules out (as :func:`skdpval.kernels._kernels.kernel_codes`): a
-    sample-level walk compiles without the record-level releases (0.5 s of
-    a default first fit's compilation).
+    sample-level walk compiles without the record-level releases.
     """
     return True if record_level else None
 
@@ -440,8 +438,7 @@ def level_flag(record_level):
 def prefetch_flag(offsets):
     """The line walk's ``prefetching`` argument: True past
     ``PREFETCH_MIN_PARTIES`` parties, else None, which numba compiles
-    without the prefetches (0.15-0.2 s of a default first fit's
-    compilation)."""
+    without the prefetches."""
     return True if offsets.shape[0] > PREFETCH_MIN_PARTIES else None
 
 

@@ -32,7 +32,7 @@ from ..walks._dask import walk_client
 from ..walks._walk import SeededDraws, one_blas_thread, run_walks
 from ..privacy._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
     with_threat_model_doc)
-from ..exceptions import SkdpvalWarning, warn_if_first_compile
+from ..exceptions import FIRST_FIT_SECONDS, SkdpvalWarning, warn_if_first_compile
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
 # learning_rate="auto" keeps the noise of a walk's validation margins (after n
@@ -731,10 +731,10 @@ class DPDataValuator(BaseValuator):
                           public=self.chosen_params_)
         check_target_domain(spec, parties.y, "y")
         check_target_domain(spec, parties.y_val, "y_val")
-        # Before the set-up: it walks on the walk's kernel.
-        self._say_if_first_compile(spec)
         game = self._game(model.estimator, spec, parties, sample_weight)._replace(
             record_level=self._record_level(groups))
+        # Before the set-up: it compiles too, and walks on the walk's kernel.
+        self._say_if_first_compile(spec, game)
         fit, walk = self._declare_public_model_fit(model.estimator, game, mechanism)
         self.subspace_, line_center, space = self._space(model.estimator, spec, game,
                                                          search_seed, mechanism, fit)
@@ -802,25 +802,25 @@ class DPDataValuator(BaseValuator):
             walked.pop(), game, parties, noise_std,
             unseen_noise_factor(x_tt, counted, self.batch_permutations))
 
-    def _say_if_first_compile(self, spec):
+    def _say_if_first_compile(self, spec, game):
         """One line when this fit's walk compiles for the first time
-        (:class:`~skdpval.exceptions.FirstCompileWarning`); the times are
-        those of ``benchmarks/speed.py``'s cold start at load about 2
-        (``benchmarks/results/speed_cold.jsonl``: 9.6 and 8.8 s for the
-        full-space walk and ``MLPClassifier()``'s line; the others were not
-        measured again)."""
+        (:class:`~skdpval.exceptions.FirstCompileWarning`), which says which
+        walk; for the default's (a binary logistic model along its public
+        line) also the first fit's measured time (``FIRST_FIT_SECONDS``)."""
+        seconds = None
         if spec.network is not None:
-            kernel, what, seconds = (
-                (_mlp.line_walk, "a network's walk along its public line", "9 s")
-                if self.subspace is not None else
-                (_mlp.walk, "a network's full-space walk", "20-40 s"))
+            kernel, what = ((_mlp.line_walk, "a network's walk along its public line")
+                            if self.subspace is not None else
+                            (_mlp.walk, "a network's full-space walk"))
         elif isinstance(self.subspace, str):
-            kernel, what, seconds = (_subspace._line_walk,
-                                     "the default walk along a public line", "3 s")
+            kernel, what = _subspace._line_walk, "the default walk along a public line"
+            if _kernels.kernel_codes(game.loss, game.utility, game.T.shape[1]) == (
+                    None, None):
+                seconds = FIRST_FIT_SECONDS
         elif self.subspace is None:
-            kernel, what, seconds = _kernels._walk, "the full-space walk", "10 s"
+            kernel, what = _kernels._walk, "the full-space walk"
         else:
-            kernel, what, seconds = _subspace._walk, "the walk in a subspace", "9 s"
+            kernel, what = _subspace._walk, "the walk in a subspace"
         warn_if_first_compile(kernel, what, seconds, stacklevel=STEP_TO_USER + 1)
 
     def _game(self, estimator, spec, parties, sample_weight):
@@ -1022,8 +1022,7 @@ class DPDataValuator(BaseValuator):
                   for train, _ in halves]
         scores = np.zeros(len(AUTO_LEARNING_RATES))
         for (_, test), order in zip(halves, orders):
-            # All candidates of a half scored in one call (the default's
-            # scores run in numpy then: nothing to compile at a first fit).
+            # All candidates of a half scored in one call.
             thetas = [self._sgd_pass(game, game.X_val, game.T_val, rate, order)
                       for rate in AUTO_LEARNING_RATES]
             scores += self._utilities(game, thetas, test, _kernels.NEG_LOSS)
