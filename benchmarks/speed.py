@@ -173,7 +173,7 @@ def cold_start(repeats=3):
     """A fresh process with an empty numba cache: import, first fit, second fit."""
     fits = {walk: ("None", params, 20) for walk, params in walks().items()}
     fits["MLPClassifier() default"] = ("MLPClassifier()", {}, 20)
-    # The library's default k: past what numpy stands in for, the walk compiles.
+    # The library's default k (benchmarks/cold_fit.py: no parameter set at all).
     fits["default, k = 1000"] = ("None", {}, 1000)
     for walk, (estimator, params, k) in fits.items():
         runs = []
