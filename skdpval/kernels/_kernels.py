@@ -153,7 +153,7 @@ def prefetch(typingctx, array, indices):
     return types.none(array, indices), codegen
 
 
-@njit(**_scalar_py)
+@njit(**_scalar)
 def _exp_neg(a):
     """exp(-a) for a >= 0, to 2 ulps: exp(-a) = 2^-k exp(r), |r| <= ln2 / 2."""
     a = 746.0 if 746.0 < a else a  # exp(-746) is below the smallest subnormal

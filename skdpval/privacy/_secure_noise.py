@@ -107,22 +107,9 @@ def chacha20_block(key, counter, nonce, out):
         x1, x6, x11, x12 = _quarter_round(x1, x6, x11, x12)
         x2, x7, x8, x13 = _quarter_round(x2, x7, x8, x13)
         x3, x4, x9, x14 = _quarter_round(x3, x4, x9, x14)
-    out[0] = (out[0] + x0) & _M32
-    out[1] = (out[1] + x1) & _M32
-    out[2] = (out[2] + x2) & _M32
-    out[3] = (out[3] + x3) & _M32
-    out[4] = (out[4] + x4) & _M32
-    out[5] = (out[5] + x5) & _M32
-    out[6] = (out[6] + x6) & _M32
-    out[7] = (out[7] + x7) & _M32
-    out[8] = (out[8] + x8) & _M32
-    out[9] = (out[9] + x9) & _M32
-    out[10] = (out[10] + x10) & _M32
-    out[11] = (out[11] + x11) & _M32
-    out[12] = (out[12] + x12) & _M32
-    out[13] = (out[13] + x13) & _M32
-    out[14] = (out[14] + x14) & _M32
-    out[15] = (out[15] + x15) & _M32
+    state = (x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15)
+    for i in range(16):  # a loop, not sixteen lines: less to compile
+        out[i] = (out[i] + state[i]) & _M32
 
 
 @njit(**_jit)
