@@ -463,8 +463,8 @@ class NetworkSpace:
         X_val, act = _f64(X_val), _mlp.act_flag(net.activation)
         last, n_out = int(layout[-1, 4]), int(layout[-1, 1])
         row = np.empty(self.n_params)
-        # :func:`skdpval.kernels._mlp.output_gradient_norms`'s operations (its sums
-        # in its order), by the forward and backward passes compiled for the
+        # Sum over rows and outputs of ||d output / d theta||^2 (projected on
+        # the basis), by the forward and backward passes compiled for the
         # fit's objective: nothing else to compile.
         total = 0.0
         for v in range(len(X_val)):

@@ -265,57 +265,12 @@ def output_margins(theta, layout, X, act, units, margins):
             margins[k, v] = units[last + k]
 
 
-@njit(**_jit)
-def output_gradient_norms(theta, layout, X, act, basis, projected, units, deltas,
-                          row, projection):
-    """Sum over rows of ``X`` and outputs of ``||d output / d theta||^2`` (projected
-    on the rows of ``basis`` when ``projected``)."""
-    last = layout[layout.shape[0] - 1, 4]
-    n_out = layout[layout.shape[0] - 1, 1]
-    total = 0.0
-    for v in range(X.shape[0]):
-        forward(theta, layout, X[v], act, units)
-        for k in range(n_out):
-            for p in range(row.shape[0]):
-                row[p] = 0.0
-            for o in range(n_out):
-                deltas[last + o] = 1.0 if o == k else 0.0
-            backward(theta, layout, X[v], act, units, deltas, row)
-            if projected:
-                for i in range(basis.shape[0]):
-                    s = 0.0
-                    for p in range(row.shape[0]):
-                        s += basis[i, p] * row[p]
-                    total += s * s
-            else:
-                for p in range(row.shape[0]):
-                    total += row[p] * row[p]
-    return total
-
-
 # --- along a line theta0 + z b ---------------------------------------------------
-
-@njit(**_jit)
-def _line_rows(theta0, direction, layout, X, A, C):
-    """``A[r] + z C[r]``: the first layer's pre-activations of row ``r`` at ``z``."""
-    fan_in, fan_out = layout[0, 0], layout[0, 1]
-    intercept = layout[0, 3]
-    for r in range(X.shape[0]):
-        for o in range(fan_out):
-            A[r, o] = theta0[intercept + o]
-            C[r, o] = direction[intercept + o]
-        for i in range(fan_in):
-            v = X[r, i]
-            base = i * fan_out
-            for o in range(fan_out):
-                A[r, o] += v * theta0[base + o]
-                C[r, o] += v * direction[base + o]
-
 
 def line_rows(theta0, direction, layout, X):
     """``(A, C)``, ``(n_rows, width)``: the first layer's pre-activations
-    ``A + z C``. In numpy, :func:`_line_rows`'s operations in its order (the
-    same bits): once per fit, nothing to compile."""
+    ``A + z C``, each row's sum over its inputs in their order (the first
+    layer's intercept first). In numpy: once per fit, nothing to compile."""
     X, theta0, direction = _f64(X), _f64(theta0), _f64(direction)
     width, intercept = int(layout[0, 1]), int(layout[0, 3])
     A = np.empty((X.shape[0], width))
