@@ -6,7 +6,7 @@ worker process of a LocalCluster reads them through
 :class:`~skdpval.DPLabelQuality`; its resident memory then, after a full
 garbage collection and ``malloc_trim`` (what glibc keeps), and after
 ``pyarrow.default_memory_pool().release_unused()`` (what each walk task
-calls: ``skdpval.walks._walk.return_reader_memory``), with that call's time.
+calls: ``skdpval.walks._cluster.return_reader_memory``), with that call's time.
 Prints one JSON object; results: ``benchmarks/results/dask_memory.jsonl``.
 """
 import json
@@ -32,7 +32,7 @@ def _trimmed_mib():
 
 
 def _released_mib():
-    from skdpval.walks._walk import return_reader_memory
+    from skdpval.walks._cluster import return_reader_memory
 
     return_reader_memory()
     after = _rss_mib()

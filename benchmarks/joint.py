@@ -122,7 +122,8 @@ def data(seed):
 
 def line_walk_speed(joint, n=2000, d=10, n_walks=16, repeats=30):
     """Best ns a step of the line walk's kernel (a logistic line, noise on a grid)."""
-    from skdpval.kernels import _kernels, _subspace
+    from skdpval.kernels import _subspace_problem
+    from skdpval.kernels import _losses
     from skdpval.privacy._release import release_stream
     rng = np.random.default_rng(0)
     X = np.c_[rng.normal(size=(n, d)), np.ones(n)]
@@ -131,9 +132,9 @@ def line_walk_speed(joint, n=2000, d=10, n_walks=16, repeats=30):
     T_val = np.sign(X_val[:, :1])
     basis = rng.normal(size=(1, d + 1))
     basis /= np.linalg.norm(basis)
-    problem = _subspace.make_subspace_problem(
+    problem = _subspace_problem.make_subspace_problem(
         basis, X, T, np.arange(n + 1), X_val, T_val, (T_val[:, 0] > 0).astype(np.int64),
-        loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS, loss_param=0.0, l2=1e-3,
+        loss=_losses.LOGISTIC, utility=_losses.NEG_LOSS, loss_param=0.0, l2=1e-3,
         n_penalized=d, clip_norm=0.5, learning_rate=0.01, total_sum_squares=1.0,
         weights=np.ones(n) / n, line_range=(-5, 5), joint=joint)
     permutations = np.array([rng.permutation(n) for _ in range(n_walks)])

@@ -667,22 +667,21 @@ def table2_data(name, trial):
 def paper_learning_rate(data):
     """The paper's recipe: best validation accuracy after one noiseless pass
     over the training data (it reads the private data: a benchmark recipe)."""
-    from skdpval.kernels import _kernels
-
+    from skdpval.kernels import _linear, _losses
     T = np.where(data.y_train == 1, 1.0, -1.0)[:, None]
     ones = lambda A: np.hstack([A, np.ones((len(A), 1))])
     X, X_val = ones(data.X_train), ones(data.X_val)
     T_val = np.where(data.y_val == 1, 1.0, -1.0)[:, None]
     scores = []
     for rate in AUTO_LEARNING_RATES:
-        theta = _kernels.sgd_pass(X, T, loss=_kernels.LOGISTIC, loss_param=0.0,
+        theta = _linear.sgd_pass(X, T, loss=_losses.LOGISTIC, loss_param=0.0,
                                   l2=1.0 / len(X), n_penalized=X.shape[1] - 1,
                                   clip_norm=1.0, learning_rate=rate,
                                   theta_init=np.zeros((1, X.shape[1])),
                                   order=np.arange(len(X)))
-        scores.append(_kernels.utility_of_theta(
-            theta, X_val, T_val, data.y_val, loss=_kernels.LOGISTIC,
-            utility=_kernels.ACCURACY, loss_param=0.0, total_sum_squares=1.0))
+        scores.append(_linear.utility_of_theta(
+            theta, X_val, T_val, data.y_val, loss=_losses.LOGISTIC,
+            utility=_losses.ACCURACY, loss_param=0.0, total_sum_squares=1.0))
     return float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
 
 

@@ -70,12 +70,14 @@ from sklearn.preprocessing import StandardScaler
 
 from skdpval import DPDataValuator
 
-from skdpval.kernels import _kernels, _subspace
-from skdpval.walks import _walk
+from skdpval.kernels import _subspace_problem
+from skdpval.kernels import _losses, _math
+from skdpval.walks import _waves
 from skdpval.privacy._release import release_stream
 from skdpval.privacy._mechanism import GaussianPart, NoiseStream
 from skdpval.privacy._secure_noise import WALK, Grid, noise_key
-from skdpval.walks._walk import SeededDraws, make_problem, run_walks
+from skdpval.walks._waves import SeededDraws
+from skdpval.walks._runner import make_problem, run_walks
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
@@ -247,8 +249,8 @@ def vs_reference(n=300, k=3):
                         **settings)
     reference_seconds = time.perf_counter() - started
     problem = make_problem(data["X"], data["T"], np.arange(n + 1), data["X_val"],
-                           data["T_val"], data["labels_val"], loss=_kernels.LOGISTIC,
-                           utility=_kernels.NEG_LOSS, loss_param=0.0,
+                           data["T_val"], data["labels_val"], loss=_losses.LOGISTIC,
+                           utility=_losses.NEG_LOSS, loss_param=0.0,
                            total_sum_squares=1.0, weights=np.ones(n), **settings)
     run = lambda: run_walks(problem, draws, x_tt=1.0 / np.arange(1, k + 1),
                             use_rolling=True, counted=np.ones(k, bool),
@@ -286,8 +288,8 @@ def _floor_loop(X_val_t, t_val, n_val, steps, seed, buf, with_loss):
                 margins[i] -= step * column[i]
         if with_loss:
             for i in range(n_rows):
-                losses[i] = _kernels.softplus(-t_val[i] * margins[i])
-            total += _kernels._sum(losses, n_val)
+                losses[i] = _math.softplus(-t_val[i] * margins[i])
+            total += _math._sum(losses, n_val)
     return total + margins[0]
 
 
@@ -310,8 +312,8 @@ def floor(n=300, k=360, repeats=9):
             mean, std = X_val.mean(axis=0), X_val.std(axis=0)  # as standardize does
             columns = np.hstack([(X_val - mean) / std, np.ones((N_VAL, 1))])
             columns = columns @ valuator.subspace_.T
-        X_val_t = _kernels.pad_columns(columns)
-        t_val = _kernels.pad_columns(np.where(y_val == 1, 1.0, -1.0)[:, None])[0]
+        X_val_t = _math.pad_columns(columns)
+        t_val = _math.pad_columns(np.where(y_val == 1, 1.0, -1.0)[:, None])[0]
         buf = np.empty((2, X_val_t.shape[1]))
         kernel_only = _walk_kernel_alone(valuator, X[:n], y[:n], X_val, y_val, k)
         runs = {
@@ -356,7 +358,7 @@ def _walk_kernel_alone(valuator, X, y, X_val, y_val, k, batch=16):
     ones = lambda A: np.hstack([(A - mean) / std, np.ones((len(A), 1))])
     targets = lambda labels: np.where(labels == 1, 1.0, -1.0)[:, None]
     n = len(X)
-    settings = dict(loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS,
+    settings = dict(loss=_losses.LOGISTIC, utility=_losses.NEG_LOSS,
                     loss_param=0.0, l2=1.0 / n, n_penalized=X.shape[1],
                     clip_norm=valuator.clip_norm_, learning_rate=valuator.learning_rate_,
                     total_sum_squares=1.0, weights=np.ones(n))
@@ -364,7 +366,7 @@ def _walk_kernel_alone(valuator, X, y, X_val, y_val, k, batch=16):
     if valuator.subspace_ is None:
         problem = make_problem(*data, **settings)
     else:
-        problem = _subspace.make_subspace_problem(valuator.subspace_, *data, **settings)
+        problem = _subspace_problem.make_subspace_problem(valuator.subspace_, *data, **settings)
     rng = np.random.default_rng(0)
     permutations = np.array([rng.permutation(n) for _ in range(batch)])
     noise = valuator.noise_multiplier_ * valuator.clip_norm_ * rng.normal(
@@ -740,7 +742,7 @@ def losses(k=64, batch=16, repeats=7):
             data = (X, T[:n], np.arange(n + 1), X_val, T[n:],
                     np.zeros(N_VAL, dtype=np.int64))
             problem = (make_problem(*data, **settings) if basis is None else
-                       _subspace.make_subspace_problem(basis, *data, **settings))
+                       _subspace_problem.make_subspace_problem(basis, *data, **settings))
             noise = 0.5 * rng.normal(size=(batch, n, *problem.release_shape))
 
             def run():
@@ -766,7 +768,7 @@ class FloatGaussianDraws(SeededDraws):
     def __init__(self, order_seed, noise, n_permutations, n_parties):
         super().__init__(order_seed, noise, n_permutations, n_parties)
         self.noise_std = noise.std * noise.grid.gamma  # from grid units
-        self.noise_words = _walk.stream_words(np.random.SeedSequence(1), n_permutations)
+        self.noise_words = _waves.stream_words(np.random.SeedSequence(1), n_permutations)
 
     def __call__(self, lo, hi, releases):
         if releases is not None:

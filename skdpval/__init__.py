@@ -1,12 +1,10 @@
 """skdpval: differentially private data valuation for scikit-learn."""
 
 from . import exceptions
-from .valuation._federated import DPFederatedValuator
-from .valuation._filter import DPFilteredClassifier, DPFilteredRegressor, DPValueFilter
-from .valuation._label_quality import DPLabelQuality
-from .valuation._layered import LayeredShapleyValuator
-from .valuation._valuator import DPDataValuator
-from .privacy._spent import privacy_spent
+from .privacy import privacy_spent
+from .valuation import (DPDataValuator, DPFederatedValuator, DPFilteredClassifier,
+                        DPFilteredRegressor, DPLabelQuality, DPValueFilter,
+                        LayeredShapleyValuator)
 
 __all__ = [
     "DPDataValuator",

@@ -16,7 +16,6 @@ import warnings
 
 import numpy as np
 
-from .privacy._accounting import chosen_epsilon, gdp_mu, noisy_label_auc_limit
 
 __all__ = [
     "DefaultEpsilonWarning",
@@ -26,7 +25,6 @@ __all__ = [
     "SkdpvalWarning",
     "UnprotectedValidationWarning",
     "UnscaledFeaturesWarning",
-    "warn_if_default_epsilon",
     "warn_if_many_classes",
     "warn_if_unscaled",
     "warn_validation_from_training",
@@ -281,52 +279,4 @@ def warn_if_many_classes(y_val, classes, *, max_classes=MAX_CLASSES,
         "DPDataValuator(Ridge()) or SGDRegressor()); if these are class "
         "labels, pass them as integers or strings, or merge rare classes.",
         ManyClassesWarning, stacklevel=stacklevel + 1)
-    return True
-
-
-_default_epsilon_warned = False
-
-
-def warn_if_default_epsilon(estimator, *, stacklevel=2):
-    """Warn, once per process, that ``estimator`` runs at its default epsilon.
-
-    Quiet when the estimator adds no noise (``noise="none"``), is given a
-    ``noise_multiplier`` instead of a budget, or has any ``epsilon`` other
-    than ``"default"``: a number the user wrote, even 1.0, is a choice.
-
-    Parameters
-    ----------
-    estimator : estimator object
-        Has an ``epsilon`` parameter with a default, and ``delta``.
-    stacklevel : int, default=2
-        Which frame the warning points at (see the module docstring).
-
-    Returns
-    -------
-    fired : bool
-    """
-    global _default_epsilon_warned
-    params = estimator.get_params(deep=False)
-    left_at_default = (isinstance(params["epsilon"], str)
-                       and params["epsilon"] == "default")
-    no_noise = isinstance(params.get("noise"), str) and params["noise"] == "none"
-    if (_default_epsilon_warned or no_noise or not left_at_default
-            or params.get("noise_multiplier") is not None):
-        return False
-    _default_epsilon_warned = True
-    epsilon, delta = chosen_epsilon(params["epsilon"]), params["delta"]
-    if isinstance(delta, str):  # "auto": its cap, 5e-5, before n is known
-        delta = 5e-5
-    ceilings = ", ".join(
-        f"epsilon={e:g} allows {noisy_label_auc_limit(gdp_mu(e, delta)):.3f}"
-        for e in (3.0, 10.0))
-    warnings.warn(
-        f"{type(estimator).__name__} runs at the default epsilon={epsilon:g} "
-        f"(delta={delta:g}): at this budget no method can find flipped labels "
-        f"with an expected ROC AUC above "
-        f"{noisy_label_auc_limit(gdp_mu(epsilon, delta)):.3f}. Set epsilon "
-        f"explicitly (epsilon={epsilon:g} keeps this budget without this "
-        f"warning; {ceilings}); privacy_report_['max_noisy_label_auc'] "
-        "gives the ceiling of any budget. (Shown once per process.)",
-        DefaultEpsilonWarning, stacklevel=stacklevel + 1)
     return True

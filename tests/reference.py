@@ -1,6 +1,6 @@
 """A plain-numpy reference of Algorithm 1, written from the seed paper.
 
-Deliberately naive and independent of ``skdpval.kernels._kernels``: losses are
+Deliberately naive and independent of ``skdpval.kernels._linear``: losses are
 vectorised numpy formulas, the utility is recomputed from ``X_val @ theta``
 after every step, each party's releases are kept in a list and averaged, and
 the values follow the paper's recursive mean (lines 15 and 19).
@@ -212,7 +212,7 @@ def xoshiro_permutation(words, n):
     return order
 
 
-# --- a multilayer perceptron (skdpval.kernels._mlp), written from scikit-learn's formulas ---
+# --- a multilayer perceptron (skdpval.kernels._network), written from scikit-learn's formulas ---
 
 def mlp_unpack(theta, sizes):
     """``(coefs, intercepts)`` of a packed ``theta`` (scikit-learn's ``_pack``)."""

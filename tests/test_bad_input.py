@@ -7,7 +7,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegressionCV, Ridge
 from sklearn.svm import SVC
 
 import skdpval.kernels._subspace as subspace_module
-import skdpval.walks._walk as walk_module
+import skdpval.walks._runner as _runner
 from skdpval import (
     DPDataValuator,
     DPFederatedValuator,
@@ -17,7 +17,7 @@ from skdpval import (
     DPValueFilter,
     LayeredShapleyValuator,
 )
-from skdpval.kernels import _kernels
+
 from skdpval.datasets import flip_labels, load_noisy_classification
 from skdpval.metrics import (
     mean_adjusted_variance,
@@ -123,7 +123,7 @@ def test_bad_input_raises_a_clear_error_before_any_work(case, monkeypatch):
     def no_kernel(*args, **kwargs):
         raise AssertionError("a kernel ran on bad input")
 
-    monkeypatch.setattr(walk_module._kernels, "walk", no_kernel)
+    monkeypatch.setattr(_runner._kernels, "walk", no_kernel)
     monkeypatch.setattr(_kernels, "sgd_pass", no_kernel)
     # The default walk's public direction is fitted before the walk.
     monkeypatch.setattr(subspace_module, "sgd_pass", no_kernel)

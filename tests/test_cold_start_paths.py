@@ -13,10 +13,11 @@ import warnings
 import numpy as np
 import pytest
 
-from skdpval.kernels import _kernels as K
-from skdpval.kernels import _line, _mlp, _subspace
+from skdpval.kernels import _losses
+from skdpval.kernels import _line, _subspace, _network, _network_line
+from skdpval.kernels import _subspace_problem
 from skdpval.privacy._release import release_stream
-from skdpval.families._data import _standardized
+from skdpval.families._parties import _standardized
 from skdpval.families._mlp_space import NetworkSpace, make_network, run_walk
 
 
@@ -90,46 +91,46 @@ def _reference_pass(c, t, w, l2, shrink, l1, penalised, clip, rate, order, z=0.0
 @pytest.mark.parametrize("l1", [0.0, 0.01])
 def test_the_set_up_walks_on_the_fit_s_kernel(l1):
     """The SGD pass and the gradients at the start run on the fit's walk
-    (:func:`_subspace.set_up_problem`): along the line, with its scalar step
+    (:func:`_subspace_problem.set_up_problem`): along the line, with its scalar step
     or the general one (another fit's parties of many rows, at record level,
     joint), and through the walk that reads the rows (a utility with no
     table): the same bits, those of the step in Python floats."""
     X, T, _, _, basis, rng = _line_problem()
-    F = _subspace.project_rows(basis, X, 1)
+    F = _subspace_problem.project_rows(basis, X, 1)
     offsets = np.arange(len(X) + 1)
     assert _subspace.scalar_flag(F, offsets) is None
     assert _subspace.scalar_flag(F, offsets, record_level=True) is True
     assert _subspace.scalar_flag(F, np.array([0, 2, 3])) is True
     weights = rng.uniform(0.5, 2.0, len(X))
     order = rng.choice(len(X), 3 * len(X))
-    model = dict(loss=K.LOGISTIC, loss_param=0.0, l2=0.01, n_penalized=4, l1=l1,
+    model = dict(loss=_losses.LOGISTIC, loss_param=0.0, l2=0.01, n_penalized=4, l1=l1,
                  row_weights=weights)
     walks = {"line": None,
              "general": dict(offsets=np.array([0, 2, 3]), record_level=True,
                              joint=True),
-             "rows": dict(utility=K.ACCURACY)}
-    penalty = _subspace.penalty_matrix(basis, 1, 4)[0, 0]
-    penalised = _subspace.penalised_basis(basis, 1, 4)[0]
+             "rows": dict(utility=_losses.ACCURACY)}
+    penalty = _subspace_problem.penalty_matrix(basis, 1, 4)[0, 0]
+    penalised = _subspace_problem.penalised_basis(basis, 1, 4)[0]
     expected_z = _reference_pass(F[:, 0, 0], T[:, 0], weights, 0.01, penalty, l1,
                                  penalised, 0.3, 0.5, order)
     expected_gradients = _reference_pass(F[:, 0, 0], T[:, 0], weights, 0.01, penalty,
                                          l1, penalised, np.inf, 0.0, range(len(X)))
     for name, walk in walks.items():
-        problem, _ = _subspace.set_up_problem(basis, X, T, offsets, clip_norm=0.3,
+        problem, _ = _subspace_problem.set_up_problem(basis, X, T, offsets, clip_norm=0.3,
                                               learning_rate=0.5, walk=walk, **model)
         assert (problem.line is None) == (name == "rows")
         assert (problem.general is None) == (name != "general")
-        theta = _subspace.sgd_pass(basis, X, T, clip_norm=0.3, learning_rate=0.5,
+        theta = _subspace_problem.sgd_pass(basis, X, T, clip_norm=0.3, learning_rate=0.5,
                                    order=order, walk=walk, **model)
         assert theta.shape == (1, X.shape[1])
         np.testing.assert_array_equal(theta, expected_z * basis)
-        gradients = _subspace.party_gradients(basis, np.zeros((1, X.shape[1])), X, T,
+        gradients = _subspace_problem.party_gradients(basis, np.zeros((1, X.shape[1])), X, T,
                                               offsets, walk=walk, **model)
         np.testing.assert_array_equal(gradients[:, 0], expected_gradients)
     theta = 0.7 * basis  # elsewhere than z = 0: through the walk that starts there
     z = float(basis[0] @ theta[0])
     np.testing.assert_array_equal(
-        _subspace.party_gradients(basis, theta, X, T, offsets, **model)[:, 0],
+        _subspace_problem.party_gradients(basis, theta, X, T, offsets, **model)[:, 0],
         _reference_pass(F[:, 0, 0], T[:, 0], weights, 0.01, penalty, l1, penalised,
                         np.inf, 0.0, range(len(X)), z=z))
 
@@ -138,9 +139,9 @@ def test_the_line_walk_s_flags_compile_the_same_walk():
     """kind None (the logistic table) and the scalar step against the kind's
     code and the general step: the same marginals, bit for bit."""
     X, T, X_val, T_val, basis, rng = _line_problem(seed=3)
-    problem = _subspace.make_subspace_problem(
+    problem = _subspace_problem.make_subspace_problem(
         basis, X, T, np.arange(len(X) + 1), X_val, T_val,
-        (T_val[:, 0] > 0).astype(np.int64), loss=K.LOGISTIC, utility=K.NEG_LOSS,
+        (T_val[:, 0] > 0).astype(np.int64), loss=_losses.LOGISTIC, utility=_losses.NEG_LOSS,
         loss_param=0.0, l2=0.01, n_penalized=4, clip_norm=0.5, learning_rate=0.2,
         total_sum_squares=1.0, weights=np.ones(len(X)))
     assert problem.line.kind == _line.HERMITE and problem.general is None
@@ -178,7 +179,7 @@ def test_a_network_s_set_up_is_its_walk_s(activation, projected):
     T = np.where(X[:, :1] > 0, 1.0, -1.0)
     T_val = np.where(X_val[:, :1] > 0, 1.0, -1.0)
     labels = (T_val[:, 0] > 0).astype(np.int64)
-    net = make_network([d, 6, 1], activation, K.LOGISTIC, np.random.RandomState(0))
+    net = make_network([d, 6, 1], activation, _losses.LOGISTIC, np.random.RandomState(0))
     n_params = len(net.theta0)
     basis = None
     if projected:
@@ -189,7 +190,7 @@ def test_a_network_s_set_up_is_its_walk_s(activation, projected):
     offsets = np.array([0, 1, 3, 4, 8, 20])
     _, _, ends = run_walk(
         net, basis, X, T, offsets, np.zeros((0, d)), np.zeros((0, 1)),
-        np.empty(0, np.int64), utility=K.NEG_LOSS, total_sum_squares=1.0, l2=0.01,
+        np.empty(0, np.int64), utility=_losses.NEG_LOSS, total_sum_squares=1.0, l2=0.01,
         clip_norm=np.inf, learning_rate=1.0,
         permutations=np.arange(len(offsets) - 1)[:, None], weights=np.zeros(1),
         starts=z[None])
@@ -197,12 +198,12 @@ def test_a_network_s_set_up_is_its_walk_s(activation, projected):
         space.party_gradients(theta, X, T, offsets, l2=0.01), z - ends)
     thetas = [theta, net.theta0, theta + 0.1]
     walked = [run_walk(net, basis, np.zeros((0, d)), np.zeros((0, 1)), np.zeros(1),
-                       X_val, T_val, labels, utility=K.NEG_LOSS,
+                       X_val, T_val, labels, utility=_losses.NEG_LOSS,
                        total_sum_squares=1.0, l2=0.0, clip_norm=1.0,
                        learning_rate=0.0, permutations=np.zeros((1, 0)),
                        weights=np.zeros(0), starts=space._z(t)[None])[1][0]
               for t in thetas]
-    settings = dict(utility=K.NEG_LOSS, total_sum_squares=1.0)
+    settings = dict(utility=_losses.NEG_LOSS, total_sum_squares=1.0)
     np.testing.assert_array_equal(
         space.utilities(thetas, X_val, T_val, labels, **settings), walked)
     np.testing.assert_array_equal(
@@ -227,17 +228,17 @@ def _line_rows_reference(theta0, direction, layout, X):
 def _output_gradient_norms_reference(theta, layout, X, act, basis):
     """Sum over rows and outputs of ``||d output / d theta||^2`` (projected on
     the rows of ``basis`` unless None), element by element in Python."""
-    units, deltas = np.zeros(_mlp.n_units(layout)), np.zeros(_mlp.n_units(layout))
+    units, deltas = np.zeros(_network.n_units(layout)), np.zeros(_network.n_units(layout))
     last, n_out = layout[-1, 4], layout[-1, 1]
     row = np.empty(len(theta))
     total = 0.0
     for v in range(len(X)):
-        _mlp.forward(theta, layout, X[v], act, units)
+        _network.forward(theta, layout, X[v], act, units)
         for k in range(n_out):
             row[:] = 0.0
             for o in range(n_out):
                 deltas[last + o] = 1.0 if o == k else 0.0
-            _mlp.backward(theta, layout, X[v], act, units, deltas, row)
+            _network.backward(theta, layout, X[v], act, units, deltas, row)
             if basis is None:
                 for p in range(len(row)):
                     total += row[p] * row[p]
@@ -258,51 +259,51 @@ def test_a_network_s_line_rows_and_margin_scale_are_the_references(projected):
     rng = np.random.default_rng(7)
     d = 5
     X_val = rng.normal(size=(12, d))
-    net = make_network([d, 6, 3, 2], "tanh", K.MULTINOMIAL, np.random.RandomState(1))
+    net = make_network([d, 6, 3, 2], "tanh", _losses.MULTINOMIAL, np.random.RandomState(1))
     n_params = len(net.theta0)
     basis = np.linalg.qr(rng.normal(size=(n_params, 2)))[0].T.copy()
-    A, C = _mlp.line_rows(net.theta0, basis[0], net.layout, X_val)
+    A, C = _network_line.line_rows(net.theta0, basis[0], net.layout, X_val)
     A_reference, C_reference = _line_rows_reference(net.theta0, basis[0], net.layout,
                                                     X_val)
     np.testing.assert_array_equal(A, A_reference)
     np.testing.assert_array_equal(C, C_reference)
     space = NetworkSpace(net, basis if projected else None)
     total = _output_gradient_norms_reference(
-        net.theta0, net.layout, X_val, _mlp.act_flag(net.activation),
+        net.theta0, net.layout, X_val, _network.act_flag(net.activation),
         basis if projected else None)
     assert space.margin_scale(X_val) == float(np.sqrt(total / len(X_val)))
 
 
 def test_one_hidden_layer_s_line_passes_are_the_general_ones():
-    """``deep=None`` (one hidden layer, :func:`_mlp.depth_flag`) against the
+    """``deep=None`` (one hidden layer, :func:`_network.depth_flag`) against the
     run-time choice: the same slope, loss derivatives and exact utility."""
     rng = np.random.default_rng(8)
     d = 4
-    net = make_network([d, 5, 1], "relu", K.LOGISTIC, np.random.RandomState(2))
-    assert _mlp.depth_flag(net.layout) is None
-    assert _mlp.depth_flag(_mlp.network_layout([d, 5, 3, 1])) is True
+    net = make_network([d, 5, 1], "relu", _losses.LOGISTIC, np.random.RandomState(2))
+    assert _network.depth_flag(net.layout) is None
+    assert _network.depth_flag(_network.network_layout([d, 5, 3, 1])) is True
     direction = rng.normal(size=len(net.theta0))
     X = rng.normal(size=(6, d))
     T = np.where(X[:, :1] > 0, 1.0, -1.0)
-    A, C = _mlp.line_rows(net.theta0, direction, net.layout, X)
-    buffers = [np.zeros(_mlp.n_units(net.layout)) for _ in range(3)] + [np.zeros(1)]
+    A, C = _network_line.line_rows(net.theta0, direction, net.layout, X)
+    buffers = [np.zeros(_network.n_units(net.layout)) for _ in range(3)] + [np.zeros(1)]
     for z in (-0.7, 0.0, 0.3):
         for row in range(len(X)):
             args = (A[row], C[row], T[row], net.theta0, direction, net.layout, None,
                     None, *buffers)
-            assert (_mlp.line_slope(z, *args, None) == _mlp.line_slope(z, *args))
-            assert (_mlp.line_loss(z, z, *args, None) == _mlp.line_loss(z, z, *args))
+            assert (_network_line.line_slope(z, *args, None) == _network_line.line_slope(z, *args))
+            assert (_network_line.line_loss(z, z, *args, None) == _network_line.line_loss(z, z, *args))
         exact = (A, C, T, net.theta0, direction, net.layout, None, None, 1.0, 0.0,
                  *buffers)
-        assert _mlp.line_exact(z, *exact, None) == _mlp.line_exact(z, *exact)
+        assert _network_line.line_exact(z, *exact, None) == _network_line.line_exact(z, *exact)
 
 
 def test_the_flags_are_none_only_for_the_defaults():
-    assert _mlp.loss_flag(K.LOGISTIC) is None
-    assert _mlp.loss_flag(K.MULTINOMIAL) == K.MULTINOMIAL
-    assert _mlp.act_flag(_mlp.RELU) is None
-    assert _mlp.act_flag(_mlp.TANH) == _mlp.TANH
-    assert _mlp.level_flag(False) is None and _mlp.level_flag(True) is True
+    assert _network.loss_flag(_losses.LOGISTIC) is None
+    assert _network.loss_flag(_losses.MULTINOMIAL) == _losses.MULTINOMIAL
+    assert _network.act_flag(_network.RELU) is None
+    assert _network.act_flag(_network.TANH) == _network.TANH
+    assert _network.level_flag(False) is None and _network.level_flag(True) is True
     assert _line.kind_flag(_line.QUADRATIC) == _line.QUADRATIC
     assert _subspace.prefetch_flag(np.arange(10)) is None
     assert _subspace.prefetch_flag(np.arange(_subspace.PREFETCH_MIN_PARTIES + 2))

@@ -4,6 +4,8 @@ import warnings
 
 import numpy as np
 import pytest
+
+from skdpval.privacy import _mechanism
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 
@@ -102,7 +104,7 @@ def test_many_classes_is_quiet_for_class_labels(y_val):
 
 @pytest.fixture
 def fresh_process(monkeypatch):
-    monkeypatch.setattr(exceptions, "_default_epsilon_warned", False)
+    monkeypatch.setattr(_mechanism, "_default_epsilon_warned", False)
 
 
 def test_default_epsilon_fires_once_with_the_auc_ceiling(fresh_process):

@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdpval import DPFederatedValuator
 
-from skdpval.kernels import _kernels
+from skdpval.kernels import _linear, _losses
 from skdpval.privacy._accounting import noise_std_for_budget
 from skdpval.privacy._compression import compress, sensitivity, sign_vote
 from skdpval.privacy._secure_noise import (ROUNDING, noise_key, stream_nonce,
@@ -58,8 +58,8 @@ def test_one_noiseless_round_with_all_permutations_is_exact_shapley(clients,
     order = np.argsort(groups, kind="stable")
     offsets = np.r_[0, np.cumsum(np.bincount(groups))]
     T = np.where(y[order] == 1, 1.0, -1.0)[:, None]
-    gradients = _kernels.party_gradients(
-        np.zeros((1, 4)), ones(X)[order], T, offsets, loss=_kernels.LOGISTIC,
+    gradients = _linear.party_gradients(
+        np.zeros((1, 4)), ones(X)[order], T, offsets, loss=_losses.LOGISTIC,
         loss_param=0.0, l2=1 / (2.0 * 6), n_penalized=3).reshape(6, -1)
     clipped = [g / max(1, np.linalg.norm(g) / C) for g in gradients]
     T_val = np.where(y_val == 1, 1.0, -1.0)[:, None]

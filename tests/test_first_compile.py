@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sklearn.datasets import make_classification
 
-import skdpval.kernels._kernels as kernels_module
+import skdpval.kernels._linear as kernels_module
 import skdpval.kernels._subspace as subspace_module
 from skdpval import DPDataValuator
 from skdpval.exceptions import (FIRST_FIT_SECONDS, FirstCompileWarning,
@@ -67,7 +67,7 @@ def test_a_fit_says_it_when_its_walk_has_no_cache(monkeypatch, tmp_path, subspac
 def test_a_default_fit_compiles_each_kernel_once():
     """A fresh process's default fit compiles (or loads) each kernel it calls
     once: its set-up walks on the walk's own kernel with the walk's flags
-    (:func:`skdpval.kernels._subspace.set_up_problem`), not on a second
+    (:func:`skdpval.kernels._subspace_problem.set_up_problem`), not on a second
     specialisation of it."""
     code = (
         "import json, sys, warnings\n"

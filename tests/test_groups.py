@@ -6,7 +6,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from skdpval import DPDataValuator
 
-from skdpval.kernels import _kernels
+from skdpval.kernels import _linear, _losses
 from skdpval.datasets import load_noisy_classification
 from skdpval.metrics import noisy_label_auc
 
@@ -58,7 +58,7 @@ def test_group_gradient_is_the_mean_loss_gradient_clipped_once():
     T = rng.choice([-1.0, 1.0], size=(7, 1))
     theta = rng.normal(size=(1, 3))
     out = np.empty((1, 3))
-    _kernels.party_gradient(theta, X, T, np.ones(7), 2, 6, _kernels.LOGISTIC, 0.0,
+    _linear.party_gradient(theta, X, T, np.ones(7), 2, 6, _losses.LOGISTIC, 0.0,
                             0.3, 0.0, 2, np.empty(1), np.empty(1), out)
     rows = slice(2, 6)
     margins = X[rows] @ theta[0]

@@ -23,8 +23,8 @@ from skdpval import (
     DPValueFilter,
     privacy_spent,
 )
-from skdpval.kernels import _kernels as K
-from skdpval.kernels import _subspace
+from skdpval.kernels import _linear, _losses
+from skdpval.kernels import _subspace_problem
 from skdpval.privacy._release import release_on_grid, release_stream
 from skdpval.privacy._threat_model import THREAT_MODEL_DOC
 from skdpval.datasets import flip_labels, make_2dplanes
@@ -64,11 +64,11 @@ def test_joint_line_walk_equals_its_definition():
     basis /= np.linalg.norm(basis)
     clip, lr, l2 = 0.4, 0.3, 0.01
     weights = rng.uniform(0.5, 1.5, size=n)
-    settings = dict(loss=K.LOGISTIC, utility=K.NEG_LOSS, loss_param=0.0, l2=l2,
+    settings = dict(loss=_losses.LOGISTIC, utility=_losses.NEG_LOSS, loss_param=0.0, l2=l2,
                     n_penalized=d, clip_norm=clip, learning_rate=lr,
                     total_sum_squares=1.0, weights=weights)
     labels_val = (T_val[:, 0] > 0).astype(np.int64)
-    problems = {joint: _subspace.make_subspace_problem(
+    problems = {joint: _subspace_problem.make_subspace_problem(
         basis, X, T, np.arange(n + 1), X_val, T_val, labels_val, **settings,
         line_range=(-5.0, 5.0), joint=joint) for joint in (False, True)}
     permutations = np.array([rng.permutation(n) for _ in range(n_walks)])
@@ -351,7 +351,7 @@ def test_federated_joint_round_equals_its_definition():
     X_val = np.c_[rng.normal(size=(10, 2)), np.ones(10)]
     T_val = np.sign(X_val[:, :1])
     labels_val = (T_val[:, 0] > 0).astype(np.int64)
-    args = dict(loss=K.LOGISTIC, utility=K.NEG_LOSS, loss_param=0.0,
+    args = dict(loss=_losses.LOGISTIC, utility=_losses.NEG_LOSS, loss_param=0.0,
                 total_sum_squares=1.0)
     theta = rng.normal(size=(1, 3))
     released, own = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
@@ -360,7 +360,7 @@ def test_federated_joint_round_equals_its_definition():
                                      None, own)
 
     def utility(step):
-        return K.utility_of_theta(theta - 0.3 * step.reshape(1, 3), X_val, T_val,
+        return _linear.utility_of_theta(theta - 0.3 * step.reshape(1, 3), X_val, T_val,
                                   labels_val, **args)
 
     reference = np.zeros(3)

@@ -6,21 +6,21 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from helpers import FixedDraws
 from reference import LOSSES, TWEEDIE_POWERS, algorithm1, loss_and_dloss
-from skdpval.kernels import _kernels
+from skdpval.kernels import _linear, _losses, _math
 from skdpval.privacy._release import clip_l2
 from skdpval.valuation._semivalues import semivalue_weights
-from skdpval.walks._walk import make_problem, run_walks
+from skdpval.walks._runner import make_problem, run_walks
 
 LOSS_CODES = {
-    "logistic": _kernels.LOGISTIC, "multinomial": _kernels.MULTINOMIAL,
-    "squared": _kernels.SQUARED, "hinge": _kernels.HINGE,
-    "squared_hinge": _kernels.SQUARED_HINGE,
-    "modified_huber": _kernels.MODIFIED_HUBER, "huber": _kernels.HUBER,
-    "perceptron": _kernels.PERCEPTRON,
-    "epsilon_insensitive": _kernels.EPSILON_INSENSITIVE,
-    "squared_epsilon_insensitive": _kernels.SQUARED_EPSILON_INSENSITIVE,
-    "pinball": _kernels.PINBALL, "poisson": _kernels.TWEEDIE,
-    "gamma": _kernels.TWEEDIE, "tweedie": _kernels.TWEEDIE,
+    "logistic": _losses.LOGISTIC, "multinomial": _losses.MULTINOMIAL,
+    "squared": _losses.SQUARED, "hinge": _losses.HINGE,
+    "squared_hinge": _losses.SQUARED_HINGE,
+    "modified_huber": _losses.MODIFIED_HUBER, "huber": _losses.HUBER,
+    "perceptron": _losses.PERCEPTRON,
+    "epsilon_insensitive": _losses.EPSILON_INSENSITIVE,
+    "squared_epsilon_insensitive": _losses.SQUARED_EPSILON_INSENSITIVE,
+    "pinball": _losses.PINBALL, "poisson": _losses.TWEEDIE,
+    "gamma": _losses.TWEEDIE, "tweedie": _losses.TWEEDIE,
 }
 # The losses the walk had before L1 terms and row weights: the full grid of
 # noise modes and semivalues runs on these; every loss runs the smaller one.
@@ -28,8 +28,8 @@ FIRST_LOSSES = LOSSES[:7]
 REAL_TARGET_LOSSES = ("squared", "huber", "epsilon_insensitive",
                       "squared_epsilon_insensitive", "pinball")
 POSITIVE_TARGET_LOSSES = ("poisson", "gamma", "tweedie")
-UTILITY_CODES = {"neg_loss": _kernels.NEG_LOSS, "accuracy": _kernels.ACCURACY,
-                 "neg_mse": _kernels.NEG_MSE, "r2": _kernels.R2}
+UTILITY_CODES = {"neg_loss": _losses.NEG_LOSS, "accuracy": _losses.ACCURACY,
+                 "neg_mse": _losses.NEG_MSE, "r2": _losses.R2}
 HUBER_EPSILON = 0.3
 TWEEDIE_POWER = 1.5
 
@@ -142,13 +142,13 @@ def test_a_weighted_party_gradient_is_its_weight_times_the_unweighted():
     X, T, _, _, _ = make_data("logistic", n=5)
     theta = np.random.default_rng(7).normal(size=(1, X.shape[1]))
     offsets = np.arange(6)
-    settings = dict(loss=_kernels.LOGISTIC, loss_param=0.0, n_penalized=3)
-    bare = _kernels.party_gradients(theta, X, T, offsets, l2=0.0, **settings)
+    settings = dict(loss=_losses.LOGISTIC, loss_param=0.0, n_penalized=3)
+    bare = _linear.party_gradients(theta, X, T, offsets, l2=0.0, **settings)
     weights = np.array([0.0, 0.5, 1.0, 2.0, 7.0])
-    weighted = _kernels.party_gradients(theta, X, T, offsets, l2=0.0,
+    weighted = _linear.party_gradients(theta, X, T, offsets, l2=0.0,
                                         row_weights=weights, **settings)
     assert_allclose(weighted, weights[:, None, None] * bare, rtol=1e-14)
-    with_l2 = _kernels.party_gradients(theta, X, T, offsets, l2=0.3,
+    with_l2 = _linear.party_gradients(theta, X, T, offsets, l2=0.3,
                                        row_weights=weights, **settings)
     penalty = np.zeros_like(theta)
     penalty[:, :3] = 0.3 * theta[:, :3]
@@ -163,10 +163,10 @@ def test_a_weighted_party_gradient_is_its_weight_times_the_unweighted():
 def test_l1_term_is_a_sign_subgradient_on_penalised_columns():
     X, T, _, _, _ = make_data("squared", n=3)
     theta = np.array([[0.5, -2.0, 0.0, 1.5]])  # last column: the intercept
-    settings = dict(loss=_kernels.SQUARED, loss_param=0.0, n_penalized=3, l2=0.0)
+    settings = dict(loss=_losses.SQUARED, loss_param=0.0, n_penalized=3, l2=0.0)
     offsets = np.arange(4)
-    bare = _kernels.party_gradients(theta, X, T, offsets, **settings)
-    with_l1 = _kernels.party_gradients(theta, X, T, offsets, l1=0.25, **settings)
+    bare = _linear.party_gradients(theta, X, T, offsets, **settings)
+    with_l1 = _linear.party_gradients(theta, X, T, offsets, l1=0.25, **settings)
     assert_allclose(with_l1 - bare, np.broadcast_to([[[0.25, -0.25, 0.0, 0.0]]],
                                                     bare.shape), atol=1e-15)
 
@@ -224,9 +224,9 @@ def test_sample_loss_matches_reference_and_is_stable(loss):
         t = (np.eye(n_outputs)[0] if loss == "multinomial"
              else np.array([1.0] * n_outputs))
         param = loss_param_of(loss)
-        value = _kernels.sample_loss(LOSS_CODES[loss], m, t, param)
+        value = _losses.sample_loss(LOSS_CODES[loss], m, t, param)
         out = np.empty(n_outputs)
-        _kernels.sample_dloss(LOSS_CODES[loss], m, t, param, out)
+        _losses.sample_dloss(LOSS_CODES[loss], m, t, param, out)
         if (loss in ("squared", "squared_hinge", "squared_epsilon_insensitive")
                 and scale == 1e300) or (loss in POSITIVE_TARGET_LOSSES and scale > 1):
             continue  # the loss itself is 1e600 or exp(1e3): overflow is right
@@ -268,14 +268,14 @@ def test_fast_softplus_matches_numpy_to_1e14():
                         np.geomspace(1e-300, 700, 5000), -np.geomspace(1e-300, 700, 5000),
                         [0.0, np.log(2), -np.log(2), np.log(np.sqrt(2) - 1)]])
     out = np.empty_like(z)
-    _kernels.softplus_array(z, out)
+    _math.softplus_array(z, out)
     assert_allclose(out, np.logaddexp(0.0, z), rtol=1e-14, atol=0)
 
 
 def test_fast_softplus_extremes():
     z = np.array([-745.0, -800.0, -1e300, 1e300, 745.0, np.finfo(float).max])
     out = np.empty_like(z)
-    _kernels.softplus_array(z, out)
+    _math.softplus_array(z, out)
     with np.errstate(under="ignore"):
         expected = np.logaddexp(0.0, z)
     assert np.all(np.isfinite(out))
@@ -287,13 +287,13 @@ def test_fast_softplus_extremes():
 def test_logistic_loss_sum_matches_numpy(n_val, scale):
     """One log per 512 rows (products of 1 + exp(-|z|)) against logaddexp row by row."""
     rng = np.random.default_rng(n_val)
-    n_rows = _kernels.padded_length(n_val)
+    n_rows = _math.padded_length(n_val)
     margins = rng.normal(size=n_rows) * scale
     targets = rng.choice([-1.0, 1.0], size=n_rows)
     margins[n_val:] = 1e300  # padding is ignored, whatever it holds
     expected = np.sum(np.logaddexp(0.0, -targets[:n_val] * margins[:n_val]))
-    got = _kernels.logistic_loss_sum(margins, targets, n_val,
-                                     _kernels.validation_scratch(n_val))
+    got = _losses.logistic_loss_sum(margins, targets, n_val,
+                                     _math.validation_scratch(n_val))
     assert_allclose(got, expected, rtol=1e-13, atol=0)
 
 
@@ -301,7 +301,7 @@ def test_logistic_loss_sum_keeps_tiny_losses():
     """Confident rows (exp(-|z|) below 1e-16) still count, relatively exact."""
     margins = np.array([40.0, 45.0, 50.0, 60.0, 700.0, 36.0, 38.0, 41.0])
     expected = np.sum(np.logaddexp(0.0, -margins))
-    got = _kernels.logistic_loss_sum(margins, np.ones(8), 8,
-                                     _kernels.validation_scratch(8))
+    got = _losses.logistic_loss_sum(margins, np.ones(8), 8,
+                                     _math.validation_scratch(8))
     assert 0 < expected < 1e-15
     assert_allclose(got, expected, rtol=1e-13)

@@ -11,7 +11,7 @@ from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, Ridge
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdpval import LayeredShapleyValuator
-from skdpval.valuation._layered import (
+from skdpval.valuation._layers import (
     inclusion_probability,
     appendix_d_sensitivity,
     layer_sizes,

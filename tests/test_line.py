@@ -10,7 +10,9 @@ from sklearn.linear_model import (HuberRegressor, LogisticRegression, PoissonReg
 
 from skdpval import DPDataValuator
 
-from skdpval.kernels import _kernels as K, _line, _subspace
+from skdpval.kernels import _line, _subspace
+from skdpval.kernels import _subspace_problem
+from skdpval.kernels import _losses
 from skdpval.privacy._release import release_stream
 
 
@@ -21,7 +23,7 @@ def _softplus(x):
 def test_logistic_table_is_within_its_bound_everywhere():
     rng = np.random.default_rng(0)
     c, t = rng.normal(0, 2, 50), rng.choice([-1.0, 1.0], 50)
-    line = _line.line_utility(c, t, K.LOGISTIC, K.NEG_LOSS, 1.0, (-3.0, 5.0))
+    line = _line.line_utility(c, t, _losses.LOGISTIC, _losses.NEG_LOSS, 1.0, (-3.0, 5.0))
     assert line.kind == _line.HERMITE
     z = np.linspace(-3.0, 5.0, 20001)
     exact = -np.mean(_softplus(-np.multiply.outer(z, t * c)), axis=1)
@@ -39,7 +41,7 @@ def test_tweedie_table_is_within_its_bound(power):
     inside the table (within LINE_TOLERANCE plus rounding) and past it."""
     rng = np.random.default_rng(0)
     c, t = rng.normal(0.0, 0.5, 80), rng.gamma(2.0, 1.0, 80)
-    line = _line.line_utility(c, t, K.TWEEDIE, K.NEG_LOSS, 1.0, (-2.0, 3.0),
+    line = _line.line_utility(c, t, _losses.TWEEDIE, _losses.NEG_LOSS, 1.0, (-2.0, 3.0),
                               loss_param=power)
     assert line.kind == _line.HERMITE_TWEEDIE and line.table.shape[0] > 10
     z = np.concatenate([np.linspace(-2.0, 3.0, 4001), [-9.0, 7.0]])
@@ -70,7 +72,7 @@ def test_logistic_table_is_within_its_bound_with_its_rounding(z_range):
     rng = np.random.default_rng(0)
     c, t = rng.normal(0, 1, 150), rng.choice([-1.0, 1.0], 150)
     s = t * c
-    line = _line.line_utility(c, t, K.LOGISTIC, K.NEG_LOSS, 1.0, z_range)
+    line = _line.line_utility(c, t, _losses.LOGISTIC, _losses.NEG_LOSS, 1.0, z_range)
     width = line.table.shape[0] / line.inv_h
     z = line.lo + width * rng.uniform(0.0, 1.0, 2000)
     margins = -np.multiply.outer(z.astype(np.longdouble), s.astype(np.longdouble))
@@ -83,16 +85,16 @@ def test_logistic_table_is_within_its_bound_with_its_rounding(z_range):
     assert np.all(np.abs(tabulated - exact) <= _line.LINE_TOLERANCE + rounding)
 
 
-@pytest.mark.parametrize("utility", [K.NEG_LOSS, K.NEG_MSE, K.R2])
+@pytest.mark.parametrize("utility", [_losses.NEG_LOSS, _losses.NEG_MSE, _losses.R2])
 def test_squared_error_is_an_exact_quadratic(utility):
     rng = np.random.default_rng(1)
     c, t = rng.normal(size=30), rng.normal(size=30)
     tss = float(np.sum((t - t.mean()) ** 2))
-    line = _line.line_utility(c, t, K.SQUARED, utility, tss, (-1.0, 1.0))
+    line = _line.line_utility(c, t, _losses.SQUARED, utility, tss, (-1.0, 1.0))
     for z in (-3.0, 0.0, 0.7, 12.0):
         sse = np.sum((z * c - t) ** 2)
-        expected = {K.NEG_LOSS: -0.5 * sse / 30, K.NEG_MSE: -sse / 30,
-                    K.R2: 1 - sse / tss}[utility]
+        expected = {_losses.NEG_LOSS: -0.5 * sse / 30, _losses.NEG_MSE: -sse / 30,
+                    _losses.R2: 1 - sse / tss}[utility]
         value = _line.line_value(line.kind, line.lo, line.inv_h, line.table,
                                   line.quad, line.s_val, z)
         assert value == pytest.approx(expected, rel=1e-12, abs=1e-12)
@@ -102,7 +104,7 @@ def test_multinomial_table_is_within_its_bound_everywhere():
     rng = np.random.default_rng(2)
     c = rng.normal(0, 1.5, (40, 4))
     y = rng.integers(0, 4, 40)
-    line = _line.line_utility(c, np.eye(4)[y], K.MULTINOMIAL, K.NEG_LOSS, 1.0,
+    line = _line.line_utility(c, np.eye(4)[y], _losses.MULTINOMIAL, _losses.NEG_LOSS, 1.0,
                               (-2.0, 3.0))
     assert line.kind == _line.HERMITE_MULTINOMIAL
     z = np.linspace(-2.0, 3.0, 5001)
@@ -120,20 +122,20 @@ def test_multinomial_table_is_within_its_bound_everywhere():
 
 def test_other_losses_and_utilities_have_no_table():
     c, t = np.ones(4), np.ones(4)
-    assert _line.line_utility(c, t, K.LOGISTIC, K.ACCURACY, 1.0, (-1, 1)) is None
+    assert _line.line_utility(c, t, _losses.LOGISTIC, _losses.ACCURACY, 1.0, (-1, 1)) is None
     # a Tweedie table whose derivative bound overflows over the range
-    assert _line.line_utility(c, t, K.TWEEDIE, K.NEG_LOSS, 1.0, (-1e3, 1e3),
+    assert _line.line_utility(c, t, _losses.TWEEDIE, _losses.NEG_LOSS, 1.0, (-1e3, 1e3),
                               loss_param=1.5) is None
     # a log link's prediction exp(m) makes neg_mse no quadratic
-    assert _line.line_utility(c, t, K.TWEEDIE, K.NEG_MSE, 1.0, (-1, 1), loss_param=1.5) is None
+    assert _line.line_utility(c, t, _losses.TWEEDIE, _losses.NEG_MSE, 1.0, (-1, 1), loss_param=1.5) is None
 
 
-PIECEWISE_LOSSES = {"hinge": (K.HINGE, 0.0), "squared_hinge": (K.SQUARED_HINGE, 0.0),
-                    "modified_huber": (K.MODIFIED_HUBER, 0.0),
-                    "perceptron": (K.PERCEPTRON, 0.0), "huber": (K.HUBER, 0.7),
-                    "epsilon_insensitive": (K.EPSILON_INSENSITIVE, 0.3),
-                    "squared_epsilon_insensitive": (K.SQUARED_EPSILON_INSENSITIVE, 0.3),
-                    "pinball": (K.PINBALL, 0.3)}
+PIECEWISE_LOSSES = {"hinge": (_losses.HINGE, 0.0), "squared_hinge": (_losses.SQUARED_HINGE, 0.0),
+                    "modified_huber": (_losses.MODIFIED_HUBER, 0.0),
+                    "perceptron": (_losses.PERCEPTRON, 0.0), "huber": (_losses.HUBER, 0.7),
+                    "epsilon_insensitive": (_losses.EPSILON_INSENSITIVE, 0.3),
+                    "squared_epsilon_insensitive": (_losses.SQUARED_EPSILON_INSENSITIVE, 0.3),
+                    "pinball": (_losses.PINBALL, 0.3)}
 
 
 @pytest.mark.parametrize("name", sorted(PIECEWISE_LOSSES))
@@ -149,7 +151,7 @@ def test_a_piecewise_loss_is_tabulated_exactly(name):
     c[:3] = 0.0  # rows the line does not move
     classification = name in ("hinge", "squared_hinge", "modified_huber", "perceptron")
     t = rng.choice([-1.0, 1.0], 60) if classification else rng.normal(0.0, 1.0, 60)
-    line = _line.line_utility(c, t, loss, K.NEG_LOSS, 1.0, (-1.0, 1.0), loss_param=param)
+    line = _line.line_utility(c, t, loss, _losses.NEG_LOSS, 1.0, (-1.0, 1.0), loss_param=param)
     assert line.kind == _line.PIECEWISE
     kinks = line.s_val[:, 0]
     z = np.concatenate([rng.normal(0.0, 3.0, 200), kinks, np.nextafter(kinks, np.inf),
@@ -208,7 +210,7 @@ def test_line_walk_equals_the_exact_walk(kind, settings, monkeypatch):
 def test_the_table_is_used_only_where_it_applies(monkeypatch):
     estimator, X, y, X_val, y_val = _data("squared")
     calls = []
-    run = _subspace._run_line_walk
+    run = _subspace_problem._run_line_walk
     monkeypatch.setattr(_subspace, "_run_line_walk",
                         lambda *a: calls.append(1) or run(*a))
     kw = dict(n_permutations=3, noise="none", random_state=0)
@@ -259,9 +261,9 @@ def test_scalar_step_equals_the_general_one(loss, l1):
     noise = rng.integers(-40, 40, size=(k, n, 1)).astype(float)
     results = []
     for record_level in (False, True):
-        problem = _subspace.make_subspace_problem(
+        problem = _subspace_problem.make_subspace_problem(
             basis, X, T, np.arange(n + 1), X_val, T_val, labels,
-            loss=LOSS_CODES[loss], utility=K.NEG_LOSS, loss_param=0.0, l2=0.1,
+            loss=LOSS_CODES[loss], utility=_losses.NEG_LOSS, loss_param=0.0, l2=0.1,
             n_penalized=X.shape[1] - 1, clip_norm=0.3, learning_rate=0.2,
             total_sum_squares=1.0, weights=np.ones(n), record_level=record_level, l1=l1)
         results.append(problem.walk(permutations,

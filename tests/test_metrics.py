@@ -85,17 +85,16 @@ def test_mean_adjusted_variance_by_hand():
 
 def test_valuator_running_statistics_match_the_marginals(monkeypatch):
     """marginal_mean_/var_ from running sums equal the statistics of the k x n marginals."""
-    import skdpval.walks._walk as walk_module
-
+    import skdpval.walks._runner as _runner
     recorded = []
-    original = walk_module._kernels.walk
+    original = _runner._kernels.walk
 
     def recording(*args):
         marginals, end = original(*args)
         recorded.append(marginals.copy())
         return marginals, end
 
-    monkeypatch.setattr(walk_module._kernels, "walk", recording)
+    monkeypatch.setattr(_runner._kernels, "walk", recording)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3))
     y = (X[:, 0] + rng.normal(size=30) > 0).astype(int)

@@ -1,4 +1,4 @@
-"""The networks' kernels and walks (skdpval.kernels._mlp, skdpval.families._mlp_space)."""
+"""The networks' kernels and walks (skdpval.kernels._network, skdpval.families._mlp_space)."""
 
 import warnings
 
@@ -7,13 +7,13 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier, MLPRegressor
 
-from skdpval.kernels import _kernels as K
-from skdpval.kernels import _mlp
+from skdpval.kernels import _losses
+from skdpval.kernels import _network, _network_line
 from skdpval.privacy._release import release_stream
 import reference
 
 ACTIVATIONS = ["identity", "logistic", "tanh", "relu"]
-LOSSES = {"logistic": K.LOGISTIC, "multinomial": K.MULTINOMIAL, "squared": K.SQUARED}
+LOSSES = {"logistic": _losses.LOGISTIC, "multinomial": _losses.MULTINOMIAL, "squared": _losses.SQUARED}
 
 
 def _problem(loss, hidden=(5, 3), n=7, d=4, seed=0):
@@ -26,18 +26,18 @@ def _problem(loss, hidden=(5, 3), n=7, d=4, seed=0):
     else:
         T = rng.normal(size=(n, 1))
     sizes = [d, *hidden, T.shape[1]]
-    theta = rng.normal(scale=0.7, size=_mlp.n_parameters(_mlp.network_layout(sizes)))
+    theta = rng.normal(scale=0.7, size=_network.n_parameters(_network.network_layout(sizes)))
     return X, T, sizes, theta
 
 
 def _gradient(theta, sizes, activation, loss, X, T, l2, weights=None, rows=None):
-    layout = _mlp.network_layout(sizes)
+    layout = _network.network_layout(sizes)
     start, stop = (0, len(X)) if rows is None else rows
     out = np.empty_like(theta)
-    units = np.empty(_mlp.n_units(layout))
-    value = _mlp.party_gradient(theta, layout, X, T,
+    units = np.empty(_network.n_units(layout))
+    value = _network.party_gradient(theta, layout, X, T,
                                 np.ones(len(X)) if weights is None else weights,
-                                start, stop, _mlp.ACTIVATIONS[activation],
+                                start, stop, _network.ACTIVATIONS[activation],
                                 LOSSES[loss], l2, units, np.empty_like(units), out)
     return value, out
 
@@ -112,15 +112,15 @@ def test_line_loss_derivatives(activation, loss, hidden):
     """Forward mode along theta0 + z b: value, first and second derivatives (one
     hidden layer: the fused pass); the walk's slope is the same first derivative."""
     X, T, sizes, theta = _problem(loss, hidden=hidden, n=2)
-    layout = _mlp.network_layout(sizes)
+    layout = _network.network_layout(sizes)
     direction = np.random.default_rng(2).normal(size=theta.shape)
-    A, C = _mlp.line_rows(theta, direction, layout, X)
-    units = _mlp.n_units(layout)
+    A, C = _network_line.line_rows(theta, direction, layout, X)
+    units = _network.n_units(layout)
     bufs = [np.empty(units) for _ in range(3)] + [np.empty(T.shape[1])]
 
     def at(z, row):
-        return _mlp.line_loss(z, z, A[row], C[row], T[row], theta, direction, layout,
-                              _mlp.ACTIVATIONS[activation], LOSSES[loss], *bufs)
+        return _network_line.line_loss(z, z, A[row], C[row], T[row], theta, direction, layout,
+                              _network.ACTIVATIONS[activation], LOSSES[loss], *bufs)
 
     for row in range(2):
         for z in (-0.3, 0.0, 0.45):
@@ -131,8 +131,8 @@ def test_line_loss_derivatives(activation, loss, hidden):
             np.testing.assert_allclose(value, ref, rtol=1e-12)
             np.testing.assert_allclose(first, grad @ direction, rtol=1e-10,
                                        atol=1e-12)
-            assert _mlp.line_slope(z, A[row], C[row], T[row], theta, direction,
-                                   layout, _mlp.ACTIVATIONS[activation], LOSSES[loss],
+            assert _network_line.line_slope(z, A[row], C[row], T[row], theta, direction,
+                                   layout, _network.ACTIVATIONS[activation], LOSSES[loss],
                                    *bufs) == first
             h = 1e-4
             fd = (at(z + h, row)[1] - at(z - h, row)[1]) / (2 * h)
@@ -156,9 +156,9 @@ def small():
     X_val = rng.normal(size=(25, d))
     T_val = np.where(X_val[:, :1] > 0, 1.0, -1.0)
     labels = (T_val[:, 0] > 0).astype(np.int64)
-    net = make_network([d, 5, 1], "tanh", K.LOGISTIC, np.random.RandomState(0))
+    net = make_network([d, 5, 1], "tanh", _losses.LOGISTIC, np.random.RandomState(0))
     # line_range: how far n clipped steps reach (the full-space walks ignore it)
-    settings = dict(utility=K.NEG_LOSS, l2=1e-3, clip_norm=0.5, learning_rate=0.05,
+    settings = dict(utility=_losses.NEG_LOSS, l2=1e-3, clip_norm=0.5, learning_rate=0.05,
                     total_sum_squares=1.0, weights=np.ones(n),
                     line_range=(-0.05 * n * 0.5, 0.05 * n * 0.5))
     perms = np.array([rng.permutation(n) for _ in range(3)])
@@ -186,7 +186,7 @@ def test_identity_basis_walk_equals_full_space_walk(small, rolling):
 def test_line_walk_equals_exact_walk_within_the_table_bound(small, activation):
     """The relu network's utility has kinks: they are nodes of its table."""
     X, T, X_val, T_val, labels, _, settings, perms = small
-    net = make_network([X.shape[1], 5, 1], activation, K.LOGISTIC,
+    net = make_network([X.shape[1], 5, 1], activation, _losses.LOGISTIC,
                        np.random.RandomState(0))
     direction, distance = public_direction(net, X_val, T_val, 1e-3)
     space = NetworkSpace(net, direction[None])
@@ -207,7 +207,7 @@ def test_a_deeper_relu_network_walks_its_line_on_the_exact_utility(small):
     """Two hidden relu layers: the utility's kinks are not known in advance,
     so there is no table and the line walk reads the rows, as the exact walk."""
     X, T, X_val, T_val, labels, _, settings, perms = small
-    net = make_network([X.shape[1], 4, 3, 1], "relu", K.LOGISTIC,
+    net = make_network([X.shape[1], 4, 3, 1], "relu", _losses.LOGISTIC,
                        np.random.RandomState(0))
     direction, _ = public_direction(net, X_val, T_val, 1e-3)
     space = NetworkSpace(net, direction[None])
@@ -228,7 +228,7 @@ def test_record_level_line_walk_equals_its_exact_walk(small, activation):
     """Parties of three records: each record's gradient clipped, the sum
     released and divided by the party's size, in both line kernels."""
     X, T, X_val, T_val, labels, _, settings, _ = small
-    net = make_network([X.shape[1], 5, 1], activation, K.LOGISTIC,
+    net = make_network([X.shape[1], 5, 1], activation, _losses.LOGISTIC,
                        np.random.RandomState(0))
     direction, distance = public_direction(net, X_val, T_val, 1e-3)
     space = NetworkSpace(net, direction[None])
@@ -263,7 +263,7 @@ def test_a_noiseless_walk_with_small_steps_lowers_the_validation_loss(small, bas
     problem = space.problem(X, T, np.arange(len(X) + 1), X_val, T_val, labels,
                             **{**settings, "learning_rate": 0.02})
     marginals, end = problem.walk(perms, None, np.ones(3), None)
-    start = space.utility(net.theta0, X_val, T_val, labels, utility=K.NEG_LOSS,
+    start = space.utility(net.theta0, X_val, T_val, labels, utility=_losses.NEG_LOSS,
                           total_sum_squares=1.0)
     assert np.all(end > start + 1e-3)
     np.testing.assert_allclose(marginals.sum(axis=1), end - start, atol=1e-12)
@@ -275,7 +275,7 @@ def test_a_release_has_sensitivity_clip_norm_on_a_worst_case_pair(small, basis):
     Without noise the party's step (rate 1) is its release: each within C,
     and together 2C apart (replace-one), C from the zero-out slot's 0.
 
-    "line" runs the default walk's own kernel, :func:`_mlp.line_walk`
+    "line" runs the default walk's own kernel, :func:`_network_line.line_walk`
     (through ``sgd_pass``: one party's step from ``z = 0``), and checks that
     the valuator's line problem ends where that step does."""
     _, _, X_val, T_val, labels, net, _, _ = small
@@ -288,7 +288,7 @@ def test_a_release_has_sensitivity_clip_norm_on_a_worst_case_pair(small, basis):
         if basis == "full":
             _, _, (end,) = run_walk(net, None, X, T, np.array([0, 1]),
                                     np.zeros((0, X.shape[1])), np.zeros((0, 1)),
-                                    np.zeros(0), utility=K.NEG_LOSS,
+                                    np.zeros(0), utility=_losses.NEG_LOSS,
                                     total_sum_squares=1.0, l2=1e-3, clip_norm=C,
                                     learning_rate=1.0, permutations=np.zeros((1, 1)),
                                     weights=np.zeros(1))
@@ -298,12 +298,12 @@ def test_a_release_has_sensitivity_clip_norm_on_a_worst_case_pair(small, basis):
         theta = space.sgd_pass(X, T, order=np.array([0]), **settings)
         releases.append(-space.basis @ (theta - net.theta0))
         problem = space.problem(X, T, np.array([0, 1]), X_val, T_val, labels,
-                                utility=K.NEG_LOSS, total_sum_squares=1.0,
+                                utility=_losses.NEG_LOSS, total_sum_squares=1.0,
                                 weights=np.ones(1), line_range=(-1.0, 1.0), **settings)
         assert type(problem).__name__ == "NetworkLineProblem"
         _, (end_utility,) = problem.walk(np.zeros((1, 1)), None, np.ones(1), None)
         assert end_utility == pytest.approx(
-            space.utility(theta, X_val, T_val, labels, utility=K.NEG_LOSS,
+            space.utility(theta, X_val, T_val, labels, utility=_losses.NEG_LOSS,
                           total_sum_squares=1.0), abs=1e-10)
     for release in releases:
         assert np.linalg.norm(release) == pytest.approx(C, rel=1e-12)

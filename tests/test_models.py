@@ -20,7 +20,7 @@ from sklearn.utils.class_weight import compute_class_weight
 
 from reference import loss_and_dloss
 from skdpval import DPDataValuator
-from skdpval.kernels import _kernels
+from skdpval.kernels import _linear, _losses
 from skdpval.families._models import (
     REGISTRY,
     Refused,
@@ -32,14 +32,14 @@ from skdpval.families._models import (
 )
 
 REFERENCE_NAMES = {
-    _kernels.LOGISTIC: "logistic", _kernels.MULTINOMIAL: "multinomial",
-    _kernels.SQUARED: "squared", _kernels.HINGE: "hinge",
-    _kernels.SQUARED_HINGE: "squared_hinge",
-    _kernels.MODIFIED_HUBER: "modified_huber", _kernels.HUBER: "huber",
-    _kernels.PERCEPTRON: "perceptron",
-    _kernels.EPSILON_INSENSITIVE: "epsilon_insensitive",
-    _kernels.SQUARED_EPSILON_INSENSITIVE: "squared_epsilon_insensitive",
-    _kernels.PINBALL: "pinball", _kernels.TWEEDIE: "tweedie",
+    _losses.LOGISTIC: "logistic", _losses.MULTINOMIAL: "multinomial",
+    _losses.SQUARED: "squared", _losses.HINGE: "hinge",
+    _losses.SQUARED_HINGE: "squared_hinge",
+    _losses.MODIFIED_HUBER: "modified_huber", _losses.HUBER: "huber",
+    _losses.PERCEPTRON: "perceptron",
+    _losses.EPSILON_INSENSITIVE: "epsilon_insensitive",
+    _losses.SQUARED_EPSILON_INSENSITIVE: "squared_epsilon_insensitive",
+    _losses.PINBALL: "pinball", _losses.TWEEDIE: "tweedie",
 }
 
 
@@ -136,7 +136,7 @@ def walked_theta(X, T, loss, spec, weights, *, passes, rate, seed=0):
     n_pen = X.shape[1] - (spec.fit_intercept and not spec.penalize_intercept)
     mean, counted = np.zeros_like(theta), 0
     for t in range(1, passes + 1):
-        theta = _kernels.sgd_pass(
+        theta = _linear.sgd_pass(
             X, T, loss=loss, loss_param=spec.loss_param, l2=spec.l2_per_sample,
             l1=spec.l1_per_sample, n_penalized=n_pen, clip_norm=np.inf,
             learning_rate=rate / np.sqrt(t), theta_init=theta,
@@ -335,15 +335,15 @@ def test_public_direction_objective_with_l1_and_weights_matches_finite_differenc
     """The public direction's objective (weighted mean loss plus L2 and L1 terms
     in a basis) and its gradient agree with central differences away from kinks."""
     from scipy.optimize import check_grad
-    from skdpval.kernels import _subspace
+    from skdpval.kernels import _subspace_problem
 
     rng = np.random.default_rng(5)
     X = np.hstack([rng.normal(size=(12, 3)), np.ones((12, 1))])
     T = np.exp(0.3 * rng.normal(size=(12, 1)))
     basis = np.linalg.qr(rng.normal(size=(4, 2)))[0].T
     weights = rng.uniform(0.5, 2.0, size=12)
-    objective = _subspace.mean_loss_and_gradient(
-        basis, X, T, loss=_kernels.TWEEDIE, loss_param=1.5, l2=0.2, n_penalized=3,
+    objective = _subspace_problem.mean_loss_and_gradient(
+        basis, X, T, loss=_losses.TWEEDIE, loss_param=1.5, l2=0.2, n_penalized=3,
         l1=0.1, row_weights=weights)
     z = np.array([0.4, -0.7])
     value, _ = objective(z)
@@ -366,10 +366,10 @@ def test_public_direction_objective_in_the_parameters_equals_an_identity_basis()
     rng = np.random.default_rng(6)
     X = np.hstack([rng.normal(size=(20, 4)), np.ones((20, 1))])
     T = np.eye(3)[rng.integers(0, 3, 20)]
-    settings = dict(loss=_kernels.MULTINOMIAL, loss_param=0.0, l2=0.3, n_penalized=4,
+    settings = dict(loss=_losses.MULTINOMIAL, loss_param=0.0, l2=0.3, n_penalized=4,
                     l1=0.05, row_weights=rng.uniform(0.5, 2.0, size=20))
-    direct = _subspace.mean_loss_and_gradient(None, X, T, **settings)
-    through = _subspace.mean_loss_and_gradient(np.eye(15), X, T, **settings)
+    direct = _subspace_problem.mean_loss_and_gradient(None, X, T, **settings)
+    through = _subspace_problem.mean_loss_and_gradient(np.eye(15), X, T, **settings)
     z = rng.normal(size=15)
     (value, gradient), (value_eye, gradient_eye) = direct(z), through(z)
     assert value == pytest.approx(value_eye, rel=1e-13)

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from skdpval.kernels import _kernels
+from skdpval.kernels import _losses
 from skdpval.privacy._noise import counted_permutations, noise_schedule
-from skdpval.walks._walk import make_problem, run_walks
+from skdpval.walks._runner import make_problem, run_walks
 from helpers import FixedDraws
 
 
@@ -28,7 +28,7 @@ def released_noise_variance(noise_mode, k=12, n_runs=300, d=40, s=1.0, seed=0,
     x_tt, use_rolling, _ = noise_schedule(noise_mode, k, batch_permutations)
     problem = make_problem(
         x[None, :], np.array([[-1.0]]), np.arange(2), np.eye(d), np.zeros((d, 1)),
-        np.zeros(d), loss=_kernels.HINGE, utility=_kernels.NEG_MSE,
+        np.zeros(d), loss=_losses.HINGE, utility=_losses.NEG_MSE,
         loss_param=0.0, l2=0.0, n_penalized=d, clip_norm=1.0,
         learning_rate=lr, total_sum_squares=1.0, weights=np.ones(1))
     moments = np.zeros(k)

@@ -7,7 +7,7 @@ from reference import xoshiro_permutation
 from scipy.stats import chisquare
 
 from skdpval.kernels._orders import permutations
-from skdpval.walks._walk import stream_words
+from skdpval.walks._waves import stream_words
 
 
 def test_orders_match_the_reference_generator():

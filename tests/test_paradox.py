@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from helpers import FixedDraws
-from skdpval.kernels import _kernels
+from skdpval.kernels import _losses
 from skdpval.privacy._accounting import noise_std_for_budget
 from skdpval.privacy._noise import counted_permutations, noise_schedule
-from skdpval.walks._walk import make_problem, run_walks
+from skdpval.walks._runner import make_problem, run_walks
 from skdpval.datasets import load_noisy_classification
 
 
@@ -29,7 +29,7 @@ def problem():
     n = len(data.y_train)
     return make_problem(ones(data.X_train), signs(data.y_train), np.arange(n + 1),
                         ones(data.X_val), signs(data.y_val), data.y_val,
-                        loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS,
+                        loss=_losses.LOGISTIC, utility=_losses.NEG_LOSS,
                         loss_param=0.0, l2=1.0 / n, n_penalized=10,
                         clip_norm=1.0, learning_rate=0.01, total_sum_squares=1.0,
                         weights=np.ones(n))

@@ -29,8 +29,7 @@ def values(data, **params):
 @pytest.fixture
 def threads_for_small_jobs(monkeypatch):
     """These jobs are too small for threads to pay: run them on threads anyway."""
-    import skdpval.walks._walk as walk_module
-
+    import skdpval.walks._cluster as _cluster
     monkeypatch.setattr(walk_module, "MIN_PARALLEL_WORK", 0)
 
 
@@ -98,7 +97,7 @@ def test_verbose_shows_a_tqdm_bar_when_installed(data, capfd):
 
 
 def test_verbose_says_once_how_long_numba_compiled(data, capfd, monkeypatch):
-    from skdpval.walks._walk import COMPILE_CLOCK
+    from skdpval.walks._runner import COMPILE_CLOCK
 
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)
     monkeypatch.setattr(COMPILE_CLOCK, "seconds", 2.5)  # as after a first compilation
@@ -148,8 +147,7 @@ def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs,
 
 def test_small_jobs_stay_on_one_thread(data, monkeypatch):
     """Below MIN_PARALLEL_WORK a fit never hands a node to another thread."""
-    import skdpval.walks._walk as walk_module
-
+    import skdpval.walks._cluster as _cluster
     def no_pool(*args, **kwargs):
         raise AssertionError("a thread pool was started for a small job")
 
@@ -164,8 +162,7 @@ def test_a_tabulated_line_walk_counts_no_validation_rows(monkeypatch):
     """Along a tabulated line a step reads no validation row: 100 parties stay
     on one thread with 3,000 validation rows (counting the rows, 6e5
     multiply-adds a permutation, would start a pool)."""
-    import skdpval.walks._walk as walk_module
-
+    import skdpval.walks._cluster as _cluster
     def no_pool(*args, **kwargs):
         raise AssertionError("a thread pool was started for a small job")
 
@@ -178,8 +175,7 @@ def test_a_tabulated_line_walk_counts_no_validation_rows(monkeypatch):
 
 def test_threads_do_not_go_through_joblib(data, monkeypatch, threads_for_small_jobs):
     """The default threads run in a pool kept for the fit, not a joblib call a wave."""
-    import skdpval.walks._walk as walk_module
-
+    import skdpval.walks._cluster as _cluster
     def no_joblib(*args, **kwargs):
         raise AssertionError("joblib.Parallel was called")
 
@@ -190,8 +186,7 @@ def test_threads_do_not_go_through_joblib(data, monkeypatch, threads_for_small_j
 
 def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
     """With chunks of one permutation, a node keeps only its tree's pending sums."""
-    import skdpval.walks._walk as walk_module
-
+    import skdpval.walks._cluster as _cluster
     serial = values(data, n_jobs=1, subspace=None)  # releases of d + 1 numbers
     monkeypatch.setattr(walk_module, "CHUNK_BYTES", 1)
     drawn, alive_most = track_alive_noise(monkeypatch)
@@ -203,7 +198,8 @@ def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
 
 def test_a_wave_sums_the_same_bits_whatever_its_split():
     """Merging a wave's nodes at any depth gives its statistics, bit for bit."""
-    from skdpval.walks._walk import NodeSums, WalkState, end_wave, merge_sums, reduce_tree, tree_nodes
+    from skdpval.walks._runner import NodeSums, merge_sums, reduce_tree, tree_nodes
+    from skdpval.walks._waves import WalkState, end_wave
 
     rng = np.random.default_rng(0)
     start, stop, n = 7, 20, 6  # a wave of 13 permutations after 7 others
@@ -243,9 +239,9 @@ def test_a_dask_workers_means_are_end_waves_written_over_the_old_copy(monkeypatc
     """A worker's copy of the rolling means (next_rolling_mean) is end_wave's,
     bit for bit, written over the old copy (no second array of n means), and
     over blocks that split the parties unevenly."""
-    import skdpval.walks._walk as walk_module
-    from skdpval.walks._walk import (NodeSums, WalkState, end_wave, next_rolling_mean,
-                               tree_nodes)
+    import skdpval.walks._cluster as _cluster    from skdpval.walks._runner import NodeSums, tree_nodes
+    from skdpval.walks._waves import WalkState, end_wave
+    from skdpval.walks._cluster import next_rolling_mean
 
     monkeypatch.setattr(walk_module, "MERGE_BLOCK", 4)
     rng = np.random.default_rng(1)
@@ -268,16 +264,15 @@ def test_the_walk_gives_back_the_memory_pyarrow_keeps(monkeypatch):
     at 10^6 rows): each walk task returns it first."""
     import types
 
-    import skdpval.walks._walk as walk_module
-
+    import skdpval.walks._cluster as _cluster
     released = []
     pool = types.SimpleNamespace(release_unused=lambda: released.append(1))
     fake = types.SimpleNamespace(default_memory_pool=lambda: pool)
     monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
-    walk_module.return_reader_memory()  # without pyarrow: nothing
+    _cluster.return_reader_memory()  # without pyarrow: nothing
     monkeypatch.setitem(sys.modules, "pyarrow", fake)
     monkeypatch.setattr(walk_module, "walk_node", lambda *args: "walked")
-    assert walk_module.walk_node_of_mean(None, None, 0, 1, None, None, None,
+    assert _cluster.walk_node_of_mean(None, None, 0, 1, None, None, None,
                                          None) == "walked"
     assert released == [1]
 
@@ -287,7 +282,7 @@ def test_a_walked_chunk_reduces_as_merges_one_by_one(size):
     """The chunk's reduction (numpy) against merge_sums in place (its kernel)
     over the same tree, bit for bit."""
     from skdpval.kernels._reduction import reduce_walked
-    from skdpval.walks._walk import NodeSums, merge_sums, reduce_tree
+    from skdpval.walks._runner import NodeSums, merge_sums, reduce_tree
 
     rng = np.random.default_rng(size)
     n = 7

@@ -17,13 +17,14 @@ from sklearn.linear_model import LogisticRegression
 from helpers import FixedDraws
 from reference import algorithm1
 from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
-from skdpval.kernels import _kernels, _subspace
+from skdpval.kernels import _subspace_problem
+from skdpval.kernels import _linear, _losses
 from skdpval.privacy._accounting import gdp_epsilon, noise_std_for_budget
 from skdpval.privacy._noise import gaussian_noise
 from skdpval.privacy._release import release_stream
 from skdpval.privacy._secure_noise import FEDERATED, LABEL_SCORE, Grid, noise_key
 from skdpval.valuation._semivalues import semivalue_weights
-from skdpval.walks._walk import make_problem, run_walks
+from skdpval.walks._runner import make_problem, run_walks
 from test_kernels import HUBER_EPSILON, LOSS_CODES, UTILITY_CODES, make_data
 from test_subspace import orthonormal_rows
 
@@ -60,7 +61,7 @@ def test_grouped_walk_matches_reference(loss, noise_mode, m, record_level):
     if m is None:
         problem = make_problem(X, T, OFFSETS, X_val, T_val, labels, **settings)
     else:
-        problem = _subspace.make_subspace_problem(basis, X, T, OFFSETS, X_val, T_val,
+        problem = _subspace_problem.make_subspace_problem(basis, X, T, OFFSETS, X_val, T_val,
                                                   labels, **settings)
     result = run_walks(problem, FixedDraws(permutations, noise), x_tt=x_tt,
                        use_rolling=noise_mode == "correlated",
@@ -75,7 +76,7 @@ def release(X, T, offsets, party, *, clip_norm, noise=None, basis=None,
     """Party ``party``'s release at theta = 0: one step of rate 1 (logistic, no
     L2, no intercept)."""
     n_outputs, n_columns = T.shape[1], X.shape[1]
-    settings = dict(loss=_kernels.LOGISTIC, utility=_kernels.NEG_LOSS,
+    settings = dict(loss=_losses.LOGISTIC, utility=_losses.NEG_LOSS,
                     loss_param=0.0, l2=0.0, clip_norm=clip_norm, learning_rate=1.0,
                     total_sum_squares=1.0, weights=np.zeros(1),
                     permutations=np.array([[party]]), record_level=record_level)
@@ -84,7 +85,7 @@ def release(X, T, offsets, party, *, clip_norm, noise=None, basis=None,
         if noise is not None:
             noise = np.array(np.broadcast_to(noise, (1, n_parties, n_outputs,
                                                      n_columns)), dtype=np.float64)
-        _, _, theta = _kernels._run_walk(
+        _, _, theta = _linear._run_walk(
             X, T, np.asarray(offsets), np.zeros((n_columns, 0)),
             np.zeros((n_outputs, 0)), np.empty(0, np.int64),
             n_penalized=0, starts=np.zeros((1, n_outputs, n_columns)),
@@ -93,9 +94,9 @@ def release(X, T, offsets, party, *, clip_norm, noise=None, basis=None,
     if noise is not None:
         noise = np.array(np.broadcast_to(noise, (1, n_parties, len(basis))),
                          dtype=np.float64)
-    _, _, ends = _subspace._run_walk(
-        _subspace.project_rows(basis, X, n_outputs), T, np.asarray(offsets),
-        *_subspace._no_validation(len(basis), n_outputs), penalty=np.zeros(
+    _, _, ends = _subspace_problem._run_walk(
+        _subspace_problem.project_rows(basis, X, n_outputs), T, np.asarray(offsets),
+        *_subspace_problem._no_validation(len(basis), n_outputs), penalty=np.zeros(
             (len(basis), len(basis))),
         stream=None if noise is None else release_stream(noise), **settings)
     return -ends[0]

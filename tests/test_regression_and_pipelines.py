@@ -10,7 +10,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 from skdpval import DPDataValuator, DPLabelQuality
-from skdpval.families._data import standardize_by_validation
+from skdpval.families._parties import standardize_by_validation
 
 
 def _regression(seed=0):

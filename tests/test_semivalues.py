@@ -8,9 +8,9 @@ import pytest
 from numpy.testing import assert_allclose
 from scipy.special import beta as beta_function
 
-from skdpval.kernels import _kernels
+from skdpval.kernels import _losses
 from skdpval.valuation._semivalues import semivalue_weights
-from skdpval.walks._walk import make_problem, run_walks
+from skdpval.walks._runner import make_problem, run_walks
 from helpers import FixedDraws
 
 SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1), ("beta", 16, 1),
@@ -87,7 +87,7 @@ def hinge_game(n, seed):
         return np.mean((X_val @ theta > 0).astype(int) == labels)
 
     kernel = dict(X=X, T=y[:, None], X_val=X_val, T_val=T_val, labels_val=labels,
-                  loss=_kernels.HINGE, utility=_kernels.ACCURACY, loss_param=0.0,
+                  loss=_losses.HINGE, utility=_losses.ACCURACY, loss_param=0.0,
                   l2=0.0, n_penalized=d, clip_norm=clip_norm, learning_rate=lr,
                   total_sum_squares=1.0)
     return v, kernel

@@ -153,8 +153,8 @@ def test_the_walk_returns_the_mean_of_each_partys_releases():
     """What the stderr reads: the mean of the raw releases (clipped gradient
     plus noise), not a gradient. One party whose hinge gradient ``-y x`` is
     clipped from norm 2 to 1 and stays constant (a tiny learning rate)."""
-    from skdpval.kernels import _kernels
-    from skdpval.walks._walk import make_problem, run_walks
+    from skdpval.kernels import _losses
+    from skdpval.walks._runner import make_problem, run_walks
     from helpers import FixedDraws
 
     rng = np.random.default_rng(0)
@@ -163,7 +163,7 @@ def test_the_walk_returns_the_mean_of_each_partys_releases():
     x *= 2.0 / np.linalg.norm(x)
     problem = make_problem(
         x[None, :], np.array([[-1.0]]), np.arange(2), np.eye(d), np.zeros((d, 1)),
-        np.zeros(d), loss=_kernels.HINGE, utility=_kernels.NEG_MSE, loss_param=0.0,
+        np.zeros(d), loss=_losses.HINGE, utility=_losses.NEG_MSE, loss_param=0.0,
         l2=0.0, n_penalized=d, clip_norm=1.0, learning_rate=1e-6,
         total_sum_squares=1.0, weights=np.ones(1))
     noise = rng.normal(size=(k, 1, 1, d))

@@ -19,11 +19,11 @@ import skdpval.privacy._mechanism as mechanism_module
 from helpers import FixedDraws
 from reference import algorithm1, loss_and_dloss
 from skdpval import DPDataValuator, DPLabelQuality
-from skdpval.kernels import _subspace
+from skdpval.kernels import _subspace_problem
 from skdpval.privacy._release import release_stream
 from skdpval.privacy._accounting import gdp_mu
 from skdpval.valuation._semivalues import semivalue_weights
-from skdpval.walks._walk import run_walks
+from skdpval.walks._runner import run_walks
 from skdpval.datasets import flip_labels
 from skdpval.metrics import detection_auc_limit, noisy_label_auc
 from test_kernels import (
@@ -61,7 +61,7 @@ def run_both(loss, noise_mode, q, semivalue, *, m, n_outputs=None, k=5,
         permutations=permutations, noise=noise, x_tt=x_tt, q=q, weights=weights,
         loss_param=loss_param_of(loss), basis=basis, **common)
     tss = float(np.sum((T_val[:, 0] - T_val[:, 0].mean()) ** 2))
-    problem = _subspace.make_subspace_problem(
+    problem = _subspace_problem.make_subspace_problem(
         basis, X, T, np.arange(n + 1), X_val, T_val, labels, loss=LOSS_CODES[loss],
         utility=UTILITY_CODES[utility_name], loss_param=loss_param_of(loss),
         total_sum_squares=tss, weights=weights, **common)
@@ -170,7 +170,7 @@ def test_projected_release_has_sensitivity_clip_norm():
     basis = orthonormal_rows(2, d + 1, 3)
 
     def raw_releases(targets):
-        problem = _subspace.make_subspace_problem(
+        problem = _subspace_problem.make_subspace_problem(
             basis, X, targets, np.arange(n + 1), X[:5], T[:5], y[:5],
             loss=LOSS_CODES["logistic"], utility=UTILITY_CODES["neg_loss"],
             loss_param=0.0, l2=0.0, n_penalized=d, clip_norm=C,

@@ -201,7 +201,7 @@ def _subnormal_data(zeros):
 
 @pytest.mark.parametrize("standardize", [False, True])
 def test_the_kernels_get_no_subnormal_input(standardize):
-    from skdpval.families._data import prepare_parties
+    from skdpval.families._parties import prepare_parties
 
     X, y, X_val, y_val = _subnormal_data(zeros=False)
     assert np.any((X != 0) & (np.abs(X) < TINY))

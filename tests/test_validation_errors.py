@@ -14,7 +14,7 @@ from skdpval import (
     DPValueFilter,
     LayeredShapleyValuator,
 )
-from skdpval.families._data import check_validation_features
+from skdpval.families._parties import check_validation_features
 
 rng = np.random.default_rng(0)
 X = rng.uniform(size=(24, 4))

@@ -25,10 +25,11 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skdpval.valuation._valuator as valuator_module
-import skdpval.walks._walk as walk_module
+import skdpval.walks._runner as _runner
+import skdpval.walks._waves as _waves
 from reference import algorithm1
 from skdpval import DPDataValuator
-from skdpval.kernels import _kernels
+from skdpval.kernels import _linear
 from skdpval.families._models import model_spec
 from skdpval.privacy._noise import counted_permutations, noise_schedule, unseen_noise_factor
 from skdpval.valuation._semivalues import semivalue_weights
@@ -165,7 +166,7 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
     X, y = classification
     X_train, y_train, X_val, y_val = X[:12], y[:12], X[40:], y[40:]
     draws = []
-    original = walk_module.SeededDraws.__call__
+    original = _waves.SeededDraws.__call__
 
     grid = []
 
@@ -176,7 +177,7 @@ def test_values_match_reference_through_the_estimator(classification, monkeypatc
         draws.extend(zip(orders, releases.copy()))
         return orders, stream
 
-    monkeypatch.setattr(walk_module.SeededDraws, "__call__", recording)
+    monkeypatch.setattr(_waves.SeededDraws, "__call__", recording)
     k, C = 6, 0.8
     gamma = C * 2.0**-9
     valuator = DPDataValuator(LogisticRegression(C=0.5), semivalue="banzhaf",
@@ -240,13 +241,13 @@ def test_model_spec_is_the_models_own_objective(estimator, make):
     grad = np.zeros_like(theta)
     out = np.empty_like(theta)
     for j in range(n):
-        _kernels.party_gradient(theta, Xa, T, np.ones(n), j, j + 1, loss, 0.0,
+        _linear.party_gradient(theta, Xa, T, np.ones(n), j, j + 1, loss, 0.0,
                                 spec.l2_per_sample, 0.0, d, np.empty(T.shape[1]),
                                 np.empty(T.shape[1]), out)
         grad += out / n
     at_zero = np.zeros_like(theta)
     for j in range(n):
-        _kernels.party_gradient(np.zeros_like(theta), Xa, T, np.ones(n), j, j + 1,
+        _linear.party_gradient(np.zeros_like(theta), Xa, T, np.ones(n), j, j + 1,
                                 loss, 0.0, spec.l2_per_sample, 0.0, d, np.empty(T.shape[1]),
                                 np.empty(T.shape[1]), out)
         at_zero += out / n
@@ -403,7 +404,7 @@ def test_bad_input_is_refused_before_any_work(params, fit_args, match, monkeypat
     def no_kernel(*args, **kwargs):
         raise AssertionError("the kernel ran on bad input")
 
-    monkeypatch.setattr(walk_module._kernels, "walk", no_kernel)
+    monkeypatch.setattr(_runner._kernels, "walk", no_kernel)
     monkeypatch.setattr(valuator_module._kernels, "sgd_pass", no_kernel)
     args = dict(X=X_OK, y=Y_OK)
     args.update(fit_args)

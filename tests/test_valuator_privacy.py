@@ -18,7 +18,6 @@ from skdpval import (
     DPLabelQuality,
     DPValueFilter,
 )
-from skdpval.walks import _walk
 
 PUBLIC = ("classes_", "learning_rate_", "clip_norm_", "subspace_", "q_")
 

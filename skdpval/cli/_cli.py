@@ -43,14 +43,13 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.multiclass import type_of_target
 
-from ..valuation._label_quality import DPLabelQuality
-from ..families._models import REGISTRY, Supported, model_spec
-from ..valuation._valuator import DPDataValuator
+from ..families import Refused, family_of, registered
+from ..valuation import DPDataValuator, DPLabelQuality
 
 PROG = "skdpval value"
 # Model names: the estimators the valuators support, by class name.
-MODELS = {cls.__name__: cls for cls, entry in REGISTRY.items()
-          if isinstance(entry, Supported)}
+MODELS = {cls.__name__: cls for cls, entry in registered().items()
+          if not isinstance(entry, Refused)}
 DEFAULT_MODELS = {"classification": "LogisticRegression", "regression": "Ridge"}
 CSV = (".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")
 PARQUET = (".parquet", ".pq")
@@ -490,7 +489,7 @@ def _run(args):
     model = _make_model(name, params, task)
     if args.method == "shapley":
         try:  # the valuator's support of the model and its parameters
-            model_spec(model, n_samples=len(fitted_rows))
+            family_of(model).objective(model, n_parties=len(fitted_rows))
         except (ValueError, TypeError) as error:
             raise _InputError(
                 f"--model {name}: {' '.join(str(error).split())}") from None

@@ -72,8 +72,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from . import _kernels as K
-from ._kernels import _f64, _jit
+from . import _losses, _math
+from ._math import _f64, _jit
 
 # Largest error of the tabulated utility anywhere in the table (absolute).
 LINE_TOLERANCE = 2.0**-45
@@ -90,7 +90,7 @@ HERMITE_TWEEDIE = 4  # half Tweedie deviance, log link
 def kind_flag(kind):
     """The walk's ``kind`` argument: None for HERMITE (the binary logistic
     loss, the default model's), which numba then compiles alone, without the
-    other kinds' readers (as :func:`skdpval.kernels._kernels.kernel_codes`)."""
+    other kinds' readers (as :func:`skdpval.kernels._losses.kernel_codes`)."""
     return None if kind == HERMITE else int(kind)
 
 
@@ -115,48 +115,48 @@ coefficients in ``t`` of the quintic on ``z_i + t / inv_h``, ``0 <= t < 1``,
 # loss_param.
 def _loss_pieces(loss, loss_param):
     e = float(loss_param)
-    if loss == K.HINGE:  # max(0, 1 - w)
+    if loss == _losses.HINGE:  # max(0, 1 - w)
         return [1.0], [(1.0, -1.0, 0.0), (0.0, 0.0, 0.0)]
-    if loss == K.SQUARED_HINGE:  # max(0, 1 - w)^2
+    if loss == _losses.SQUARED_HINGE:  # max(0, 1 - w)^2
         return [1.0], [(1.0, -2.0, 1.0), (0.0, 0.0, 0.0)]
-    if loss == K.MODIFIED_HUBER:  # -4 w; (1 - w)^2; 0
+    if loss == _losses.MODIFIED_HUBER:  # -4 w; (1 - w)^2; 0
         return [-1.0, 1.0], [(0.0, -4.0, 0.0), (1.0, -2.0, 1.0), (0.0, 0.0, 0.0)]
-    if loss == K.PERCEPTRON:  # max(0, -w)
+    if loss == _losses.PERCEPTRON:  # max(0, -w)
         return [0.0], [(0.0, -1.0, 0.0), (0.0, 0.0, 0.0)]
-    if loss == K.HUBER:  # -e w - e^2/2; w^2 / 2; e w - e^2/2
+    if loss == _losses.HUBER:  # -e w - e^2/2; w^2 / 2; e w - e^2/2
         return [-e, e], [(-0.5 * e * e, -e, 0.0), (0.0, 0.0, 0.5),
                          (-0.5 * e * e, e, 0.0)]
-    if loss == K.EPSILON_INSENSITIVE:  # max(0, |w| - e)
+    if loss == _losses.EPSILON_INSENSITIVE:  # max(0, |w| - e)
         return [-e, e], [(-e, -1.0, 0.0), (0.0, 0.0, 0.0), (-e, 1.0, 0.0)]
-    if loss == K.SQUARED_EPSILON_INSENSITIVE:  # max(0, |w| - e)^2
+    if loss == _losses.SQUARED_EPSILON_INSENSITIVE:  # max(0, |w| - e)^2
         return [-e, e], [(e * e, 2.0 * e, 1.0), (0.0, 0.0, 0.0),
                          (e * e, -2.0 * e, 1.0)]
-    if loss == K.PINBALL:  # q (t - m) for t >= m, else (1 - q)(m - t); w = m - t
+    if loss == _losses.PINBALL:  # q (t - m) for t >= m, else (1 - q)(m - t); w = m - t
         return [0.0], [(0.0, -e, 0.0), (0.0, 1.0 - e, 0.0)]
     return None
 
 
-_CLASSIFICATION_PIECES = (K.HINGE, K.SQUARED_HINGE, K.MODIFIED_HUBER, K.PERCEPTRON)
+_CLASSIFICATION_PIECES = (_losses.HINGE, _losses.SQUARED_HINGE, _losses.MODIFIED_HUBER, _losses.PERCEPTRON)
 _PIECEWISE_LOSSES = _CLASSIFICATION_PIECES + (
-    K.HUBER, K.EPSILON_INSENSITIVE, K.SQUARED_EPSILON_INSENSITIVE, K.PINBALL)
+    _losses.HUBER, _losses.EPSILON_INSENSITIVE, _losses.SQUARED_EPSILON_INSENSITIVE, _losses.PINBALL)
 
 
 def table_kind(loss, utility, n_outputs):
     """The kind of the table of :func:`line_utility` for ``loss``, ``utility``
     and ``n_outputs``, or None where no table applies (a half Tweedie
     deviance's table may still be refused for its range)."""
-    if loss == K.MULTINOMIAL and utility == K.NEG_LOSS:
+    if loss == _losses.MULTINOMIAL and utility == _losses.NEG_LOSS:
         return HERMITE_MULTINOMIAL
     if n_outputs != 1:
         return None
-    if (loss == K.SQUARED and utility == K.NEG_LOSS) or (
-            loss != K.TWEEDIE and utility in (K.NEG_MSE, K.R2)):
+    if (loss == _losses.SQUARED and utility == _losses.NEG_LOSS) or (
+            loss != _losses.TWEEDIE and utility in (_losses.NEG_MSE, _losses.R2)):
         return QUADRATIC
-    if utility != K.NEG_LOSS:
+    if utility != _losses.NEG_LOSS:
         return None
-    if loss == K.LOGISTIC:
+    if loss == _losses.LOGISTIC:
         return HERMITE
-    if loss == K.TWEEDIE:
+    if loss == _losses.TWEEDIE:
         return HERMITE_TWEEDIE
     return PIECEWISE if loss in _PIECEWISE_LOSSES else None
 
@@ -219,7 +219,7 @@ def _tabulate_logistic(rows, lo, h, table, scratch):
     """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for the binary
     logistic loss, ``rows[:, 0]`` the signed margins; ``scratch`` ``(4,
     n_val)``. The rows' terms come from the walk's branch-free exp and log
-    (:func:`skdpval.kernels._kernels.softplus`), a loop that vectorises, and are
+    (:func:`skdpval.kernels._math.softplus`), a loop that vectorises, and are
     summed in a fixed order."""
     n_val = rows.shape[0]
     values, firsts, seconds, s = scratch[0], scratch[1], scratch[2], scratch[3]
@@ -230,15 +230,15 @@ def _tabulate_logistic(rows, lo, h, table, scratch):
         for v in range(n_val):
             # softplus(x) = max(x, 0) + log1p(e) and sigma(x) from one e = exp(-|x|)
             x = -s[v] * z
-            e = K._exp_neg(abs(x))
+            e = _math._exp_neg(abs(x))
             inverse = 1.0 / (1.0 + e)
             sigma = inverse if x >= 0.0 else e * inverse
-            values[v] = (0.0 if 0.0 > x else x) + K._log1p_unit(e)
+            values[v] = (0.0 if 0.0 > x else x) + _math._log1p_unit(e)
             firsts[v] = s[v] * sigma
             seconds[v] = s[v] * s[v] * sigma * (1.0 - sigma)
-        table[i, 0] = -K._sum(values, n_val) / n_val
-        table[i, 1] = h * K._sum(firsts, n_val) / n_val
-        table[i, 2] = -h * h * K._sum(seconds, n_val) / n_val
+        table[i, 0] = -_math._sum(values, n_val) / n_val
+        table[i, 1] = h * _math._sum(firsts, n_val) / n_val
+        table[i, 2] = -h * h * _math._sum(seconds, n_val) / n_val
 
 
 @njit(**_jit)
@@ -271,10 +271,10 @@ def _tabulate_multinomial(rows, lo, h, table, scratch):
         table[i, 2] = h * h * second / n_val
 
 
-@njit(**K._scalar)
+@njit(**_math._scalar)
 def _tweedie(m, t, p):
     """``(f, f', f'')`` of the half Tweedie deviance in the margin ``m``, as
-    :func:`skdpval.kernels._kernels.output_loss` computes ``f``."""
+    :func:`skdpval.kernels._losses.output_loss` computes ``f``."""
     if p == 1.0:
         e = np.exp(m)
         return e - t * m, e - t, e
@@ -380,11 +380,11 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
     if kind == QUADRATIC:
         # sum (z c - t)^2 = A z^2 - 2 B z + C
         A, B, C = np.dot(c_val, c_val), np.dot(c_val, t_val), np.dot(t_val, t_val)
-        if utility == K.R2:  # (the exact walk refuses R^2 with a constant y_val)
+        if utility == _losses.R2:  # (the exact walk refuses R^2 with a constant y_val)
             scale = -1.0 / total_sum_squares if total_sum_squares > 0 else np.nan
         else:
-            scale = -0.5 / n_val if utility == K.NEG_LOSS else -1.0 / n_val
-        offset = 1.0 if utility == K.R2 else 0.0
+            scale = -0.5 / n_val if utility == _losses.NEG_LOSS else -1.0 / n_val
+        offset = 1.0 if utility == _losses.R2 else 0.0
         quad = np.array([scale * A, -2.0 * scale * B, scale * C + offset])
         return LineUtility(QUADRATIC, 0.0, 0.0, np.zeros((1, 3)), quad,
                            c_val[:, None])
@@ -417,15 +417,15 @@ def _exact(kind, rows, z):
     total = 0.0
     if kind is None:
         for v in range(n_val):
-            total += K.softplus(-rows[v, 0] * z)
+            total += _math.softplus(-rows[v, 0] * z)
         return -total / n_val
     if kind == HERMITE:
         for v in range(n_val):
-            total += K.softplus(-rows[v, 0] * z)
+            total += _math.softplus(-rows[v, 0] * z)
         return -total / n_val
     if kind == HERMITE_TWEEDIE:
         for v in range(n_val):
-            total += K.output_loss(K.TWEEDIE, z * rows[v, 0], rows[v, 1], rows[v, 2])
+            total += _losses.output_loss(_losses.TWEEDIE, z * rows[v, 0], rows[v, 1], rows[v, 2])
         return -total / n_val
     n_classes = rows.shape[1] - 1
     for v in range(n_val):
@@ -440,7 +440,7 @@ def _exact(kind, rows, z):
     return -total / n_val
 
 
-@njit(**K._scalar)
+@njit(**_math._scalar)
 def horner5(table, i, t):
     """``sum_k table[i, k] t^k``: interval ``i`` of a table of quintics."""
     return table[i, 0] + t * (table[i, 1] + t * (table[i, 2] + t * (
@@ -460,7 +460,7 @@ def _hermite(kind, lo, inv_h, table, rows, z):
     return horner5(table, i, x - i)
 
 
-@njit(**K._scalar)
+@njit(**_math._scalar)
 def _segment(kinks, z):
     """How many of the sorted ``kinks[:, 0]`` are at most ``z`` (binary search)."""
     lo, hi = 0, kinks.shape[0]

@@ -14,7 +14,7 @@ layer's ChaCha20 streams (:mod:`skdpval.privacy._secure_noise`).
 import numpy as np
 from numba import njit
 
-from ._kernels import _jit
+from ._math import _jit
 
 
 @njit(**_jit)

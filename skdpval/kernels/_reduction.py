@@ -2,7 +2,7 @@
 
 A wave of permutations is summed over a fixed binary tree (halves, the
 larger first), whatever the number of workers, so that its sums are
-bit-identical however it is split (:mod:`skdpval.walks._walk`). Nodes merge with
+bit-identical however it is split (:mod:`skdpval.walks._runner`). Nodes merge with
 :func:`merge_sums`, and so do the permutations a node walks in one call
 (:func:`reduce_walked`): the raw releases add up, and the counted marginals
 merge with Chan, Golub and LeVeque's pairwise update. In numpy, or in place
@@ -16,7 +16,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ._kernels import _jit
+from ._math import _jit
 
 NodeSums = namedtuple("NodeSums", ["raw_sum", "n_counted", "mean", "m2", "end_utility"])
 NodeSums.__doc__ = """What a node of a wave's tree sends back.

@@ -47,7 +47,7 @@ from ._noise import gaussian_noise, laplace_noise, noise_source
 from ._release import release_stream, releases_on_grid
 from ._secure_noise import (Grid, check_noise_std, noise_key, rounded_gaussian_eta,
     sampler_delta, stream_nonce, uniform_coins)
-from ..exceptions import NoiseSeedWarning
+from ..exceptions import DefaultEpsilonWarning, NoiseSeedWarning
 
 # delta="auto": this, or 1 / (10 n) for n protected units when that is smaller.
 DEFAULT_DELTA = 5e-5
@@ -212,7 +212,7 @@ class NoiseStream:
     key: every Gaussian draw of a fit goes through :meth:`integers` (the one
     draw site of the law, which the audits scale).
 
-    The walks draw from it (:class:`skdpval.walks._walk.SeededDraws`):
+    The walks draw from it (:class:`skdpval.walks._waves.SeededDraws`):
     :meth:`draw` fills a buffer with the noise of permutations ``lo .. hi -
     1`` (stream ``(kind, t)`` for permutation ``t``) and returns the
     release stream the walk kernels release from
@@ -373,6 +373,22 @@ class PrivacyMechanism:
         self._check_sampler_share(provisional)
         self._set_stds(gdp_mu(self.epsilon, self.delta - provisional))
         return self
+
+    def reclip(self, part, clip, dimension):
+        """Give a declared Gaussian ``part`` its clip bound (and dimension) and
+        calibrate again: a part whose bound depends on what an earlier part
+        released (the walk's clip norm on a privately fitted line). A part's
+        noise over its grid step does not depend on its clip, so the other
+        parts' noise (already drawn) stays as it was: checked."""
+        others = [(other, other.noise_std) for other in self._gaussian_parts
+                  if other is not part]
+        part.clip = float(clip)
+        part.grid = Grid(clip, dimension, bool(np.isfinite(part.grid.bound)))
+        self.calibrate()
+        for other, noise_std in others:
+            if not np.isclose(other.noise_std, noise_std, rtol=1e-9, atol=0):
+                raise RuntimeError(f"the noise of {other.name!r} changed on "
+                                   "recalibration")
 
     def _set_stds(self, mu):
         for part in self._gaussian_parts:
@@ -610,3 +626,52 @@ class PrivacyMechanism:
 def primary_release_statement(report, text):
     """Add what the primary release is, in words, to ``report["details"]``."""
     report["details"]["release"] = text
+
+
+# Whether the default epsilon has warned in this process (it warns once).
+_default_epsilon_warned = False
+
+
+def warn_if_default_epsilon(estimator, *, stacklevel=2):
+    """Warn, once per process, that ``estimator`` runs at its default epsilon.
+
+    Quiet when the estimator adds no noise (``noise="none"``), is given a
+    ``noise_multiplier`` instead of a budget, or has any ``epsilon`` other
+    than ``"default"``: a number the user wrote, even 1.0, is a choice.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Has an ``epsilon`` parameter with a default, and ``delta``.
+    stacklevel : int, default=2
+        Which frame the warning points at (see the module docstring).
+
+    Returns
+    -------
+    fired : bool
+    """
+    global _default_epsilon_warned
+    params = estimator.get_params(deep=False)
+    left_at_default = (isinstance(params["epsilon"], str)
+                       and params["epsilon"] == "default")
+    no_noise = isinstance(params.get("noise"), str) and params["noise"] == "none"
+    if (_default_epsilon_warned or no_noise or not left_at_default
+            or params.get("noise_multiplier") is not None):
+        return False
+    _default_epsilon_warned = True
+    epsilon, delta = chosen_epsilon(params["epsilon"]), params["delta"]
+    if isinstance(delta, str):  # "auto": its cap, 5e-5, before n is known
+        delta = 5e-5
+    ceilings = ", ".join(
+        f"epsilon={e:g} allows {noisy_label_auc_limit(gdp_mu(e, delta)):.3f}"
+        for e in (3.0, 10.0))
+    warnings.warn(
+        f"{type(estimator).__name__} runs at the default epsilon={epsilon:g} "
+        f"(delta={delta:g}): at this budget no method can find flipped labels "
+        f"with an expected ROC AUC above "
+        f"{noisy_label_auc_limit(gdp_mu(epsilon, delta)):.3f}. Set epsilon "
+        f"explicitly (epsilon={epsilon:g} keeps this budget without this "
+        f"warning; {ceilings}); privacy_report_['max_noisy_label_auc'] "
+        "gives the ceiling of any budget. (Shown once per process.)",
+        DefaultEpsilonWarning, stacklevel=stacklevel + 1)
+    return True

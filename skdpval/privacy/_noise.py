@@ -6,7 +6,7 @@ a lower-triangular post-processing of the releases (the seed paper's X):
 
 - ``"iid"``: ``x_tt = 1``, the release itself.
 - ``"correlated"`` (the paper's X*, eq. 4): the running mean of the party's
-  raw releases. With waves of ``B`` permutations (``skdpval.walks._walk``), a
+  raw releases. With waves of ``B`` permutations (``skdpval.walks._runner``), a
   permutation of the wave starting after release ``t0`` uses the mean of the
   ``t0`` earlier releases and its own: ``x_tt = 1 / (t0 + 1)``, noise variance
   ``s^2 / (t0 + 1)``; with ``B = 1`` this is exactly X*, ``x_tt = 1/t``.

@@ -22,7 +22,7 @@ the walk and the party, to :func:`release_step` and never reads it. With a
 rolling mean the release step writes each raw release back into the
 stream's slot, where the walk runner reads them (they are public).
 
-The kernels' conventions hold here (:mod:`skdpval.kernels._kernels`): no
+The kernels' conventions hold here (:mod:`skdpval.kernels._linear`): no
 reference counting, no allocation, the walk's helpers inlined by LLVM.
 """
 
@@ -33,7 +33,7 @@ from numba import njit
 
 from ._secure_noise import NO_GRID
 
-# The kernels' compilation options (see skdpval/kernels/_kernels.py).
+# The kernels' compilation options (see skdpval/kernels/_math.py).
 _jit = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True,
             _nrt=False)
 _scalar = dict(_jit, forceinline=True, no_cpython_wrapper=True)

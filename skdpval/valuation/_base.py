@@ -9,7 +9,7 @@ Every valuator (:class:`~skdpval.DPDataValuator`,
    data is read; returns the wrapped model as the valuator reads it;
 2. the public randomness: ``_n_seeds`` seeds drawn from ``random_state``
    before any work (the first splits off the validation set);
-3. ``_parties``: :func:`~skdpval.families._data.prepare_parties` with the options
+3. ``_parties``: :func:`~skdpval.families.prepare_parties` with the options
    of ``_party_options`` (validation, the split, the public
    standardisation, the rows laid out party by party), then
    ``_finish_parties``, the valuator's own checks and changes of them;
@@ -35,64 +35,21 @@ Every fitted valuator exports its values the same way:
 :meth:`BaseValuator.to_pydvl` (pyDVL's ``ValuationResult``).
 """
 
-import warnings
-
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..walks import _dask
-from ..families._data import check_classes_parameter, prepare_parties
-from ..privacy._mechanism import PrivacyMechanism
+from ..families import check_classes_parameter, prepare_parties
+from ..privacy import PrivacyMechanism, warn_if_default_epsilon
 from ..privacy._threat_model import OwnerValues, refuse_in_joint_mode
-from ..exceptions import warn_if_default_epsilon
 
 MAX_INT = np.iinfo(np.int32).max
 
 # Warnings about the user's data point at the user's call of fit: from a
 # step of ``_fit``, past the step, _fit, fit and _fit_context's wrapper.
 STEP_TO_USER = 5
-
-
-def check_converged(values, utilities, initial_utility, learning_rate, utility,
-                    process, step, stacklevel, auto_learning_rate=True,
-                    lowest_utility=np.inf):
-    """Raise when ``values`` or ``utilities`` are not finite; warn when every
-    value is 0, when the median utility after a ``step`` fell far below
-    ``initial_utility``, or when the utility fell to ``lowest_utility`` (or
-    lower) on the way.
-
-    All are computed from the noisy releases only (post-processing).
-    """
-    auto = " (or 'auto')" if auto_learning_rate else ""
-    remedy = (f"Use a smaller learning_rate{auto}, or scale the features "
-              "(standardize=True).")
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(utilities))):
-        raise FloatingPointError(
-            f"The {process} diverged with learning_rate={learning_rate:g}: "
-            f"utilities or values are not finite. {remedy}")
-    if np.size(values) and not np.any(values):
-        warnings.warn(
-            f"Every value is 0: the {process} never moved the validation utility "
-            f"(learning_rate={learning_rate:g}). Use a larger learning_rate, "
-            "clip_norm or number of permutations.", ConvergenceWarning,
-            stacklevel=stacklevel + 1)
-    scale = max(1.0, abs(initial_utility))
-    if utility != "accuracy" and lowest_utility < initial_utility - 100 * scale:
-        warnings.warn(
-            f"The {process} diverges with learning_rate={learning_rate:g}: along "
-            f"{step} the validation utility fell to {lowest_utility:.3g} or lower, "
-            f"against {initial_utility:.3g} before it. {remedy}",
-            ConvergenceWarning, stacklevel=stacklevel + 1)
-    elif utility != "accuracy" and np.median(utilities) < initial_utility - 100 * scale:
-        warnings.warn(
-            f"The {process} diverges with learning_rate={learning_rate:g}: the "
-            f"median validation utility after {step} is "
-            f"{np.median(utilities):.3g}, against {initial_utility:.3g} before "
-            f"it. {remedy}", ConvergenceWarning, stacklevel=stacklevel + 1)
-
 
 
 # The ranks are written in blocks of this many parties (n = 1e7: scipy's
@@ -182,7 +139,7 @@ class BaseValuator(OwnerValues, BaseEstimator):
         raise NotImplementedError
 
     def _party_options(self, model):
-        """Keyword arguments of :func:`~skdpval.families._data.prepare_parties`."""
+        """Keyword arguments of :func:`~skdpval.families._parties.prepare_parties`."""
         raise NotImplementedError
 
     # Whether fit takes Dask collections (skdpval.walks._dask): the valuators whose

@@ -10,25 +10,22 @@ from sklearn.base import _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ..kernels import _kernels
-from ..privacy._compression import (check_compression, clip, compress, sensitivity,
-    sign_vote)
-from ..families._data import (UTILITY_CODES, check_utility, kernel_targets,
-    with_intercept)
-from ..privacy._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
-from ..families._models import (check_target_domain, model_spec, public_params,
-    row_weights)
-from ..privacy._secure_noise import FEDERATED, ROUNDING
-from ._base import STEP_TO_USER, BaseValuator, check_converged
-from ..privacy._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
-    with_threat_model_doc)
 from ..exceptions import SkdpvalWarning
+from ..families import family_of
+from ..privacy import (FEDERATED, PRIVACY_CONSTRAINTS, ROUNDING,
+                       THREAT_MODEL_CONSTRAINT, check_compression, clip, compress,
+                       declare_joint, sensitivity, share_privacy_docs, sign_vote,
+                       with_threat_model_doc)
+from ._base import STEP_TO_USER, BaseValuator
+from ._game import UTILITY_CODES, check_utility
+from ._statistics import check_converged
 
-# The federated objective: the clients' rows (intercept column included),
-# targets, the validation set, the loss, weights and utility settings.
-_FederatedGame = namedtuple("_FederatedGame", [
-    "X", "T", "offsets", "X_val", "T_val", "labels_val", "loss", "spec", "weights",
-    "shape", "utility_args"])
+# The federated objective: the clients' rows and targets as the family reads
+# them (a :class:`~skdpval.families.View`), its full space (every parameter:
+# the clients' gradients and the utilities), the parameters' shape and the
+# utility's settings.
+_FederatedGame = namedtuple("_FederatedGame", ["view", "space", "shape",
+                                               "utility_args"])
 
 # All permutations are enumerated up to this many clients (8! = 40320).
 _MAX_CLIENTS_ALL_PERMUTATIONS = 8
@@ -308,14 +305,11 @@ class DPFederatedValuator(BaseValuator):
 
     def _check_parameters(self):
         estimator = LogisticRegression() if self.estimator is None else clone(self.estimator)
-        spec = model_spec(estimator, n_samples=1)
-        if spec.network is not None:  # its rounds run the linear kernels
-            raise TypeError(
-                f"DPFederatedValuator walks linear models only, not "
-                f"{type(estimator).__name__}: value clients with a network by "
-                "DPDataValuator(..., privacy_unit='group').fit(X, y, groups=...).")
-        check_utility(self.utility, spec.is_classifier)
-        return estimator, spec
+        family = family_of(estimator)
+        family.require("federated", estimator)
+        objective = family.objective(estimator, n_parties=1)
+        check_utility(self.utility, objective.is_classifier)
+        return estimator, objective
 
     def _party_options(self, model):
         _, spec = model
@@ -349,9 +343,10 @@ class DPFederatedValuator(BaseValuator):
                                              round_seed)
         counted = np.arange(1, self.n_rounds + 1) > np.floor(self.q * self.n_rounds)
         values = round_values[counted].mean(axis=0)
-        check_converged(values, history, _kernels.utility_of_theta(
-            np.zeros(game.shape), game.X_val, game.T_val, game.labels_val,
-            **game.utility_args),
+        view = game.view
+        check_converged(values, history, game.space.utilities(
+            [np.zeros(game.shape)], view.X_val, view.T_val, view.labels_val,
+            **game.utility_args)[0],
             self.learning_rate, self.utility, "federated training", "a round",
             stacklevel=STEP_TO_USER, auto_learning_rate=False)
         self.history_ = history
@@ -360,23 +355,21 @@ class DPFederatedValuator(BaseValuator):
         return values
 
     def _game(self, parties, estimator, search_seed):
-        """The objective the clients train: rows with the intercept column,
-        targets, loss, weights and the utility's settings."""
-        X, y, X_val, y_val = parties.X, parties.y, parties.X_val, parties.y_val
-        classes, n_clients = parties.classes, len(parties.train_parties)
-        self.chosen_params_ = public_params(estimator, X_val, y_val, search_seed)
-        spec = model_spec(estimator, n_samples=n_clients, public=self.chosen_params_)
-        check_target_domain(spec, y, "y")
-        check_target_domain(spec, y_val, "y_val")
-        weights, _ = row_weights(spec, y, y_val, classes, None)
-        T, T_val, loss, labels_val, total_sum_squares = kernel_targets(
-            spec, y, y_val, None if classes is None else len(classes), self.utility)
-        X, X_val = with_intercept(spec, X, X_val)
+        """The objective the clients train, as the model's family reads it (rows
+        with the intercept's column, targets, loss, weights), in its full space,
+        and the utility's settings."""
+        family = family_of(estimator)
+        self.chosen_params_ = family.public_params(estimator, parties.X_val,
+                                                   parties.y_val, search_seed)
+        objective = family.objective(estimator, n_parties=len(parties.train_parties),
+                                     public=self.chosen_params_)
+        view = family.view(objective, parties, utility=self.utility)
         return _FederatedGame(
-            X, T, parties.offsets, X_val, T_val, labels_val, loss, spec, weights,
-            (T.shape[1], X.shape[1]),
-            dict(loss=loss, utility=UTILITY_CODES[self.utility],
-                 loss_param=spec.loss_param, total_sum_squares=total_sum_squares))
+            view, family.space(view, None, validation_objective=None, seed=None),
+            (view.T.shape[1], view.X.shape[1]),
+            dict(loss=view.loss, utility=UTILITY_CODES[self.utility],
+                 loss_param=view.loss_param,
+                 total_sum_squares=view.total_sum_squares))
 
     def _releases(self, game, record_level, mechanism):
         """The part of ``mechanism`` a round's releases are (calibrated)."""
@@ -413,8 +406,9 @@ class DPFederatedValuator(BaseValuator):
     def _rounds(self, game, releases, mechanism, record_level, round_seed):
         """The rounds: each client's release, each round's Shapley values, the
         model's validation utility after each round."""
-        X, T, offsets, X_val, T_val, labels_val, loss, spec, weights, shape, \
-            utility_args = game
+        view, space, shape, utility_args = game
+        offsets = view.offsets
+        X_val, T_val, labels_val = view.X_val, view.T_val, view.labels_val
         n_clients, n_params = len(offsets) - 1, int(np.prod(shape))
         sizes = np.diff(offsets)
         # epsilon=np.inf is noise="none": the fresh releases, unaveraged.
@@ -435,8 +429,7 @@ class DPFederatedValuator(BaseValuator):
         with np.errstate(invalid="ignore", over="ignore"):
             for t in range(self.n_rounds):
                 public = np.random.default_rng(public_seeds[t])
-                updates = self._clipped_updates(theta, X, T, offsets, loss, spec,
-                                                weights, record_level)
+                updates = self._clipped_updates(theta, game, record_level)
                 coins = (mechanism.uniforms(ROUNDING, t, n_clients * n_params)
                          .reshape(n_clients, n_params) if quantized
                          else [None] * n_clients)
@@ -465,40 +458,37 @@ class DPFederatedValuator(BaseValuator):
                     if joint:  # of its earlier releases (billboard) and its own
                         own = (1 - x_t[t]) * released + x_t[t] * exact
                     released = (1 - x_t[t]) * released + x_t[t] * fresh
-                round_values[t] = self._round_shapley(
-                    theta, released, X_val, T_val, labels_val, utility_args, public,
-                    own)
+                round_values[t] = self._round_shapley(theta, released, game, public,
+                                                      own)
                 step = self._aggregate(released).reshape(shape)
                 theta = theta - self.learning_rate * step
-                history[t] = _kernels.utility_of_theta(
-                    theta, X_val, T_val, labels_val, **utility_args)
+                history[t] = space.utilities([theta], X_val, T_val, labels_val,
+                                             **utility_args)[0]
         return round_values, history
 
-    def _clipped_updates(self, theta, X, T, offsets, loss, spec, weights,
-                         record_level):
+    def _clipped_updates(self, theta, game, record_level):
         """Each client's clipped gradient ``(n_clients, n_params)`` (its
         weighted loss plus the penalty), or with ``record_level`` the sum of
         its records' clipped gradients."""
-        n_clients = len(offsets) - 1
-        rows = np.arange(len(X) + 1) if record_level else offsets
-        gradients = _kernels.party_gradients(
-            theta, X, T, rows, loss=loss, loss_param=spec.loss_param,
-            l2=spec.l2_per_sample, l1=spec.l1_per_sample, row_weights=weights,
-            n_penalized=theta.shape[1] - (spec.fit_intercept
-                                          and not spec.penalize_intercept))
+        view = game.view
+        n_clients = len(view.offsets) - 1
+        rows = np.arange(len(view.X) + 1) if record_level else view.offsets
+        gradients = game.space.party_gradients(
+            theta, view.X, view.T, rows, loss=view.loss, loss_param=view.loss_param,
+            l2=view.l2, l1=view.l1, row_weights=view.row_weights,
+            n_penalized=view.n_penalized)
         clipped = np.array([clip(g, self.clipping, self.clip_norm)
                             for g in gradients.reshape(len(rows) - 1, -1)])
         if not record_level:
             return clipped
-        return np.add.reduceat(clipped, offsets[:-1]).reshape(n_clients, -1)
+        return np.add.reduceat(clipped, view.offsets[:-1]).reshape(n_clients, -1)
 
     def _aggregate(self, releases):
         if self.compression == "sign":
             return sign_vote(releases, self.sign_threshold)
         return releases.mean(axis=0)
 
-    def _round_shapley(self, theta, released, X_val, T_val, labels_val,
-                       utility_args, rng, own=None):
+    def _round_shapley(self, theta, released, game, rng, own=None):
         """Shapley value of each client for one round, over permutations.
 
         With ``own`` (the joint threat model) a client's marginal adds its
@@ -522,13 +512,14 @@ class DPFederatedValuator(BaseValuator):
             else:
                 step = prefix / size
             thetas = theta.ravel()[None, None, :] - self.learning_rate * step
-            return _kernels.utilities_of_thetas(
-                thetas.reshape(-1, *theta.shape), X_val, T_val, labels_val,
-                **utility_args).reshape(len(permutations), n_clients)
+            return game.space.utilities(
+                thetas.reshape(-1, *theta.shape), *validation,
+                **game.utility_args).reshape(len(permutations), n_clients)
 
+        view = game.view
+        validation = (view.X_val, view.T_val, view.labels_val)
         utilities = utilities_of(prefix)
-        before = _kernels.utility_of_theta(theta, X_val, T_val, labels_val,
-                                           **utility_args)
+        before = game.space.utilities([theta], *validation, **game.utility_args)[0]
         if own is None:
             marginals = np.diff(utilities, axis=1, prepend=before)
         else:

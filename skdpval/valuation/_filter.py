@@ -26,11 +26,10 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from ..families._data import check_validation_features, validate_private_data
-from ._valuator import DPDataValuator
-from ..privacy._threat_model import refuse_in_joint_mode
-from ..privacy._spent import step_privacy_report
 from ..exceptions import SkdpvalWarning
+from ..families import check_validation_features, validate_private_data
+from ..privacy import refuse_in_joint_mode, step_privacy_report
+from ._data_valuator import DPDataValuator
 
 
 def _check_valuator(valuator):

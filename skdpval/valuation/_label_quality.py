@@ -7,18 +7,16 @@ from sklearn.base import _fit_context, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
+from ..families import call_on_private_data, family_of
+from ..privacy import (LABEL_SCORE, PRIVACY_CONSTRAINTS, THREAT_MODEL_CONSTRAINT,
+                       declare_joint, mean_release_noise_std, share_privacy_docs,
+                       with_threat_model_doc)
+from ..walks import map_row_blocks
 from ._base import STEP_TO_USER, BaseValuator
-from ..walks._dask import map_row_blocks
-from ..families._data import call_on_private_data
-from ..privacy._accounting import mean_release_noise_std
-from ..privacy._mechanism import PRIVACY_CONSTRAINTS, share_privacy_docs
-from ..families._models import fit_on_validation
-from ._private_fit import (PUBLIC_MODEL_CONSTRAINTS, budget_mu, check_public_model,
-    declare_fit, document_public_model, labels_model, labels_problem,
-    resolve_public_model, run_fit)
-from ..privacy._secure_noise import LABEL_SCORE
-from ..privacy._threat_model import (THREAT_MODEL_CONSTRAINT, declare_joint,
-    with_threat_model_doc)
+from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, budget_mu, check_public_model,
+                            declare_fit, document_public_model, fit_on_validation,
+                            labels_model, labels_problem, resolve_public_model,
+                            run_fit)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 # Under the joint threat model a score is not clipped, only kept finite (a
@@ -350,7 +348,7 @@ class DPLabelQuality(BaseValuator):
         if problem is not None:
             # Under the joint threat model the fit is the whole billboard:
             # the scores go to their owners without noise.
-            fit = declare_fit(mechanism, problem,
+            fit = declare_fit(mechanism, problem.theta0.size,
                               1.0 if joint else self.public_model_share)
             share = 1.0 - self.public_model_share
         # A regressor's scores lie in [-clip, 0]: released centred, in
@@ -379,9 +377,10 @@ class DPLabelQuality(BaseValuator):
         self.public_model_ = self.estimator_
         mechanism.details["public_model"] = self.public_model_reason_
         if problem is not None:
-            theta, mechanism.details["public_model_fit"] = run_fit(problem, fit,
-                                                                   mechanism)
-            self.public_model_ = labels_model(self.estimator_, theta, problem)
+            theta, mechanism.details["public_model_fit"] = run_fit(
+                family_of(estimator), problem, fit, mechanism)
+            self.public_model_ = labels_model(self.estimator_, estimator, theta,
+                                              problem)
             problem = None  # its targets and weights (n numbers each): freed
         if not is_classifier(self.estimator_):
             self.residual_scale_ = _residual_scale(self.public_model_, parties)
@@ -422,8 +421,7 @@ class DPLabelQuality(BaseValuator):
         if not fits:
             return None
         return labels_problem(self.estimator_, estimator, parties,
-                              record_level=record_level, seed=seed,
-                              classes=self.classes_ if classifier else None)
+                              record_level=record_level, seed=seed)
 
     def _margin_scale(self, parties):
         """1, or for a privately fitted classifier ``PRIVATE_MARGIN_CLIPS clip``

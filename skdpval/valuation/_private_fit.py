@@ -59,9 +59,9 @@ import numpy as np
 from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..kernels import _kernels as K
+from ..kernels import _linear, _losses, _math
 from ..privacy._accounting import gdp_mu
-from ..families._data import kernel_targets, with_intercept
+from ..families._parties import kernel_targets, with_intercept
 from ..families._models import (TARGET_SCALE_DEGREE, model_spec, public_params,
     row_weights)
 from ..privacy._release import clip_l2
@@ -83,7 +83,7 @@ FIT_SHRINKAGE = 0.1
 # Curvature bound of each loss in the margin (its second derivative's
 # maximum), for the preconditioner: curvature times the validation rows'
 # second moments (public) plus the L2 penalty.
-_CURVATURE = {K.LOGISTIC: 0.25, K.MULTINOMIAL: 0.5, K.SQUARED: 1.0}
+_CURVATURE = {_losses.LOGISTIC: 0.25, _losses.MULTINOMIAL: 0.5, _losses.SQUARED: 1.0}
 
 # "auto" fits privately when the fit's signal-to-noise index (below) reaches
 # this and the training set is several times the validation set. Measured
@@ -179,7 +179,7 @@ def clipped_gradient_sum(theta, X, T, row_weights, offsets, loss, loss_param, l2
         for c in range(n_columns):
             out[k, c] = 0
     for j in range(offsets.shape[0] - 1):
-        K.party_gradient(theta, X, T, row_weights, offsets[j], offsets[j + 1], loss,
+        _linear.party_gradient(theta, X, T, row_weights, offsets[j], offsets[j + 1], loss,
                          loss_param, l2, l1, n_penalized, margin_buf, dloss_buf,
                          party)
         clip_l2(party, clip)
@@ -222,7 +222,7 @@ def clipped_row_gradient_sum(theta, X, T, row_weights, loss, loss_param, l2,
         for c in range(n_penalized, n_columns):
             m += coef[c] * x[c]
             row_sq += x[c] * x[c]
-        a = row_weights[row] * K._output_dloss(loss, m, T[row, 0], loss_param)
+        a = row_weights[row] * _losses._output_dloss(loss, m, T[row, 0], loss_param)
         norm_sq = a * a * row_sq + 2.0 * a * l2 * dot_pen + l2 * l2 * pen_sq
         scale = inverse_unit  # the root only for the rows clipped
         if norm_sq > clip_sq:
@@ -246,7 +246,7 @@ def rows_gradient_sum(X, T, row_weights, theta, offsets, loss, loss_param, l2, l
     the parties' shape alone (one-row parties, one output, no L1 term: the
     one-pass kernel), so any block of rows is summed as the whole is (C
     order: one compiled kernel for every block)."""
-    X, T, row_weights = K._f64(X), K._f64(T), K._f64(row_weights)
+    X, T, row_weights = _math._f64(X), _math._f64(T), _math._f64(row_weights)
     out = np.empty(theta.shape, dtype=np.int64)
     if offsets is None and theta.shape[0] == 1 and l1 == 0:
         clipped_row_gradient_sum(theta, X, T, row_weights, loss, loss_param, l2,
@@ -280,7 +280,7 @@ def preconditioner(X_val, loss, l2, shrinkage=FIT_SHRINKAGE):
 
 def unweighted_rows_gradient_sum(X, T, theta, *args):
     """:func:`rows_gradient_sum` with unit row weights (made per block)."""
-    return rows_gradient_sum(X, T, K.unit_weights(len(X)), theta, *args)
+    return rows_gradient_sum(X, T, _math.unit_weights(len(X)), theta, *args)
 
 
 def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
@@ -300,11 +300,11 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
     on its grid with the noise of stream ``t``). Returns theta.
     """
     theta = np.array(theta0, dtype=np.float64, order="C")
-    T = K._f64(T)
+    T = _math._f64(T)
     n_parties = len(offsets) - 1
-    one_row_parties = n_parties == len(X) and K.one_row_each(offsets)
+    one_row_parties = n_parties == len(X) and _math.one_row_each(offsets)
     unit = fixed_point_unit(clip, n_parties)
-    kernel_args = (None if one_row_parties else K._i64(offsets), int(loss),
+    kernel_args = (None if one_row_parties else _math._i64(offsets), int(loss),
                    float(loss_param), float(l2), float(l1), int(n_penalized),
                    rounded_clip(clip, unit, theta.size), unit)
     if hasattr(X, "sum_blocks"):  # Dask rows: one row a party
@@ -312,11 +312,11 @@ def noisy_gradient_descent(theta0, X, T, offsets, *, loss, loss_param, l2, l1,
             raise ValueError("The private fit on Dask input needs one row a party.")
         gradient_sum = (X.sum_blocks(unweighted_rows_gradient_sum, T)
                         if row_weights is None else
-                        X.sum_blocks(rows_gradient_sum, T, K._f64(row_weights)))
+                        X.sum_blocks(rows_gradient_sum, T, _math._f64(row_weights)))
     else:
-        X = K._f64(X)
-        weights = (K.unit_weights(len(X)) if row_weights is None
-                   else K._f64(row_weights))
+        X = _math._f64(X)
+        weights = (_math.unit_weights(len(X)) if row_weights is None
+                   else _math._f64(row_weights))
 
         def gradient_sum(theta, *args):
             return rows_gradient_sum(X, T, weights, theta, *args)

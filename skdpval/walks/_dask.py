@@ -5,7 +5,7 @@ frame never holds ``X``. What reads rows runs on the chunks, one task a
 block of rows: the checks of the input domain (NaN, infinity, values that
 are not numbers), the public standardisation and, for
 :class:`~skdpval.DPDataValuator`, each row projected on the public line
-(``m`` numbers a row, :func:`skdpval.kernels._subspace.project_rows`), for
+(``m`` numbers a row, :func:`skdpval.kernels._subspace_problem.project_rows`), for
 :class:`~skdpval.DPLabelQuality` each row's clipped score, and each step of
 the private fit of the public model (``public_model="private"`` or
 ``"auto"``, :func:`skdpval.valuation._private_fit.noisy_gradient_descent`): a block's
@@ -52,10 +52,10 @@ from sklearn.utils.validation import (
     check_consistent_length,
 )
 
-from ..families._data import (Parties, _first_line_without_value, _standardized,
+from ..families._parties import (Parties, _first_line_without_value, _standardized,
     call_on_private_data, check_public_targets, check_validation_features,
     flush_subnormals, standardize_by_validation, standardize_targets)
-from ._walk import LOST_WORKER_RETRIES
+from ._cluster import LOST_WORKER_RETRIES
 
 # The label score's model scores rows in blocks of this many, aligned at
 # row 0, on Dask and in memory alike (see the module docstring).
@@ -100,7 +100,7 @@ def _with_column(X, value):
 
 
 def _project_block(X, steps, basis, n_outputs):
-    from ..kernels._subspace import project_rows
+    from ..kernels._subspace_problem import project_rows
 
     return project_rows(basis, _apply_steps(X, steps), n_outputs)
 
@@ -118,7 +118,7 @@ class DaskRows:
 
     ``array`` is a Dask array of the rows as floats (checked), ``steps`` the
     transformations applied to each block, ``(function, args)``. Stands in
-    for the rows' array in :class:`~skdpval.families._data.Parties`: it has the
+    for the rows' array in :class:`~skdpval.families._parties.Parties`: it has the
     array's ``shape`` and ``len``; the steps of a fit that read rows ask it
     for their per-row results (:meth:`project_on`, :meth:`map_rows`),
     computed on the blocks.
@@ -155,7 +155,7 @@ class DaskRows:
             starts)
 
     def project_on(self, basis, n_outputs):
-        """:func:`skdpval.kernels._subspace.project_rows` of every row, on the blocks:
+        """:func:`skdpval.kernels._subspace_problem.project_rows` of every row, on the blocks:
         ``(n_rows, m, n_outputs)`` in the client."""
         return self._over_blocks(self.array, _project_block, self.steps, basis,
                                  n_outputs)
@@ -208,7 +208,7 @@ class DaskRows:
             if client is None:
                 placed.update(blocks=source, steps=self.steps, pieces=cut)
                 return
-            from ._walk import _scatter_directly
+            from ._cluster import _scatter_directly
 
             placed["pieces"] = client.scatter(cut, hash=False,
                                               direct=_scatter_directly(client))
@@ -366,7 +366,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                     classes, validation_fraction, split_seed, standardize,
                     center=True, scale_targets=False, preprocessor=None,
                     warn_unscaled=True, party_unit="group", stacklevel=2):
-    """:func:`skdpval.families._data.prepare_parties` for Dask input.
+    """:func:`skdpval.families._parties.prepare_parties` for Dask input.
 
     The same checks, in the same order and with the same messages, read on
     the blocks in one pass: ``Parties.X`` is :class:`DaskRows` (standardised

@@ -1,4 +1,11 @@
-"""Input handling shared by the estimators: budgets, labels, kernel targets."""
+"""The parties' layout: the inputs checked, split and standardised, party by party.
+
+Every valuator lays out its training parties and the validation set here
+(:func:`prepare_parties`): the class set from public data only, the held-out
+parties from the public seed alone, the standardisation from the validation
+set's own statistics, and the rows grouped by party. Errors about the
+private rows quote none of their values.
+"""
 
 import warnings
 from collections import namedtuple
@@ -13,20 +20,11 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ..kernels import _kernels
-from ._models import classifier_targets
+from sklearn.pipeline import Pipeline
+
 from ..exceptions import (warn_if_many_classes, warn_if_unscaled,
-    warn_validation_from_training)
-
-UTILITY_CODES = {
-    "neg_loss": _kernels.NEG_LOSS,
-    "accuracy": _kernels.ACCURACY,
-    "neg_mse": _kernels.NEG_MSE,
-    "r2": _kernels.R2,
-}
-CLASSIFIER_UTILITIES = ("neg_loss", "accuracy")
-REGRESSOR_UTILITIES = ("neg_loss", "neg_mse", "r2")
-
+                          warn_validation_from_training)
+from ..kernels._math import _f64
 
 OUTSIDE_DOMAIN = (
     " The private data must lie in the estimators' input domain: finite "
@@ -35,14 +33,6 @@ OUTSIDE_DOMAIN = (
     "data lie in it is not covered by the privacy guarantee (see the privacy "
     "model), and a fixed row-by-row rule applied before fit (e.g. "
     "np.nan_to_num) maps any data set into it.")
-
-
-def check_utility(utility, is_classifier):
-    allowed = CLASSIFIER_UTILITIES if is_classifier else REGRESSOR_UTILITIES
-    if utility not in allowed:
-        kind = "classifier" if is_classifier else "regressor"
-        raise ValueError(f"utility={utility!r} does not apply to a {kind}: use one "
-                         f"of {allowed}.")
 
 
 def public_classes(y_val, classes=None):
@@ -184,33 +174,6 @@ def hold_out_parties(n_parties, validation_fraction, seed):
             "X_val and y_val or change validation_fraction.")
     order = np.random.default_rng(seed).permutation(n_parties)
     return np.sort(order[n_val:]), np.sort(order[:n_val])
-
-
-def kernel_targets(spec, y, y_val, n_classes, utility):
-    """``(T, T_val, loss, labels_val, total_sum_squares)`` for the kernels.
-
-    ``y`` and ``y_val`` are class indices for a classifier (``n_classes``
-    classes), real targets otherwise.
-    """
-    if spec.is_classifier:
-        T, loss = classifier_targets(spec, y, n_classes)
-        T_val, _ = classifier_targets(spec, y_val, n_classes)
-        return T, T_val, loss, np.asarray(y_val, dtype=np.int64), 1.0
-    total_sum_squares = float(np.sum((y_val - y_val.mean()) ** 2))
-    if utility == "r2" and total_sum_squares == 0:
-        raise ValueError("utility='r2' needs y_val that is not constant.")
-    return (np.reshape(y, (-1, 1)), np.reshape(y_val, (-1, 1)), spec.loss,
-            np.zeros(len(y_val), dtype=np.int64), total_sum_squares)
-
-
-def with_intercept(spec, *arrays):
-    """Append the intercept's column to each array when the model fits one:
-    ones, or liblinear's ``intercept_scaling``."""
-    if not (spec.fit_intercept and spec.intercept_column):
-        return arrays
-    return tuple(A.with_column(spec.intercept_scaling) if hasattr(A, "with_column")
-                 else np.hstack([A, np.full((len(A), 1), spec.intercept_scaling)])
-                 for A in arrays)
 
 
 def check_groups(groups, n_samples):
@@ -361,7 +324,7 @@ def _standardized(X, mean, std):
     without noise); selects, the same work whatever the values. numpy, not
     a kernel: nothing to compile at a first fit.
     """
-    X, mean, std = _kernels._f64(X), _kernels._f64(mean), _kernels._f64(std)
+    X, mean, std = _f64(X), _f64(mean), _f64(std)
     largest, tiny = np.finfo(np.float64).max, np.finfo(np.float64).tiny
     out = np.empty(X.shape)
     with np.errstate(all="ignore"):
@@ -549,3 +512,39 @@ def _prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
                    np.ascontiguousarray(X_val), y_val, classes, train_parties,
                    n_all_parties, party_of_sample, n_unprotected, scale,
                    target_scale, train_rows)
+
+
+def split_pipeline(estimator):
+    """``(preprocessor, model)``: a Pipeline's transformers and its last step.
+
+    ``preprocessor`` is None for a plain estimator; a nested Pipeline as the
+    last step is split too. The transformers are fitted on the public
+    validation set only (:func:`skdpval.families._parties.apply_public_preprocessor`), so
+    a step that must see the private rows to do its work is refused: a
+    sampler (``fit_resample``: it would drop or add private rows) or a step
+    without ``transform``.
+    """
+    if not isinstance(estimator, Pipeline):
+        return None, estimator
+    steps = []
+    while isinstance(estimator, Pipeline):
+        steps.extend(estimator.steps[:-1])
+        estimator = estimator.steps[-1][1]
+    for name, step in steps:
+        if step is None or step == "passthrough":
+            continue
+        if hasattr(step, "fit_resample"):
+            raise TypeError(
+                f"Pipeline step {name!r} ({type(step).__name__}) resamples the "
+                "training rows, which a valuator cannot do on private data: put "
+                "the valuator (or DPValueFilter) in the pipeline instead.")
+        if not hasattr(step, "transform"):
+            raise TypeError(
+                f"Pipeline step {name!r} ({type(step).__name__}) has no "
+                "transform: every step but the last must be a transformer.")
+    if estimator is None or estimator == "passthrough":
+        raise TypeError("The wrapped Pipeline must end with a model, not "
+                        f"{estimator!r}.")
+    steps = [(name, step) for name, step in steps
+             if not (step is None or step == "passthrough")]
+    return (Pipeline(steps) if steps else None), estimator

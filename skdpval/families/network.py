@@ -1,9 +1,14 @@
-"""Where a network's walk lives: every parameter, a public basis, or one public line.
+"""The network family: multilayer perceptrons, and where their walks live.
+
+:class:`NetworkFamily` reads scikit-learn's ``MLPClassifier`` and
+``MLPRegressor`` (their loss and ``alpha``), and :class:`NetworkSpace`
+answers the valuator's questions of a space for them: every parameter, a
+public basis, or one public line.
 
 :class:`NetworkSpace` answers the valuator's questions of a space
 (:mod:`skdpval.families._space`: party gradients, a noiseless SGD pass, a utility,
 the margin scale, the walk problem) for a multilayer perceptron
-(:mod:`skdpval.kernels._mlp`), so that the estimators never branch on the model.
+(:mod:`skdpval.kernels._network`), so that the estimators never branch on the model.
 Every walk starts from the public initialisation ``theta0``
 (:func:`glorot_init`, scikit-learn's own), and ``z`` is the displacement
 from it: ``theta = theta0 + z`` in the full space (the seed paper's
@@ -30,19 +35,22 @@ pre-activations ``a + z c`` precomputed, so O(width x outputs) a row).
 """
 
 from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
+from sklearn import neural_network as nn
 from sklearn.utils import check_random_state
 
-from ..kernels import _kernels as K
-from ..kernels import _mlp
-from ..kernels._kernels import (_f64, _i64, pad_columns, padded_length,
-    unit_weights, validation_scratch)
+from ..kernels import _losses, _network, _network_line
 from ..kernels._line import quintic_coefficients
+from ..kernels._linear import PartiesByOffsets
+from ..kernels._math import (_f64, _i64, pad_columns, padded_length, unit_weights,
+                             validation_scratch)
 from ..privacy._release import clip_l2, release_stream, walk_stream
-from ._space import check_basis
-from ..walks._walk import PartiesByOffsets, one_blas_thread
+from ._base import (ALTERNATIVE, Family, Objective, one_blas_thread, refuse,
+                    register_family)
+from .linear import check_basis
 
 # Largest error of the tabulated utility at the midpoints of its intervals.
 MIDPOINT_TOLERANCE = 1e-12
@@ -51,7 +59,7 @@ MIDPOINT_TOLERANCE = 1e-12
 DIRECTION_MAX_ITER = 200
 
 Network = namedtuple("Network", ["layout", "activation", "loss", "theta0"])
-Network.__doc__ = """A network's shape (:func:`skdpval.kernels._mlp.network_layout`), hidden
+Network.__doc__ = """A network's shape (:func:`skdpval.kernels._network.network_layout`), hidden
 activation and loss codes, and its public initialisation (packed)."""
 
 
@@ -69,12 +77,12 @@ def glorot_init(sizes, activation, random_state):
 
 
 def make_network(sizes, activation, loss, random_state):
-    return Network(_mlp.network_layout(sizes), _mlp.ACTIVATIONS[activation],
+    return Network(_network.network_layout(sizes), _network.ACTIVATIONS[activation],
                    int(loss), glorot_init(sizes, activation, random_state))
 
 
 def _buffers(layout):
-    units = _mlp.n_units(layout)
+    units = _network.n_units(layout)
     return (np.zeros(units), np.zeros(units), np.zeros(units),
             np.zeros(int(layout[-1, 1])))
 
@@ -83,7 +91,7 @@ def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility
              total_sum_squares, l2, clip_norm, learning_rate, permutations, weights,
              starts=None, stream=None, x_tt=None, rolling_mean=None,
              record_level=False, row_weights=None):
-    """Call :func:`skdpval.kernels._mlp.walk` with its buffers: (marginals, end_utility, ends).
+    """Call :func:`skdpval.kernels._network.walk` with its buffers: (marginals, end_utility, ends).
 
     ``basis`` None walks the full space. Every computation of a fit in the
     full space or a basis goes through here (one compiled kernel)."""
@@ -96,10 +104,10 @@ def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility
     end_utility = np.empty(n_walks)
     ends = np.empty((n_walks, dim))
     n_out = int(layout[-1, 1])
-    utility_loss, utility_code = K.kernel_codes(network.loss, utility, n_out)
-    units = _mlp.n_units(layout)
-    _mlp.walk(network.theta0, np.zeros((1, 1)) if basis is None else _f64(basis),
-              projected, layout, _mlp.act_flag(network.activation), _mlp.loss_flag(network.loss),
+    utility_loss, utility_code = _losses.kernel_codes(network.loss, utility, n_out)
+    units = _network.n_units(layout)
+    _network.walk(network.theta0, np.zeros((1, 1)) if basis is None else _f64(basis),
+              projected, layout, _network.act_flag(network.activation), _network.loss_flag(network.loss),
               _f64(X), _f64(T),
               unit_weights(len(X)) if row_weights is None else _f64(row_weights),
               _i64(offsets), _f64(X_val), pad_columns(T_val), _i64(labels_val),
@@ -127,14 +135,14 @@ def network_objective(network, X, T, l2, row_weights=None):
     """``f(theta) -> (weighted mean loss + l2 / 2 ||W||^2, gradient)`` over all rows."""
     X, T = _f64(X), _f64(T)
     weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
-    units = _mlp.n_units(network.layout)
+    units = _network.n_units(network.layout)
     buffers = (np.zeros(units), np.zeros(units))
 
     def objective(theta):
         grad = np.empty(len(network.theta0))
-        value = _mlp.party_gradient(_f64(theta), network.layout, X, T, weights, 0,
-                                    len(X), _mlp.act_flag(network.activation),
-                                    _mlp.loss_flag(network.loss),
+        value = _network.party_gradient(_f64(theta), network.layout, X, T, weights, 0,
+                                    len(X), _network.act_flag(network.activation),
+                                    _network.loss_flag(network.loss),
                                     float(l2), *buffers, grad)
         return value, grad
 
@@ -160,11 +168,11 @@ def public_direction(network, X_val, T_val, l2, row_weights=None):
 def _utility_affine(utility, n_val, total_sum_squares):
     """``(scale, offset)`` with ``U = offset - scale * mean loss``, or None:
     the negative loss, and for ``r^2 / 2`` the MSE and R^2 too."""
-    if utility == K.NEG_LOSS:
+    if utility == _losses.NEG_LOSS:
         return 1.0, 0.0
-    if utility == K.NEG_MSE:
+    if utility == _losses.NEG_MSE:
         return 2.0, 0.0
-    if utility == K.R2 and total_sum_squares > 0:
+    if utility == _losses.R2 and total_sum_squares > 0:
         return 2.0 * n_val / total_sum_squares, 1.0
     return None
 
@@ -202,11 +210,11 @@ def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
     in advance: no table.
     """
     lo, hi = float(z_range[0]), float(z_range[1])
-    relu = network.activation == _mlp.RELU
+    relu = network.activation == _network.RELU
     if relu and len(network.layout) > 2:
         return NO_TABLE
     args = (A_val, C_val, T_val, network.theta0, direction, network.layout,
-            _mlp.act_flag(network.activation), _mlp.loss_flag(network.loss), scale, offset,
+            _network.act_flag(network.activation), _network.loss_flag(network.loss), scale, offset,
             *_buffers(network.layout))
     nodes = np.linspace(lo, hi, 65)
     if relu:
@@ -217,10 +225,10 @@ def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
         if sum(map(len, done_left)) + len(left) > max_intervals:
             return NO_TABLE
         ends, errors = np.empty((len(left), 6)), np.empty(len(left))
-        _mlp.tabulate(left, right, *args, ends, _mlp.depth_flag(network.layout))
+        _network_line.tabulate(left, right, *args, ends, _network.depth_flag(network.layout))
         data = quintic_coefficients(ends[:, :3], ends[:, 3:])
-        _mlp.table_errors(left, right, data, *args, errors,
-                          _mlp.depth_flag(network.layout))
+        _network_line.table_errors(left, right, data, *args, errors,
+                          _network.depth_flag(network.layout))
         good = errors <= tolerance
         done_left.append(left[good])
         done_right.append(right[good])
@@ -294,11 +302,11 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
         marginals = np.zeros((n_walks, self.n_parties))
         end_utility = np.empty(n_walks)
         net = self.network
-        _mlp.line_walk(
-            net.theta0, self.direction, net.layout, _mlp.act_flag(net.activation),
-            _mlp.loss_flag(net.loss), self.A, self.C, self.T, self.row_weights,
+        _network_line.line_walk(
+            net.theta0, self.direction, net.layout, _network.act_flag(net.activation),
+            _network.loss_flag(net.loss), self.A, self.C, self.T, self.row_weights,
             self.offsets, self.l2, self.penalty[0], self.penalty[1], self.clip_norm,
-            self.learning_rate, _mlp.level_flag(self.record_level), *self.table,
+            self.learning_rate, _network.level_flag(self.record_level), *self.table,
             self.A_val,
             self.C_val, self.T_val, self.scale, self.offset, _i64(permutations),
             walk_stream(stream, rolling_mean is not None),
@@ -308,7 +316,7 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             self.weights, marginals, end_utility,
             np.empty(n_walks), np.empty((1, 1)), np.empty((1, 1)),
             *_buffers(net.layout), True if self.joint else None,
-            _mlp.depth_flag(net.layout))
+            _network.depth_flag(net.layout))
         return marginals, end_utility
 
 
@@ -316,8 +324,10 @@ class NetworkSpace:
     """A network's releases: every parameter (``basis`` None) or ``m`` numbers
     ``z`` in ``theta = theta0 + B^T z``; one direction walks the line."""
 
-    def __init__(self, network, basis=None):
-        self.network = network
+    public_model = None
+
+    def __init__(self, network, basis=None, line_center=0.0):
+        self.network, self.line_center = network, line_center
         self.basis = None if basis is None else _f64(basis)
         self.release_dimension = ("all parameters" if basis is None
                                   else int(self.basis.shape[0]))
@@ -342,7 +352,7 @@ class NetworkSpace:
         return self.network.theta0 + (z if self.basis is None else z @ self.basis)
 
     def _walk_theta(self, z):
-        """``theta0 + B^T z`` as :func:`skdpval.kernels._mlp.walk` forms it (the same
+        """``theta0 + B^T z`` as :func:`skdpval.kernels._network.walk` forms it (the same
         operations in the same order: the same bits)."""
         theta = self.network.theta0.copy()
         if self.basis is None:
@@ -354,49 +364,49 @@ class NetworkSpace:
     def party_gradients(self, theta, X, T, offsets, *, l2, row_weights=None,
                         **ignored):
         """Unclipped gradient (in ``z``) of each party at ``theta``: one step of
-        rate 1 from there, as the walk would take it (:func:`skdpval.kernels._mlp.walk`
+        rate 1 from there, as the walk would take it (:func:`skdpval.kernels._network.walk`
         from ``z``, its step ``z - g`` and back: ``z - (z - g)``), with the
         walk's operations: a party's gradient by
-        :func:`skdpval.kernels._mlp.party_gradient` (compiled for the fit's objective
+        :func:`skdpval.kernels._network.party_gradient` (compiled for the fit's objective
         anyway), projected with the walk's sums in their order and clipped at
         an infinite norm (zero where not finite) by
         :func:`skdpval.privacy._release.clip_l2` (the walk's), one party a call (the
         validation rows: a few ms), nothing else to compile."""
         net = self.network
         z = _f64(self._z(theta))
-        units = _mlp.n_units(net.layout)
+        units = _network.n_units(net.layout)
         theta, X, T = _f64(self._walk_theta(z)), _f64(X), _f64(T)
         weights = unit_weights(len(X)) if row_weights is None else _f64(row_weights)
         offsets = _i64(offsets)
         buffers = (np.zeros(units), np.zeros(units))
-        act, loss = _mlp.act_flag(net.activation), _mlp.loss_flag(net.loss)
+        act, loss = _network.act_flag(net.activation), _network.loss_flag(net.loss)
         gradients = np.empty((len(offsets) - 1, len(z)))
         grad = np.empty(self.n_params)
         for j in range(len(offsets) - 1):
-            _mlp.party_gradient(theta, net.layout, X, T, weights, offsets[j],
+            _network.party_gradient(theta, net.layout, X, T, weights, offsets[j],
                                 offsets[j + 1], act, loss, float(l2), *buffers, grad)
             if self.basis is None:
                 gradients[j] = grad
             else:
                 for i in range(len(z)):
-                    gradients[j, i] = _mlp.sequential_sum(0.0, self.basis[i] * grad)
+                    gradients[j, i] = _network_line.sequential_sum(0.0, self.basis[i] * grad)
             clip_l2(gradients[j:j + 1], np.inf)
         return z - (z - gradients)
 
     def _line_rows(self, X):
-        """:func:`skdpval.kernels._mlp.line_rows` of ``X`` along the one direction, kept
+        """:func:`skdpval.kernels._network_line.line_rows` of ``X`` along the one direction, kept
         for the last ``X`` (the learning-rate search passes the same rows 26 times)."""
         cached = getattr(self, "_rows_cache", None)
         if cached is None or cached[0] is not X:
             net = self.network
-            cached = (X, *_mlp.line_rows(net.theta0, self.basis[0], net.layout, X))
+            cached = (X, *_network_line.line_rows(net.theta0, self.basis[0], net.layout, X))
             self._rows_cache = cached
         return cached[1:]
 
     def _line_penalty(self):
         """``(<b_W, W0>, ||b_W||^2)`` over the coefficients: the L2 term along the line."""
         net, direction = self.network, self.basis[0]
-        n_coefs = _mlp.n_coefficients(net.layout)
+        n_coefs = _network.n_coefficients(net.layout)
         return (float(direction[:n_coefs] @ net.theta0[:n_coefs]),
                 float(direction[:n_coefs] @ direction[:n_coefs]))
 
@@ -412,9 +422,9 @@ class NetworkSpace:
             A, C = self._line_rows(X)
             no_rows = np.zeros((0, A.shape[1]))
             ends = np.empty(1)
-            _mlp.line_walk(
-                net.theta0, self.basis[0], net.layout, _mlp.act_flag(net.activation),
-                _mlp.loss_flag(net.loss), A, C,
+            _network_line.line_walk(
+                net.theta0, self.basis[0], net.layout, _network.act_flag(net.activation),
+                _network.loss_flag(net.loss), A, C,
                 _f64(T), unit_weights(n_rows) if row_weights is None
                 else _f64(row_weights), np.arange(n_rows + 1), float(l2),
                 *self._line_penalty(), float(clip_norm), float(learning_rate), None,
@@ -423,11 +433,11 @@ class NetworkSpace:
                 np.empty((1, 1)), np.zeros(len(order)),
                 np.zeros((1, n_rows)), np.empty(1), ends, np.empty((1, 1)),
                 np.empty((1, 1)), *_buffers(net.layout), None,
-                _mlp.depth_flag(net.layout))
+                _network.depth_flag(net.layout))
             return self._theta(ends)
         _, _, ends = run_walk(
             self.network, self.basis, X, T, np.arange(len(X) + 1),
-            *_no_validation(X.shape[1], T.shape[1]), utility=K.NEG_LOSS,
+            *_no_validation(X.shape[1], T.shape[1]), utility=_losses.NEG_LOSS,
             total_sum_squares=1.0, l2=l2, clip_norm=clip_norm,
             learning_rate=learning_rate, permutations=_i64(order)[None],
             weights=np.zeros(len(order)), row_weights=row_weights)
@@ -439,11 +449,11 @@ class NetworkSpace:
         ``theta0 + B^T z`` as the walk forms it."""
         net = self.network
         n_out = int(net.layout[-1, 1])
-        loss, utility = K.kernel_codes(net.loss, utility, n_out)
-        units = _mlp.n_units(net.layout)
-        return _mlp.validation_utility(
+        loss, utility = _losses.kernel_codes(net.loss, utility, n_out)
+        units = _network.n_units(net.layout)
+        return _network.validation_utility(
             _f64(self._walk_theta(_f64(self._z(theta)))), net.layout, _f64(X_val),
-            _mlp.act_flag(net.activation), np.zeros(units),
+            _network.act_flag(net.activation), np.zeros(units),
             np.zeros((n_out, padded_length(len(X_val)))), pad_columns(T_val),
             _i64(labels_val), utility, loss, float(total_sum_squares),
             validation_scratch(len(labels_val)))
@@ -459,8 +469,8 @@ class NetworkSpace:
         """RMS over validation rows of the norm of d(outputs) / d(release) at
         ``theta0``."""
         net, layout = self.network, self.network.layout
-        units, deltas = np.zeros(_mlp.n_units(layout)), np.zeros(_mlp.n_units(layout))
-        X_val, act = _f64(X_val), _mlp.act_flag(net.activation)
+        units, deltas = np.zeros(_network.n_units(layout)), np.zeros(_network.n_units(layout))
+        X_val, act = _f64(X_val), _network.act_flag(net.activation)
         last, n_out = int(layout[-1, 4]), int(layout[-1, 1])
         row = np.empty(self.n_params)
         # Sum over rows and outputs of ||d output / d theta||^2 (projected on
@@ -469,17 +479,17 @@ class NetworkSpace:
         total = 0.0
         for v in range(len(X_val)):
             x = X_val[v]
-            _mlp.forward(net.theta0, layout, x, act, units)
+            _network.forward(net.theta0, layout, x, act, units)
             for k in range(n_out):
                 row[:] = 0.0
                 deltas[last:last + n_out] = 0.0
                 deltas[last + k] = 1.0
-                _mlp.backward(net.theta0, layout, x, act, units, deltas, row)
+                _network.backward(net.theta0, layout, x, act, units, deltas, row)
                 if self.basis is None:
-                    total = _mlp.sequential_sum(total, row * row)
+                    total = _network_line.sequential_sum(total, row * row)
                 else:
                     for i in range(len(self.basis)):
-                        projection = _mlp.sequential_sum(0.0, self.basis[i] * row)
+                        projection = _network_line.sequential_sum(0.0, self.basis[i] * row)
                         total += projection * projection
         return float(np.sqrt(total / len(X_val)))
 
@@ -505,7 +515,7 @@ class NetworkSpace:
                 float(learning_rate), _f64(weights), row_weights, bool(record_level))
         net = self.network
         direction = self.basis[0]
-        A, C = _mlp.line_rows(net.theta0, direction, net.layout, X)
+        A, C = _network_line.line_rows(net.theta0, direction, net.layout, X)
         A_val, C_val = self._line_rows(X_val)
         penalty = self._line_penalty()
         T_val = _f64(T_val)
@@ -517,30 +527,110 @@ class NetworkSpace:
             table, A_val, C_val, T_val, *affine, _f64(weights), bool(joint))
 
 
-def network_space(network_spec, game, subspace, seed):
-    """``(basis or None, line_center, NetworkSpace)`` of a network's valuation.
+# --- the family ----------------------------------------------------------------------
 
-    ``theta0`` is drawn from the network's ``random_state`` or, when unset,
-    from ``seed`` (the valuator's public randomness); ``subspace`` is
-    ``"public"`` (the direction toward the network fitted on the validation
-    set, :func:`public_direction`; ``line_center`` the distance to it), None
-    (every parameter) or an array of orthonormal rows over the packed
-    parameters.
-    """
-    sizes = [game.X.shape[1], *network_spec.hidden_layer_sizes, game.T.shape[1]]
-    random_state = check_random_state(
-        seed if network_spec.random_state is None else network_spec.random_state)
-    network = make_network(sizes, network_spec.activation, game.loss, random_state)
-    if subspace is None:
-        return None, 0.0, NetworkSpace(network)
-    if isinstance(subspace, str):  # "public"
-        with one_blas_thread():
-            direction, distance = public_direction(
-                network, game.X_val, game.T_val, game.val_spec.l2_per_sample,
-                game.val_weights)
-        basis = direction[None]
-        return basis, distance, NetworkSpace(network, basis)
-    basis = check_basis(subspace, len(network.theta0),
-                        "the network's coefficients, then its intercepts, "
-                        "packed as scikit-learn packs them")
-    return basis, 0.0, NetworkSpace(network, basis)
+@dataclass(frozen=True)
+class NetworkSpec:
+    """A multilayer perceptron's hidden layers, activation and ``random_state``
+    (its public initialisation; None: the valuator's public randomness)."""
+
+    hidden_layer_sizes: tuple
+    activation: str
+    random_state: object = None
+
+
+_OBJECTIVES = {
+    nn.MLPClassifier: (
+        "log loss (logistic output; softmax for three or more classes) of the "
+        "network, l2 = alpha / n on the coefficients; from its Glorot "
+        "initialisation (random_state, else the valuator's); solver and "
+        "learning-rate parameters are step rules, replaced by the walk's"),
+    nn.MLPRegressor: (
+        "squared error r^2 / 2 of the network (identity output), l2 = alpha / n "
+        "on the coefficients; initialisation and step rules as MLPClassifier"),
+}
+
+
+class NetworkFamily(Family):
+    """Multilayer perceptrons: scikit-learn's packed parameters, walked from
+    the network's public initialisation."""
+
+    name = "network"
+    multinomial_loss = _losses.MULTINOMIAL
+    unsupported = {
+        "federated": ("DPFederatedValuator walks linear models only, not "
+                      "{estimator}: value clients with a network by "
+                      "DPDataValuator(..., privacy_unit='group').fit(X, y, "
+                      "groups=...)."),
+    }
+
+    def objective(self, estimator, *, n_parties, public=None):
+        name = type(estimator).__name__
+        params = estimator.get_params(deep=False)
+        is_classifier = isinstance(estimator, nn.MLPClassifier)
+        if not is_classifier and params.get("loss", "squared_error") != "squared_error":
+            raise ValueError(
+                f"{name} with loss={params['loss']!r} is not supported by the "
+                f"valuators; use loss='squared_error'. {ALTERNATIVE}")
+        sizes = tuple(int(h) for h in np.atleast_1d(params["hidden_layer_sizes"]))
+        if not sizes or min(sizes) < 1:
+            raise ValueError(
+                f"{name} with hidden_layer_sizes={params['hidden_layer_sizes']!r} is "
+                "not supported by the valuators; give one or more layer widths "
+                f">= 1. {ALTERNATIVE}")
+        if params["activation"] not in _network.ACTIVATIONS:
+            raise ValueError(
+                f"{name} with activation={params['activation']!r} is not supported "
+                f"by the valuators. {ALTERNATIVE}")
+        # scikit-learn's objective: mean loss + alpha / (2 n) ||W||^2.
+        return Objective(
+            _losses.LOGISTIC if is_classifier else _losses.SQUARED, is_classifier, True, 0.0,
+            float(params["alpha"]) / n_parties, True,
+            target_scale_degree=None if is_classifier else 2, family=self,
+            details=NetworkSpec(sizes, params["activation"], params["random_state"]))
+
+    def describe(self, estimator_class):
+        return _OBJECTIVES[estimator_class]
+
+    def space(self, view, subspace, *, validation_objective, seed, refine=None):
+        """The network's space: every parameter, a basis, or the public line
+        toward the network fitted on the validation set (``line_center`` the
+        distance to it). ``theta0`` is drawn from the network's
+        ``random_state`` or, when unset, from ``seed``."""
+        if hasattr(view.X, "project_on"):
+            raise ValueError("DPDataValuator on Dask input does not support a "
+                             "neural network's walk (it reads whole rows at "
+                             "every step): pass numpy arrays.")
+        spec = view.objective.details
+        sizes = [view.X.shape[1], *spec.hidden_layer_sizes, view.T.shape[1]]
+        random_state = check_random_state(
+            seed if spec.random_state is None else spec.random_state)
+        network = make_network(sizes, spec.activation, view.loss, random_state)
+        if subspace is None:
+            return NetworkSpace(network)
+        if isinstance(subspace, str):  # "public"
+            with one_blas_thread():
+                direction, distance = public_direction(
+                    network, view.X_val, view.T_val,
+                    validation_objective.l2_per_sample, view.val_weights)
+            return NetworkSpace(network, direction[None], distance)
+        return NetworkSpace(network, check_basis(
+            subspace, len(network.theta0), "the network's coefficients, then its "
+            "intercepts, packed as scikit-learn packs them"))
+
+    def walk_kernel(self, view, subspace, utility):
+        if isinstance(subspace, str):
+            return (_network_line.line_walk, "a network's walk along its public line",
+                    None)
+        return _network.walk, "a network's full-space walk", None
+
+    def private_fit_unsupported(self, estimator):
+        return (f"{type(estimator).__name__} is a network: its private fit is not "
+                "built (a network's noisy gradient descent from the validation "
+                "model needs its own step size and clipping rule)")
+
+
+register_family(nn.MLPClassifier, nn.MLPRegressor)(NetworkFamily)
+refuse(nn.BernoulliRBM,
+       "it is an unsupervised feature learner without targets: there is no "
+       "labelled utility to value data by", "MLPClassifier")

@@ -1,0 +1,238 @@
+"""The walk on a Dask cluster: data sent once, tasks pinned, each worker keeping
+its own copy of the rolling means, and a walk started again when a worker
+is lost."""
+
+import math
+import pickle
+import sys
+import threading
+from concurrent.futures import CancelledError
+
+import numpy as np
+
+from ..kernels._reduction import NodeSums, tree_nodes
+from ._waves import (WalkState, _blocks, _diverged_walks_are_reported_later, _wave_sums,
+                     advanced_mean, end_wave, walk_node)
+
+def walk_node_of_mean(problem, draw, lo, hi, x_tt, counted, rolling_mean,
+                      release_shape):
+    """:func:`walk_node` with a worker's copy of the rolling means (None
+    before the first wave; ``release_shape`` None: no rolling mean)."""
+    return_reader_memory()
+    if release_shape is not None and rolling_mean is None:
+        rolling_mean = np.zeros((problem.n_parties, *release_shape))
+    return walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean)
+
+def raw_part(node):
+    """A node's raw sums alone (what the rolling means read)."""
+    return NodeSums(node.raw_sum, 0, None, None, np.empty(0))
+
+def counted_part(node):
+    """A node's sums without its raw sums (what the client merges)."""
+    return node._replace(raw_sum=None)
+
+def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape,
+                      *nodes):
+    """A worker's copy of the rolling means after the wave of ``nodes``: the
+    operations of :func:`end_wave` on the raw sums, in its order, written
+    over ``rolling_mean`` (a new array before the first wave).
+
+    In place, though Dask's tasks should leave their inputs alone: the old
+    copy is read by no other task (this worker's walk of the wave is done:
+    the raw sums come from it), the client holds no reference to it, and
+    Dask never reads it again: a lost worker makes the walk start again
+    from its first wave (:func:`_run_on_dask`). A new array would
+    hold 8 bytes a party more at the worker's peak (n = 1e7: 80 MB of a 1
+    GiB worker). Run on another worker, the task changes its own copy.
+    """
+    out = (np.empty((n_parties, *release_shape)) if rolling_mean is None
+           else rolling_mean)
+    with _diverged_walks_are_reported_later():
+        for block in _blocks(n_parties):
+            old = (np.zeros((len(out[block]), *release_shape)) if rolling_mean is None
+                   else rolling_mean[block])
+            out[block] = advanced_mean(old, _wave_sums(start, stop, depth, nodes,
+                                                       block).raw_sum, start, stop)
+    return out
+
+def return_reader_memory():
+    """Give back to the system the memory pyarrow's pool keeps after reading
+    (Parquet): a worker that read 10^6 rows of 20 features held 505 MiB,
+    500 after a garbage collection and ``malloc_trim``, 358 after
+    ``release_unused`` (0.73 us a call; ``benchmarks/dask_reader_memory.py``),
+    which a walk of 10^7 parties on a worker limited to 1 GiB needs. Only
+    if pyarrow is loaded."""
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None and hasattr(pyarrow, "default_memory_pool"):
+        pyarrow.default_memory_pool().release_unused()
+
+# Nodes of a wave per Dask worker, each pinned loosely to a worker in turn:
+# more than one lets an idle worker take a busy one's node.
+DASK_NODES_PER_WORKER = 1
+
+def _scatter_directly(client):
+    """True when the scheduler runs in this process (a LocalCluster's): data
+    then go to a worker directly, which the others copy, not through the
+    scheduler, which would hold another copy in the client's memory (n =
+    1e7: 80 MB an array). Else None: Dask's default (the workers of a
+    remote cluster may not be reachable from the client)."""
+    cluster = getattr(client, "cluster", None)
+    return True if getattr(cluster, "scheduler", None) is not None else None
+
+def _run_on_dask(client, box, draw, waves, x_tt, counted, initial, progress):
+    """Waves on a Dask cluster (see :func:`_walk_on_workers`), walked again
+    from the first wave, with the same values, when a lost worker took data
+    the walk cannot recompute, at most ``LOST_WORKER_RETRIES`` times.
+
+    ``box``: a list holding the problem, emptied here: the client keeps the
+    problem as the workers receive it (packed; n = 1e7: about 90 MB, not
+    320), to send it again after a loss.
+    """
+    problem = pickle.loads(pickle.dumps(box.pop(), protocol=pickle.HIGHEST_PROTOCOL))
+    for attempt in range(LOST_WORKER_RETRIES + 1):
+        try:
+            return _walk_on_workers(client, problem, draw, waves, x_tt, counted,
+                                    initial, progress)
+        except CancelledError as lost:
+            # The cancelled future keeps this error, the error its traceback,
+            # and the traceback the walk's frames: the attempt's futures
+            # (the copies of the problem on the workers left) and its state
+            # would live as long as the client.
+            lost.__traceback__ = None
+            if attempt == LOST_WORKER_RETRIES:
+                raise RuntimeError(
+                    f"A lost Dask worker cancelled each of the walk's {attempt + 1} "
+                    "tries. A worker past its memory limit is killed and "
+                    "restarted: with little memory a worker, lower "
+                    "batch_permutations (on n workers, n walks one permutation a "
+                    "worker, about 39 bytes a party) or give the workers more "
+                    "memory.") from lost
+            progress.restart()
+
+# A walk whose data went with a lost worker is walked again from its first
+# wave at most this many times (a worker killed again and again is a fault
+# to report, not to retry).
+LOST_WORKER_RETRIES = 3
+
+# While it waits for the workers, the client checks every this many seconds
+# that the workers its tasks are pinned to are still there.
+WORKER_CHECK_SECONDS = 1.0
+
+class WorkerLeftError(CancelledError):
+    """A worker a walk's tasks are pinned to left the cluster with its data
+    moved elsewhere (retired: adaptive scaling, a graceful shutdown): its
+    tasks would wait for it forever, so the walk starts again."""
+
+def _gather_from(client, futures, workers):
+    """``client.gather(futures)``, raising :class:`WorkerLeftError` when
+    one of ``workers`` leaves before the futures are done (a killed worker's
+    tasks are cancelled, since they lose the data they were sent; a retired
+    worker's are not, and wait in Dask's 'no-worker' state).
+
+    It waits on the futures' callbacks, not on ``distributed.wait`` with a
+    timeout: each timeout's error held the walk's frames in a reference
+    cycle until a full garbage collection, a wave's gathered sums with them
+    (n = 1e7: the client's peak 1,568 MiB against 1,270).
+    """
+    all_done = threading.Event()
+
+    def one_done(_):
+        if all(future.done() for future in futures):
+            all_done.set()
+
+    for future in futures:
+        future.add_done_callback(one_done)
+    one_done(None)  # none to wait for, or all done already
+    while not all_done.wait(WORKER_CHECK_SECONDS):
+        present = client.scheduler_info()["workers"]
+        if any(worker not in present for worker in workers):
+            raise WorkerLeftError("a Dask worker of the walk left the cluster")
+    return client.gather(futures)
+
+def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
+                     progress):
+    """Waves on a Dask cluster: data sent once, tasks pinned, each worker
+    keeping its copy of the rolling means (see :func:`next_rolling_mean`),
+    the client the counted sums (a worker then holds the rows' summaries,
+    its copy of the means and one node's walk).
+
+    Each worker receives its own copy of the problem and the draws (its own
+    keys, one replica each: Dask's active memory manager drops extra
+    replicas of a key between waves, and the copy a worker then fetched
+    again, 90 MB at n = 1e7, both cost memory and left the problem on one
+    worker, so that losing it lost the walk's data). Tasks stay on their
+    worker (a stolen node would fetch the problem and the means). A lost
+    worker's data cannot be recomputed (they were sent, not computed): its
+    tasks are cancelled, and :func:`_run_on_dask` walks again. A retired
+    worker's tasks are not cancelled (its data moved) but would wait for it
+    forever: the client checks that the workers are there while it waits
+    (:func:`_gather_from`) and walks again too.
+    """
+    workers = sorted(client.scheduler_info()["workers"])
+    # The values do not depend on the tree's depth (its merges are fixed).
+    depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
+    n_parties, release_shape, n_permutations = initial
+    if getattr(problem, "reads_int32_orders", False) and n_parties < 2**31:
+        draw = draw.with_orders(np.int32)  # a worker's walk: 4 bytes a party less
+    # Scattered in lists: a bare tuple (WalkProblem) would be split up.
+    try:
+        sent = [client.scatter([problem, draw], workers=[worker], hash=False,
+                               direct=_scatter_directly(client))
+                for worker in workers]
+    except (OSError, TimeoutError):
+        # A worker lost while it receives its copy (a closed connection), or
+        # before (Dask waits for it, then finds no valid worker).
+        raise WorkerLeftError("a Dask worker of the walk left the cluster") from None
+
+    def on(i):
+        return dict(workers=[workers[i % len(workers)]], allow_other_workers=False,
+                    pure=False)
+
+    means = [None] * len(workers)
+    state = WalkState.start(n_parties, None, n_permutations)
+    pending = []
+
+    def merge_first_pending():
+        start, stop, parts = pending.pop(0)
+        # Gathered, then released: the workers free them before the merge.
+        parts = _gather_from(client, parts, workers)
+        return end_wave(state, start, stop, depth, *parts, in_place=True), stop - start
+
+    for start, stop in waves:
+        nodes = [client.submit(walk_node_of_mean, *sent[i % len(workers)], lo, hi,
+                               x_tt[lo:hi], counted[lo:hi], means[i % len(workers)],
+                               release_shape, **on(i))
+                 for i, (lo, hi) in enumerate(tree_nodes(start, stop, depth))]
+        pending.append((start, stop, [client.submit(counted_part, node, **on(i))
+                                      for i, node in enumerate(nodes)]))
+        if release_shape is not None and counted[start:stop].any():
+            # The counted sums leave the workers before they update their
+            # means (a worker would hold them, its raw sums, the other's and
+            # two copies of the means: n = 1e7, 160 MB more at its peak).
+            while pending:
+                state, size = merge_first_pending()
+                progress.update(size)
+        if release_shape is not None:
+            # Every worker's copy for the next wave; after the last, the first
+            # worker's alone: each party's mean of all its releases, which
+            # the caller reads (values_stderr_). The raw sums travel alone.
+            raws = [client.submit(raw_part, node, **on(i))
+                    for i, node in enumerate(nodes)]
+            last = stop == waves[-1][1]
+            means = [client.submit(next_rolling_mean, means[w], start, stop, depth,
+                                   n_parties, release_shape, *raws, **on(w))
+                     for w in range(1 if last else len(workers))]
+            # Freed once read (held here, a wave's raw sums outlived the
+            # next wave's walk: n = 1e7, 160 MB a worker).
+            del raws
+        del nodes
+        # Keep a wave queued behind the running one; merge finished waves.
+        if len(pending) == 2:
+            state, size = merge_first_pending()
+            progress.update(size)
+    while pending:
+        state, size = merge_first_pending()
+        progress.update(size)
+    rolling_mean = (None if release_shape is None
+                    else _gather_from(client, means[:1], workers)[0])
+    return state._replace(rolling_mean=rolling_mean)
