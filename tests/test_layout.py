@@ -70,11 +70,17 @@ def imported_layers(path):
     return found
 
 
+# The public helpers at the top, which the command line may use too.
+HELPERS = {"datasets", "metrics", "plotting", "testing"}
+
+
 def allowed(layer):
-    """Every module may import the exceptions; a layer the ones below it."""
+    """Every module may import the exceptions; a layer the ones below it; the
+    command line the public helpers too."""
     if layer in TOP:
         return TOP[layer] | {layer, "exceptions"}
-    return set(LAYERS[:LAYERS.index(layer) + 1])
+    below = set(LAYERS[:LAYERS.index(layer) + 1])
+    return below | HELPERS if layer == "cli" else below
 
 
 @pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -157,7 +163,7 @@ def test_each_subpackage_says_what_lives_there_and_who_may_import_it():
     for layer in LAYERS[1:]:
         init = PACKAGE / layer / "__init__.py"
         doc = ast.get_docstring(ast.parse(init.read_text()))
-        assert doc and "import" in doc, layer
+        assert doc and "import" in doc.lower(), layer
 
 
 def test_the_old_module_paths_are_gone():

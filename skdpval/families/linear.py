@@ -39,7 +39,7 @@ from sklearn.base import clone
 
 from ..exceptions import FIRST_FIT_SECONDS
 from ..kernels import _fit_sums as fit_sums
-from ..kernels import _linear, _losses, _math, _subspace, _subspace_problem
+from ..kernels import MarginLoss, _linear, _losses, _math, _subspace, _subspace_problem
 from ._base import (ALTERNATIVE, Family, Objective, check_class_weight,
                     one_blas_thread, refuse, register_family)
 
@@ -383,12 +383,12 @@ _REFUSED = {
 
 
 def _entry(estimator):
-    """``(class, Supported)`` of ``estimator``'s class or nearest base class."""
+    """The :class:`Supported` entry of ``estimator``'s class or nearest base
+    class, or None (a subclass family's own estimator)."""
     for cls in type(estimator).__mro__:
         if cls in _ESTIMATORS:
-            return cls, _ESTIMATORS[cls]
-    raise TypeError(f"{type(estimator).__name__} is not a linear model the "
-                    f"valuators map. {ALTERNATIVE}")
+            return _ESTIMATORS[cls]
+    return None
 
 
 class LinearFamily(Family):
@@ -399,7 +399,10 @@ class LinearFamily(Family):
     supports = frozenset({"federated", "dask", "private fit"})
 
     def objective(self, estimator, *, n_parties, public=None):
-        _, entry = _entry(estimator)
+        entry = _entry(estimator)
+        if entry is None:
+            raise TypeError(f"{type(estimator).__name__} is not a linear model the "
+                            f"valuators map. {ALTERNATIVE}")
         objective = entry.build(estimator.get_params(deep=False), n_parties, public)
         check_class_weight(type(estimator).__name__, objective.class_weight)
         degree = (None if objective.is_classifier
@@ -413,8 +416,8 @@ class LinearFamily(Family):
     def public_params(self, estimator, X_val, y_val, seed):
         """The ``*CV`` variants' choices and HuberRegressor's scale, fitted on
         the validation set only; ``{}`` for other models."""
-        _, entry = _entry(estimator)
-        if entry.public_fit is None:
+        entry = _entry(estimator)
+        if entry is None or entry.public_fit is None:
             return {}
         model = clone(estimator)
         if "random_state" in model.get_params() and model.random_state is None:
@@ -501,6 +504,8 @@ class LinearFamily(Family):
         return None
 
     def curvature(self, loss):
+        if isinstance(loss, MarginLoss):
+            return loss.curvature
         return _CURVATURE.get(loss, 1.0)
 
     def gradient_sum(self, problem, *, clip, unit):
@@ -508,7 +513,8 @@ class LinearFamily(Family):
         in memory, or on the blocks of rows held by Dask (one row a party)."""
         T, X, offsets = _math._f64(problem.T), problem.X, problem.offsets
         one_row = len(offsets) - 1 == len(X) and _math.one_row_each(offsets)
-        args = (None if one_row else _math._i64(offsets), int(problem.loss),
+        args = (None if one_row else _math._i64(offsets),
+                _losses.loss_argument(problem.loss),
                 float(problem.loss_param), float(problem.l2), float(problem.l1),
                 int(problem.n_penalized), float(clip), float(unit))
         if hasattr(X, "sum_blocks"):  # Dask rows

@@ -68,7 +68,7 @@ def clipped_row_gradient_sum(theta, X, T, row_weights, loss, loss_param, l2,
         for c in range(n_penalized, n_columns):
             m += coef[c] * x[c]
             row_sq += x[c] * x[c]
-        a = row_weights[row] * _losses._output_dloss(loss, m, T[row, 0], loss_param)
+        a = row_weights[row] * _losses.output_dloss(loss, m, T[row, 0], loss_param)
         norm_sq = a * a * row_sq + 2.0 * a * l2 * dot_pen + l2 * l2 * pen_sq
         scale = inverse_unit  # the root only for the rows clipped
         if norm_sq > clip_sq:

@@ -73,6 +73,7 @@ import numpy as np
 from numba import njit
 
 from . import _losses, _math
+from ._margin_loss import MarginLoss
 from ._math import _f64, _jit
 
 # Largest error of the tabulated utility anywhere in the table (absolute).
@@ -86,6 +87,7 @@ QUADRATIC = 1
 HERMITE_MULTINOMIAL = 2
 PIECEWISE = 3  # a quadratic between consecutive kinks, exact
 HERMITE_TWEEDIE = 4  # half Tweedie deviance, log link
+HERMITE_MARGIN = 5  # a family's own loss (MarginLoss), checked at midpoints
 
 def kind_flag(kind):
     """The walk's ``kind`` argument: None for HERMITE (the binary logistic
@@ -144,7 +146,14 @@ _PIECEWISE_LOSSES = _CLASSIFICATION_PIECES + (
 def table_kind(loss, utility, n_outputs):
     """The kind of the table of :func:`line_utility` for ``loss``, ``utility``
     and ``n_outputs``, or None where no table applies (a half Tweedie
-    deviance's table may still be refused for its range)."""
+    deviance's and a family's own loss's table may still be refused for its
+    range)."""
+    if isinstance(loss, MarginLoss):
+        if n_outputs != 1:
+            return None
+        if utility in (_losses.NEG_MSE, _losses.R2):
+            return QUADRATIC
+        return HERMITE_MARGIN if utility == _losses.NEG_LOSS else None
     if loss == _losses.MULTINOMIAL and utility == _losses.NEG_LOSS:
         return HERMITE_MULTINOMIAL
     if n_outputs != 1:
@@ -305,6 +314,62 @@ def _tabulate_tweedie(rows, lo, h, table, scratch):
         table[i, 2] = h * h * second / n_val
 
 
+@njit(**_jit)
+def _tabulate_margin(rows, lo, h, table, loss, loss_param):
+    """``table[i] = (U, h U', h^2 U'')`` at ``z_i = lo + i h`` for a family's own
+    loss: ``rows[:, 0]`` the margins per unit ``z``, ``rows[:, 1]`` the
+    targets (sums over the rows in their order)."""
+    n_val = rows.shape[0]
+    for i in range(table.shape[0]):
+        z = lo + i * h
+        value, first, second = 0.0, 0.0, 0.0
+        for v in range(n_val):
+            c, t = rows[v, 0], rows[v, 1]
+            value -= _losses.margin_value(loss, z * c, t, loss_param)
+            first -= c * _losses.output_dloss(loss, z * c, t, loss_param)
+            second -= c * c * _losses.margin_curvature(loss, z * c, t, loss_param)
+        table[i, 0] = value / n_val
+        table[i, 1] = h * first / n_val
+        table[i, 2] = h * h * second / n_val
+
+
+@njit(**_jit)
+def _midpoint_errors(rows, lo, h, coefficients, loss, loss_param, out):
+    """``out[i]``: how far interval ``i``'s quintic is from ``U`` at its midpoint."""
+    for i in range(coefficients.shape[0]):
+        out[i] = abs(horner5(coefficients, i, 0.5)
+                     - _exact(HERMITE_MARGIN, rows, lo + (i + 0.5) * h, loss,
+                              loss_param))
+
+
+def _margin_table(rows, loss, loss_param, z_range, max_intervals):
+    """The :data:`LineUtility` of a family's own loss: a uniform table whose step
+    is refined until every interval's quintic is within ``LINE_TOLERANCE`` of
+    ``U`` at its midpoint, where the interpolation error ``U^(6)(xi) / 6! (t
+    (t - 1))^3 h^6`` peaks (an a posteriori check against exact values, not
+    a proof: it assumes ``U^(6)`` varies little within an interval); None
+    when that takes more than ``max_intervals`` intervals (the walk then
+    reads the rows)."""
+    lo, hi = float(z_range[0]), float(z_range[1])
+    intervals = 64
+    while intervals <= max_intervals:
+        h = (hi - lo) / intervals if hi > lo else 1.0
+        nodes = np.empty((intervals + 1, 3))
+        _tabulate_margin(rows, lo, h, nodes, loss, loss_param)
+        coefficients = _coefficients(nodes)
+        errors = np.empty(intervals)
+        _midpoint_errors(rows, lo, h, coefficients, loss, loss_param, errors)
+        worst = float(errors.max())
+        if worst <= LINE_TOLERANCE:
+            return LineUtility(HERMITE_MARGIN, lo, 1.0 / h, coefficients,
+                               np.zeros(3), rows)
+        if not np.isfinite(worst):
+            return None
+        # The error scales as h^6: 20% finer than that predicts.
+        intervals = int(np.ceil(1.2 * intervals * (worst / LINE_TOLERANCE) ** (1 / 6)))
+    return None
+
+
 def _tweedie_sixth(c, t, p, z_range):
     """A bound on ``|U^(6)|`` over ``z_range`` (inf where it overflows)."""
     ends = np.multiply.outer(c, np.asarray(z_range, dtype=np.float64))
@@ -393,6 +458,9 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
         return _hermite_table(HERMITE, s, _tabulate_logistic,
                               _SIGMA5_BOUND * float(np.mean(s**6)), z_range,
                               max_intervals)
+    if kind == HERMITE_MARGIN:
+        return _margin_table(_f64(np.column_stack([c_val, t_val])), loss,
+                             float(loss_param), z_range, max_intervals)
     if kind == HERMITE_TWEEDIE:
         # The table may reach a step past z_range's ends: bound U^(6) there too.
         lo, hi = z_range
@@ -410,9 +478,10 @@ def line_utility(c_val, t_val, loss, utility, total_sum_squares, z_range,
 
 
 @njit(**_jit)
-def _exact(kind, rows, z):
+def _exact(kind, rows, z, loss, loss_param):
     """``U(z)`` from the validation rows (past the table); ``kind`` None is
-    HERMITE (:func:`kind_flag`)."""
+    HERMITE (:func:`kind_flag`); ``loss`` the walk's (read by HERMITE_MARGIN
+    only)."""
     n_val = rows.shape[0]
     total = 0.0
     if kind is None:
@@ -427,6 +496,12 @@ def _exact(kind, rows, z):
         for v in range(n_val):
             total += _losses.output_loss(_losses.TWEEDIE, z * rows[v, 0], rows[v, 1], rows[v, 2])
         return -total / n_val
+    if kind == HERMITE_MARGIN:
+        for v in range(n_val):
+            total += _losses.margin_value(loss, z * rows[v, 0], rows[v, 1], loss_param)
+        return -total / n_val
+    if kind != HERMITE_MULTINOMIAL:
+        raise ValueError("unknown line kind")
     n_classes = rows.shape[1] - 1
     for v in range(n_val):
         top = z * rows[v, 0]
@@ -451,11 +526,11 @@ def horner5(table, i, t):
 # inlined by numba itself, not LLVM: no standalone copy of each is optimised
 # and emitted.
 @njit(inline="always", **_jit)
-def _hermite(kind, lo, inv_h, table, rows, z):
+def _hermite(kind, lo, inv_h, table, rows, z, loss, loss_param):
     """``U(z)`` from the table, or exactly past it."""
     x = (z - lo) * inv_h
     if not (x >= 0.0 and x < table.shape[0]):
-        return _exact(kind, rows, z)
+        return _exact(kind, rows, z, loss, loss_param)
     i = int(x)
     return horner5(table, i, x - i)
 
@@ -474,27 +549,30 @@ def _segment(kinks, z):
 
 
 @njit(inline="always", **_jit)
-def line_value(kind, lo, inv_h, table, quad, s, z):
-    """``U(z)``; ``kind`` None is HERMITE (:func:`kind_flag`)."""
+def line_value(kind, lo, inv_h, table, quad, s, z, loss, loss_param):
+    """``U(z)``; ``kind`` None is HERMITE (:func:`kind_flag`); ``loss`` and
+    ``loss_param`` the walk's (a table's kind that reads the rows past it
+    may need them)."""
     if kind is None:
-        return _hermite(kind, lo, inv_h, table, s, z)
+        return _hermite(kind, lo, inv_h, table, s, z, loss, loss_param)
     if kind == QUADRATIC:
         return (quad[0] * z + quad[1]) * z + quad[2]
     if kind == PIECEWISE:
         j = _segment(s, z)
         return (table[j, 2] * z + table[j, 1]) * z + table[j, 0]
-    return _hermite(kind, lo, inv_h, table, s, z)
+    return _hermite(kind, lo, inv_h, table, s, z, loss, loss_param)
 
 
 @njit(inline="always", **_jit)
-def line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
+def line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous, loss,
+                loss_param):
     """``(U(z_new) - U(z_old), U(z_new))``; ``previous`` is ``U(z_old)``.
 
     A quadratic's change is computed from the step, without cancellation.
     ``kind`` None is HERMITE (:func:`kind_flag`).
     """
     if kind is None:
-        current = _hermite(kind, lo, inv_h, table, s, z_new)
+        current = _hermite(kind, lo, inv_h, table, s, z_new, loss, loss_param)
         return current - previous, current
     if kind == QUADRATIC:
         return ((z_new - z_old) * (quad[0] * (z_new + z_old) + quad[1]),
@@ -506,5 +584,5 @@ def line_change(kind, lo, inv_h, table, quad, s, z_old, z_new, previous):
             return ((z_new - z_old) * (table[j, 2] * (z_new + z_old) + table[j, 1]),
                     current)
         return current - previous, current
-    current = _hermite(kind, lo, inv_h, table, s, z_new)
+    current = _hermite(kind, lo, inv_h, table, s, z_new, loss, loss_param)
     return current - previous, current

@@ -26,7 +26,8 @@ import numpy as np
 from numba import njit
 
 from ..privacy._release import clip_l2, release_step, walk_stream
-from ._losses import (NEG_LOSS, kernel_codes, sample_dloss, utility_of_margins)
+from ._losses import (NEG_LOSS, kernel_codes, loss_argument, sample_dloss,
+                      utility_of_margins)
 from ._math import (_f64, _i64, _jit, _scalar, _scalar_py, pad_columns,
                     unit_weights, validation_scratch)
 
@@ -277,7 +278,7 @@ def sgd_pass(X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
     _, _, theta = _run_walk(
         X, _f64(T), np.arange(X.shape[0] + 1), np.zeros((n_columns, 0)),
         np.zeros((theta_init.shape[0], 0)), np.empty(0, dtype=np.int64),
-        loss=int(loss), utility=NEG_LOSS, loss_param=float(loss_param),
+        loss=loss_argument(loss), utility=NEG_LOSS, loss_param=float(loss_param),
         l2=float(l2), n_penalized=int(n_penalized), clip_norm=float(clip_norm),
         learning_rate=float(learning_rate), total_sum_squares=1.0, l1=l1,
         row_weights=row_weights, starts=theta_init[None],
@@ -295,7 +296,7 @@ def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
     n_outputs, n_columns = thetas.shape[1:]
     _, utilities, _ = _run_walk(
         np.zeros((0, n_columns)), np.zeros((0, n_outputs)), np.zeros(1, np.int64),
-        pad_columns(X_val), pad_columns(T_val), _i64(labels_val), loss=int(loss),
+        pad_columns(X_val), pad_columns(T_val), _i64(labels_val), loss=loss_argument(loss),
         utility=int(utility), loss_param=float(loss_param), l2=0.0,
         n_penalized=0, clip_norm=1.0, learning_rate=0.0,
         total_sum_squares=float(total_sum_squares), starts=thetas,
@@ -322,7 +323,7 @@ def party_gradients(theta, X, T, offsets, *, loss, loss_param, l2, n_penalized,
     out = np.empty((len(offsets) - 1, *theta.shape))
     _party_gradients(theta, _f64(X), _f64(T),
                      unit_weights(len(X)) if row_weights is None else _f64(row_weights),
-                     _i64(offsets), int(loss), float(loss_param), float(l2),
+                     _i64(offsets), loss_argument(loss), float(loss_param), float(l2),
                      float(l1), int(n_penalized),
                      np.empty(theta.shape[0]), np.empty(theta.shape[0]), out)
     return out
@@ -385,7 +386,7 @@ def make_problem(X, T, offsets, X_val, T_val, labels_val, *, loss, utility,
     return WalkProblem(
         f64(X), f64(T), i64(offsets),
         pad_columns(X_val), pad_columns(T_val),
-        i64(labels_val), int(loss),
+        i64(labels_val), loss_argument(loss),
         int(utility), float(loss_param), float(l2), int(n_penalized),
         float(clip_norm), float(learning_rate), float(total_sum_squares),
         np.zeros((n_outputs, X.shape[1])), f64(weights), float(l1),

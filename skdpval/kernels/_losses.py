@@ -11,9 +11,10 @@ below take it too (:mod:`skdpval.kernels._margin_loss`).
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
-from ._margin_loss import MarginLoss
+from ._margin_loss import MarginLoss, MarginLossType, loss_of
 from ._math import (_exp, _exp_neg, _jit, _log_at_least_1, _max, _scalar,
                     _scalar_py, _sum, LANES, softplus)
 
@@ -102,7 +103,8 @@ def output_loss(loss, m, t, loss_param):
         r = t - m
         a, b = loss_param * r, (loss_param - 1.0) * r
         return b if b > a else a
-    # TWEEDIE
+    if loss != TWEEDIE:
+        raise ValueError("unknown loss code")
     if loss_param == 1.0:
         return np.exp(m) - t * m
     if loss_param == 2.0:
@@ -164,11 +166,13 @@ def _output_dloss(loss, m, t, loss_param):
         return 0.0
     if loss == PINBALL:
         return -loss_param if t > m else 1.0 - loss_param
-    # TWEEDIE: d/dm, valid at p = 1 and p = 2 too
+    if loss != TWEEDIE:
+        raise ValueError("unknown loss code")
+    # d/dm, valid at p = 1 and p = 2 too
     return np.exp((2.0 - loss_param) * m) - t * np.exp((1.0 - loss_param) * m)
 
 @njit(**_jit)
-def sample_loss(loss, margins, targets, loss_param):
+def _coded_sample_loss(loss, margins, targets, loss_param):
     """Loss of one sample: summed over outputs (one-vs-rest) or multinomial."""
     if loss is None:  # binary logistic, compiled alone (see ``kernel_codes``)
         return 0.0 + softplus(-targets[0] * margins[0])
@@ -187,7 +191,7 @@ def sample_loss(loss, margins, targets, loss_param):
     return value
 
 @njit(**_jit)
-def sample_dloss(loss, margins, targets, loss_param, out):
+def _coded_sample_dloss(loss, margins, targets, loss_param, out):
     """Gradient of ``sample_loss`` with respect to the margins, into ``out``."""
     if loss is None:  # binary logistic, compiled alone (see ``kernel_codes``)
         out[0] = _logistic_dloss(margins[0], targets[0])
@@ -265,7 +269,7 @@ def logistic_loss_sum(margins, targets, n_val, scratch):
     return total
 
 @njit(**_jit)
-def _row_losses(loss, margins, T_val_t, loss_param, scratch):
+def _coded_row_losses(loss, margins, T_val_t, loss_param, scratch):
     """``scratch[0, i]`` = the loss of validation row ``i``, for every column.
 
     Every loop runs over contiguous rows with no branch on the row, so that
@@ -317,6 +321,146 @@ def _row_losses(loss, margins, T_val_t, loss_param, scratch):
             for i in range(n_rows):
                 out[i] += output_loss(loss, m[i], t[i], loss_param)
 
+# --- the entry points: a loss code, or a family's own loss ---------------------------
+#
+# The kernels call these; numba picks, when it compiles a kernel, the coded
+# functions above for a loss code (or None, the binary logistic loss) and a
+# MarginLoss's own functions for one (inlined: the kernel runs them at a
+# built-in loss's speed). Called from Python they run the same code.
+
+def sample_loss(loss, margins, targets, loss_param):
+    """Loss of one sample: summed over outputs (one-vs-rest) or multinomial."""
+    if isinstance(loss, MarginLoss):
+        return float(sum(loss.value(m, t, loss_param) for m, t in zip(margins, targets)))
+    return _coded_sample_loss(loss, margins, targets, loss_param)
+
+
+def sample_dloss(loss, margins, targets, loss_param, out):
+    """Gradient of :func:`sample_loss` with respect to the margins, into ``out``."""
+    if isinstance(loss, MarginLoss):
+        for k in range(len(margins)):
+            out[k] = loss.derivative(margins[k], targets[k], loss_param)
+        return
+    _coded_sample_dloss(loss, margins, targets, loss_param, out)
+
+
+def output_dloss(loss, m, t, loss_param):
+    """Derivative of one output's loss in its margin ``m``."""
+    if isinstance(loss, MarginLoss):
+        return loss.derivative(m, t, loss_param)
+    return _output_dloss(loss, m, t, loss_param)
+
+
+def _row_losses(loss, margins, T_val_t, loss_param, scratch):
+    """``scratch[0, i]`` = the loss of validation row ``i``, for every column."""
+    if isinstance(loss, MarginLoss):
+        scratch[0, :margins.shape[1]] = [
+            sum(loss.value(margins[k, i], T_val_t[k, i], loss_param)
+                for k in range(margins.shape[0])) for i in range(margins.shape[1])]
+        return
+    _coded_row_losses(loss, margins, T_val_t, loss_param, scratch)
+
+
+def log_link(loss):
+    """Whether a prediction is ``exp(margin)`` (the Tweedie losses' log link)."""
+    return loss is not None and not isinstance(loss, MarginLoss) and loss == TWEEDIE
+
+
+@overload(sample_loss, inline="always")
+def _sample_loss_of(loss, margins, targets, loss_param):
+    if isinstance(loss, MarginLossType):
+        value = loss_of(loss).value
+
+        def margin_loss(loss, margins, targets, loss_param):
+            total = 0.0
+            for k in range(margins.shape[0]):
+                total += value(margins[k], targets[k], loss_param)
+            return total
+        return margin_loss
+    return lambda loss, margins, targets, loss_param: _coded_sample_loss(
+        loss, margins, targets, loss_param)
+
+
+@overload(sample_dloss, inline="always")
+def _sample_dloss_of(loss, margins, targets, loss_param, out):
+    if isinstance(loss, MarginLossType):
+        derivative = loss_of(loss).derivative
+
+        def margin_loss(loss, margins, targets, loss_param, out):
+            for k in range(margins.shape[0]):
+                out[k] = derivative(margins[k], targets[k], loss_param)
+        return margin_loss
+
+    def coded(loss, margins, targets, loss_param, out):
+        _coded_sample_dloss(loss, margins, targets, loss_param, out)
+    return coded
+
+
+@overload(output_dloss, inline="always")
+def _output_dloss_of(loss, m, t, loss_param):
+    if isinstance(loss, MarginLossType):
+        derivative = loss_of(loss).derivative
+        return lambda loss, m, t, loss_param: derivative(m, t, loss_param)
+    return lambda loss, m, t, loss_param: _output_dloss(loss, m, t, loss_param)
+
+
+@overload(_row_losses, inline="always")
+def _row_losses_of(loss, margins, T_val_t, loss_param, scratch):
+    if isinstance(loss, MarginLossType):
+        value = loss_of(loss).value
+
+        def margin_loss(loss, margins, T_val_t, loss_param, scratch):
+            out = scratch[0]
+            for i in range(margins.shape[1]):
+                out[i] = 0.0
+            for k in range(margins.shape[0]):
+                m, t = margins[k], T_val_t[k]
+                for i in range(margins.shape[1]):
+                    out[i] += value(m[i], t[i], loss_param)
+        return margin_loss
+
+    def coded(loss, margins, T_val_t, loss_param, scratch):
+        _coded_row_losses(loss, margins, T_val_t, loss_param, scratch)
+    return coded
+
+
+@overload(log_link, inline="always")
+def _log_link_of(loss):
+    if isinstance(loss, (MarginLossType, types.NoneType)):
+        return lambda loss: False
+    return lambda loss: loss == TWEEDIE
+
+
+def margin_value(loss, m, t, loss_param):
+    """One output's loss at margin ``m`` (a code's, None the binary logistic
+    loss's, or a :class:`~skdpval.kernels.MarginLoss`'s)."""
+    if isinstance(loss, MarginLoss):
+        return loss.value(m, t, loss_param)
+    return softplus(-t * m) if loss is None else output_loss(loss, m, t, loss_param)
+
+
+def margin_curvature(loss, m, t, loss_param):
+    """A :class:`~skdpval.kernels.MarginLoss`'s second derivative in ``m``."""
+    return loss.second(m, t, loss_param)
+
+
+@overload(margin_value, inline="always")
+def _margin_value_of(loss, m, t, loss_param):
+    if isinstance(loss, MarginLossType):
+        value = loss_of(loss).value
+        return lambda loss, m, t, loss_param: value(m, t, loss_param)
+    if isinstance(loss, types.NoneType):
+        return lambda loss, m, t, loss_param: softplus(-t * m)
+    return lambda loss, m, t, loss_param: output_loss(loss, m, t, loss_param)
+
+
+@overload(margin_curvature, inline="always")
+def _margin_curvature_of(loss, m, t, loss_param):
+    if isinstance(loss, MarginLossType):
+        second = loss_of(loss).second
+        return lambda loss, m, t, loss_param: second(m, t, loss_param)
+
+
 @njit(**_scalar)
 def utility_of_margins(utility, loss, margins, T_val_t, labels, loss_param,
                        total_sum_squares, scratch):
@@ -348,10 +492,7 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, loss_param,
         return correct / n_val
     if utility == NEG_MSE or utility == R2:
         m, t, squares = margins[0], T_val_t[0], scratch[0]
-        log_link = False
-        if loss is not None:
-            log_link = loss == TWEEDIE
-        if log_link:  # the prediction is exp(margin)
+        if log_link(loss):  # the prediction is exp(margin)
             for i in range(n_columns):
                 r = _exp(m[i]) - t[i]
                 squares[i] = r * r
@@ -363,7 +504,13 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, loss_param,
         if utility == R2:
             return 1.0 - total / total_sum_squares
         return -total / n_val
-    return np.nan  # no other utility code exists
+    raise ValueError("unknown utility code")
+
+def loss_argument(loss):
+    """A loss as the kernels take it: its integer code, or a family's own
+    :class:`~skdpval.kernels.MarginLoss` (a numba type of its own)."""
+    return loss if isinstance(loss, MarginLoss) else int(loss)
+
 
 def kernel_codes(loss, utility, n_outputs):
     """The loss and utility arguments of the kernels: codes, or None for the defaults.
@@ -371,7 +518,8 @@ def kernel_codes(loss, utility, n_outputs):
     numba compiles a kernel once per argument type and drops the branches a
     None argument rules out: the binary logistic loss (None) and the
     negative loss utility (None), the defaults, are compiled alone, which
-    halves a first fit's compilation.
+    halves a first fit's compilation. A :class:`~skdpval.kernels.MarginLoss`
+    is a type of its own: a kernel is compiled for it alone too.
     """
-    return (None if loss == LOGISTIC and n_outputs == 1 else int(loss),
+    return (None if loss == LOGISTIC and n_outputs == 1 else loss_argument(loss),
             None if utility == NEG_LOSS else int(utility))

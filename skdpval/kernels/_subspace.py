@@ -338,7 +338,8 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
     # reads them).
     slots = stream[0]
     has_noise = slots.shape[0] == n_walks
-    start = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0)
+    start = _line.line_value(kind, lo, inv_h, table, quad, s_val, 0.0, loss,
+                             loss_param)
     for b in range(n_walks):
         ends[b, 0] = 0.0
         end_utility[b] = start
@@ -377,13 +378,14 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
                 z_own = z_old - learning_rate * exact[b, 0]
                 change, _ = _line.line_change(
                     kind, lo, inv_h, table, quad, s_val, z_old, z_own,
-                    end_utility[b])
+                    end_utility[b], loss, loss_param)
                 end_utility[b] = _line.line_value(kind, lo, inv_h, table, quad,
-                                                  s_val, ends[b, 0])
+                                                  s_val, ends[b, 0], loss,
+                                                  loss_param)
             else:
                 change, end_utility[b] = _line.line_change(
                     kind, lo, inv_h, table, quad, s_val, z_old, ends[b, 0],
-                    end_utility[b])
+                    end_utility[b], loss, loss_param)
             marginals[b, permutations[b, position]] = weight * change
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..privacy._release import release_stream, walk_stream
 from . import _line
 from ._linear import PartiesByOffsets
-from ._losses import NEG_LOSS, kernel_codes, losses_and_gradients
+from ._losses import NEG_LOSS, kernel_codes, loss_argument, losses_and_gradients
 from ._math import (_f64, one_row_each, pad_columns, padded_length, unit_weights,
                     validation_scratch)
 from ._subspace import (_line_walk, _utilities, _walk, joint_flag, level_flag,
@@ -304,7 +304,7 @@ def make_subspace_problem(basis, X, T, offsets, X_val, T_val, labels_val, *,
     return SubspaceProblem(
         F, _f64(T), offsets,
         _validation_layout(F_val), pad_columns(T_val),
-        np.ascontiguousarray(labels_val, dtype=np.int64), int(loss),
+        np.ascontiguousarray(labels_val, dtype=np.int64), loss_argument(loss),
         int(utility), float(loss_param), float(l2),
         penalty_matrix(basis, n_outputs, n_penalized), float(clip_norm),
         float(learning_rate), float(total_sum_squares), _f64(weights), float(l1),
@@ -352,7 +352,8 @@ def set_up_problem(basis, X, T, offsets, *, loss, loss_param, l2, n_penalized,
     line = None if kind is None else _line.LineUtility(
         kind, 0.0, 0.0, np.zeros((1, 6)), np.zeros(3), np.zeros((0, 1)))
     problem = SubspaceProblem(
-        F, _f64(T), offsets, *_no_validation(m, n_outputs), int(loss), int(utility),
+        F, _f64(T), offsets, *_no_validation(m, n_outputs), loss_argument(loss),
+        int(utility),
         float(loss_param), float(l2), penalty_matrix(basis, n_outputs, n_penalized),
         float(clip_norm), float(learning_rate), 1.0, np.zeros(0), float(l1),
         penalised_basis(basis, n_outputs, n_penalized),
