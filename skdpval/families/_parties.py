@@ -311,8 +311,8 @@ def standardize_by_validation(X, X_val, center=True):
     return _standardized(X, mean, std), _standardized(X_val, mean, std), (mean, std)
 
 
-# Rows standardised per block: numpy's temporaries stay a few MB (a million
-# rows of 20 features made eight of 160 MB in one go).
+# Rows standardised per block: numpy's temporaries stay a block's size (in
+# one go they made eight arrays of the whole X).
 _STANDARDIZE_BLOCK_ROWS = 8192
 
 

@@ -78,7 +78,7 @@ from ._math import _f64, _jit
 
 # Largest error of the tabulated utility anywhere in the table (absolute).
 LINE_TOLERANCE = 2.0**-45
-# Intervals of the table at most (48 bytes each): the range it covers is
+# Intervals of the table at most (six doubles each): the range it covers is
 # this many steps h, centred on 0; past it the utility is computed exactly.
 LINE_MAX_INTERVALS = 2**16
 

@@ -35,8 +35,8 @@ LANES = 8
 
 # No reference counting (numba's private ``_nrt`` flag): every array
 # argument of a jitted call and every view taken costs an atomic increment
-# and decrement of a reference count, which took 180 of the 210 ns of a step
-# of the walk along a line. Kernels allocate nothing (the caller passes the
+# and decrement of a reference count, most of a step of the walk along a
+# line (benchmarks/speed.py). Kernels allocate nothing (the caller passes the
 # buffers); the few that do use ``_jit_alloc``.
 _jit = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True,
             _nrt=False)
@@ -230,7 +230,7 @@ def unit_weights(n_rows):
 
 def one_row_each(offsets, block=2**20):
     """Whether ``offsets`` is ``0, 1, ..., n`` (one row a party), checked a
-    block at a time: no temporary of n numbers (n = 1e7: 80 MB)."""
+    block at a time: no temporary of n numbers."""
     return all(np.array_equal(offsets[lo:lo + block],
                               np.arange(lo, min(lo + block, len(offsets))))
                for lo in range(0, len(offsets), block))

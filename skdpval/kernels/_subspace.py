@@ -46,8 +46,8 @@ from ._losses import sample_dloss, utility_of_margins
 from ._math import _jit, _scalar, one_row_each, prefetch
 
 # The walk along a line prefetches what its walks read this many steps on,
-# from this many parties (their data then outgrow the caches: 100,000
-# parties ran 95 -> 39 ns a step; 300 to 8,000 parties, 1-2 ns slower).
+# from this many parties (their data then outgrow the caches; below it the
+# prefetches only cost: benchmarks/speed.py).
 PREFETCH_STEPS = 1
 PREFETCH_MIN_PARTIES = 2**15
 

@@ -183,8 +183,8 @@ class SubspaceProblem(PartiesByOffsets, namedtuple("SubspaceProblem", [
 
 # --- the problem as it travels to workers ------------------------------------------
 #
-# A worker limited to 1 GiB walks n = 1e7 parties: each per-party array of
-# doubles is 80 MB there. Pickled, the problem sends only what its values
+# A worker with little memory walks millions of parties: each per-party array
+# of doubles counts there. Pickled, the problem sends only what its values
 # need; unpickled, what the kernels read as arrays is rebuilt without
 # copies: targets of small integers (+-1: binary classification) as int8,
 # which the kernels read as the same doubles; constant weights (Shapley's
@@ -204,7 +204,7 @@ class _Packed(namedtuple("_Packed", ["kind", "payload", "length"])):
 
 
 # Compared in blocks of this many numbers: the client holds no full-size
-# temporary (n = 1e7: 80 MB).
+# temporary.
 _PACK_BLOCK = 2**16
 
 

@@ -52,8 +52,8 @@ MAX_INT = np.iinfo(np.int32).max
 STEP_TO_USER = 5
 
 
-# The ranks are written in blocks of this many parties (n = 1e7: scipy's
-# rankdata held about five arrays of n at the client's peak, 400 MB).
+# The ranks are written in blocks of this many parties: scipy's rankdata
+# holds several arrays of n at once (benchmarks/dask_memory.py).
 RANK_BLOCK = 2**16
 
 

@@ -402,7 +402,7 @@ class DPLabelQuality(BaseValuator):
         self.values_stderr_[parties.train_parties] = 0.0 if joint else (
             mean_release_noise_std(score.noise_std,
                                    np.diff(parties.offsets) if record_level else None))
-        scores += centre  # in place: the released copy (n = 1e7: 80 MB)
+        scores += centre  # in place: the released copy (an array of n)
         return scores
 
     def _public_model_problem(self, estimator, parties, record_level, mechanism,
@@ -452,7 +452,7 @@ class DPLabelQuality(BaseValuator):
         row_scores -= centre
         if len(parties.offsets) - 1 == len(parties.X):
             # One row a party: its sum and its mean are its row's score (no
-            # arrays of n; with n = 1e7, 80 MB each).
+            # more arrays of n).
             return row_scores
         sums = np.add.reduceat(row_scores, parties.offsets[:-1])
         return sums if record_level else sums / np.diff(parties.offsets)

@@ -49,8 +49,8 @@ def noise_slope_squared_norm(values, value_variance, mean_releases):
 
 
 # One release a party (the public line) is read in blocks of this many
-# parties: the SVD's way held about six arrays of n at the client's peak (n =
-# 1e7: 480 MB).
+# parties: the SVD's way held several arrays of n at the client's peak
+# (benchmarks/dask_memory.py).
 SLOPE_BLOCK = 2**16
 
 

@@ -42,8 +42,8 @@ def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape
     the raw sums come from it), the client holds no reference to it, and
     Dask never reads it again: a lost worker makes the walk start again
     from its first wave (:func:`_run_on_dask`). A new array would
-    hold 8 bytes a party more at the worker's peak (n = 1e7: 80 MB of a 1
-    GiB worker). Run on another worker, the task changes its own copy.
+    hold one more array of n at the worker's peak. Run on another worker,
+    the task changes its own copy.
     """
     out = (np.empty((n_parties, *release_shape)) if rolling_mean is None
            else rolling_mean)
@@ -57,11 +57,10 @@ def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape
 
 def return_reader_memory():
     """Give back to the system the memory pyarrow's pool keeps after reading
-    (Parquet): a worker that read 10^6 rows of 20 features held 505 MiB,
-    500 after a garbage collection and ``malloc_trim``, 358 after
-    ``release_unused`` (0.73 us a call; ``benchmarks/dask_reader_memory.py``),
-    which a walk of 10^7 parties on a worker limited to 1 GiB needs. Only
-    if pyarrow is loaded."""
+    (Parquet), which a garbage collection and ``malloc_trim`` do not, and
+    ``release_unused`` does, cheaply (``benchmarks/dask_reader_memory.py``):
+    a walk of millions of parties on a worker with little memory needs it.
+    Only if pyarrow is loaded."""
     pyarrow = sys.modules.get("pyarrow")
     if pyarrow is not None and hasattr(pyarrow, "default_memory_pool"):
         pyarrow.default_memory_pool().release_unused()
@@ -73,8 +72,8 @@ DASK_NODES_PER_WORKER = 1
 def _scatter_directly(client):
     """True when the scheduler runs in this process (a LocalCluster's): data
     then go to a worker directly, which the others copy, not through the
-    scheduler, which would hold another copy in the client's memory (n =
-    1e7: 80 MB an array). Else None: Dask's default (the workers of a
+    scheduler, which would hold another copy in the client's memory. Else
+    None: Dask's default (the workers of a
     remote cluster may not be reachable from the client)."""
     cluster = getattr(client, "cluster", None)
     return True if getattr(cluster, "scheduler", None) is not None else None
@@ -85,8 +84,8 @@ def _run_on_dask(client, box, draw, waves, x_tt, counted, initial, progress):
     the walk cannot recompute, at most ``LOST_WORKER_RETRIES`` times.
 
     ``box``: a list holding the problem, emptied here: the client keeps the
-    problem as the workers receive it (packed; n = 1e7: about 90 MB, not
-    320), to send it again after a loss.
+    problem as the workers receive it (packed, a fraction of its size in
+    memory), to send it again after a loss.
     """
     problem = pickle.loads(pickle.dumps(box.pop(), protocol=pickle.HIGHEST_PROTOCOL))
     for attempt in range(LOST_WORKER_RETRIES + 1):
@@ -105,7 +104,8 @@ def _run_on_dask(client, box, draw, waves, x_tt, counted, initial, progress):
                     "tries. A worker past its memory limit is killed and "
                     "restarted: with little memory a worker, lower "
                     "batch_permutations (on n workers, n walks one permutation a "
-                    "worker, about 39 bytes a party) or give the workers more "
+                    "worker: the user guide's 'Data held by Dask' gives the "
+                    "memory a party needs) or give the workers more "
                     "memory.") from lost
             progress.restart()
 
@@ -132,7 +132,7 @@ def _gather_from(client, futures, workers):
     It waits on the futures' callbacks, not on ``distributed.wait`` with a
     timeout: each timeout's error held the walk's frames in a reference
     cycle until a full garbage collection, a wave's gathered sums with them
-    (n = 1e7: the client's peak 1,568 MiB against 1,270).
+    (the client's peak: benchmarks/results/dask_scale.jsonl).
     """
     all_done = threading.Event()
 
@@ -159,7 +159,7 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
     Each worker receives its own copy of the problem and the draws (its own
     keys, one replica each: Dask's active memory manager drops extra
     replicas of a key between waves, and the copy a worker then fetched
-    again, 90 MB at n = 1e7, both cost memory and left the problem on one
+    again both cost memory and left the problem on one
     worker, so that losing it lost the walk's data). Tasks stay on their
     worker (a stolen node would fetch the problem and the means). A lost
     worker's data cannot be recomputed (they were sent, not computed): its
@@ -173,7 +173,7 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
     depth = math.ceil(math.log2(len(workers) * DASK_NODES_PER_WORKER))
     n_parties, release_shape, n_permutations = initial
     if getattr(problem, "reads_int32_orders", False) and n_parties < 2**31:
-        draw = draw.with_orders(np.int32)  # a worker's walk: 4 bytes a party less
+        draw = draw.with_orders(np.int32)  # a worker's walk: half its orders
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
     try:
         sent = [client.scatter([problem, draw], workers=[worker], hash=False,
@@ -208,7 +208,7 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
         if release_shape is not None and counted[start:stop].any():
             # The counted sums leave the workers before they update their
             # means (a worker would hold them, its raw sums, the other's and
-            # two copies of the means: n = 1e7, 160 MB more at its peak).
+            # two copies of the means at its peak).
             while pending:
                 state, size = merge_first_pending()
                 progress.update(size)
@@ -223,7 +223,7 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
                                    n_parties, release_shape, *raws, **on(w))
                      for w in range(1 if last else len(workers))]
             # Freed once read (held here, a wave's raw sums outlived the
-            # next wave's walk: n = 1e7, 160 MB a worker).
+            # next wave's walk).
             del raws
         del nodes
         # Keep a wave queued behind the running one; merge finished waves.

@@ -242,9 +242,8 @@ class DaskRows:
 
 # Rows read at every step of a fit (the private fit's 20 passes) are kept on
 # the workers when they take at most this share of the workers' summed
-# memory limits (a worker without a limit: not kept). Measured
-# (benchmarks/dask_fit.py, n = 1e6 from Parquet, 2 workers of 1 GiB): a pass
-# that reads the Parquet blocks anew cost about 3 s.
+# memory limits (a worker without a limit: not kept): a pass that reads the
+# Parquet blocks anew costs more than the walk's step (benchmarks/dask_fit.py).
 KEEP_ROWS_MEMORY_SHARE = 0.25
 
 
@@ -272,8 +271,8 @@ def map_row_blocks(function, X, *row_args, block_rows=None):
 
 # The client computes the blocks of a per-row result in groups of about
 # this many rows, each copied into the result as it comes: it then holds the
-# result and one group, not every block and their concatenation (with
-# n = 1e7, one float a row: 80 MB against 240 MB).
+# result and one group, not every block and their concatenation (three
+# arrays of n).
 GATHER_ROWS = 2**20
 
 
@@ -303,8 +302,8 @@ def gather_blocks(tasks, starts):
 def _in_memory(values):
     """A per-row input (``y``, ``sample_weight``) in the client's memory:
     gathered block by block (a data frame's ``compute`` concatenates its
-    partitions on one worker first: 80 MB of labels there killed a worker
-    limited to 1 GiB)."""
+    partitions on one worker first, which can kill a worker with little
+    memory)."""
     if not is_dask_collection(values):
         return np.asarray(values)
     import dask
@@ -423,7 +422,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         raise ValueError(f"Data valuation needs at least 2 training parties, got "
                          f"{n_rows}.")
     if is_classifier:
-        # Class indices in the smallest integer type (1e7 labels: 10 MB, not 80).
+        # Class indices in the smallest integer type.
         y = y.astype(np.min_scalar_type(max(len(classes) - 1, 0)), copy=False)
     X = DaskRows(rows)
     scale = target_scale = None
@@ -434,8 +433,7 @@ def prepare_parties(estimator, X, y, X_val, y_val, groups, *, is_classifier,
         if scale_targets and np.ptp(y_val) > 0:
             y, y_val, target_scale = standardize_targets(y, y_val, center=center)
     # Indices in 32 bits where they fit: the client holds them through the
-    # fit (n = 1e7: 40 MB each, not 80; the walk's problem has its own
-    # 64-bit offsets, freed with it).
+    # fit (the walk's problem has its own 64-bit offsets, freed with it).
     index = np.int32 if n_rows < np.iinfo(np.int32).max else np.int64
     train = np.arange(n_rows, dtype=index)
     return Parties(X, y, np.arange(n_rows + 1, dtype=index),

@@ -28,7 +28,7 @@ Where the tasks run:
 - one worker: in the calling thread;
 - threads (the default, and joblib's threading backend): a thread pool kept
   for the whole fit (the kernels release the GIL; a joblib call per wave
-  costs about 10 ms, more than a small wave's work);
+  costs more than a small wave's work);
 - Dask (``joblib.parallel_config(backend="dask")``, or Dask input with a
   distributed Client, :mod:`skdpval.walks._dask`): the problem and the draws are
   sent to every worker once, each task is pinned to a worker, and every
@@ -184,8 +184,7 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
     whatever ``n_jobs`` and the joblib backend say.
 
     ``problem`` may come in a one-element list, which this empties: on Dask
-    the client then frees its copy once it is sent (n = 1e7 parties: 320
-    MB).
+    the client then frees its copy once it is sent.
     """
     box = problem if isinstance(problem, list) else [problem]
     problem = box[0]

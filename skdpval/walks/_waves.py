@@ -21,7 +21,8 @@ def stream_words(seed_sequence, n_streams):
     """The seeds of ``n_streams`` random streams: ``(n_streams, 4)`` uint64 words.
 
     One call to the SeedSequence for all of them: spawning a child
-    SeedSequence and a PCG64 per permutation cost ~15 us each.
+    SeedSequence and a PCG64 per permutation costs more than the walk of a
+    small permutation.
     """
     return seed_sequence.generate_state(4 * n_streams, np.uint64).reshape(n_streams, 4)
 
@@ -97,8 +98,7 @@ def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
                            lambda left, right: merge_sums(left, right, in_place=True),
                            leaf_size=chunk)
     # Copies, so that the last subtree's noise and marginals are freed; not
-    # of a view that spans its whole buffer (one permutation's: n = 1e7
-    # parties, 80 MB each).
+    # of a view that spans its whole buffer (one permutation's).
     return node._replace(raw_sum=_own(node.raw_sum), mean=_own(node.mean),
                          m2=_own(node.m2))
 
@@ -124,8 +124,8 @@ class WalkState(namedtuple("WalkState", ["rolling_mean", "counted", "end_utility
 
 # Arrays of n parties are merged in blocks of this many: every operation is
 # element by element, so the bits are those of whole arrays, and no
-# temporary outgrows a block (a worker limited to 1 GiB holds n = 1e7
-# parties: 80 MB an array).
+# temporary outgrows a block (a worker with little memory holds millions of
+# parties).
 MERGE_BLOCK = 2**16
 
 def _blocks(n):
