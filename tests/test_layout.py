@@ -179,3 +179,25 @@ def test_the_old_module_paths_are_gone():
         with pytest.raises(ModuleNotFoundError):
             __import__(f"skdpval.{name}")
     assert skdpval.__all__
+
+
+FIGURE = re.compile(r"(?<![\w^.,])\d+(?:,\d{3})*(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?"
+                    r"(?:s|ms|us|ns|MB|MiB|GB|GiB|KB|KiB)\b(?![\^(])")
+
+
+def test_no_timing_or_size_figure_in_the_package_but_the_one_constant():
+    """Figures measured once go stale: they live in benchmarks/results and
+    the docs; the first fit's time is the one constant (exceptions.py)."""
+    import io
+    import tokenize
+    found = []
+    for path in modules():
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+        for token in tokens:
+            if token.type in (tokenize.COMMENT, tokenize.STRING):
+                for match in FIGURE.finditer(token.string):
+                    found.append(f"{path.relative_to(PACKAGE)}:{token.start[0]}: "
+                                 f"{match.group(0)!r}")
+    assert not found, found
+    from skdpval.exceptions import FIRST_FIT_SECONDS
+    assert FIRST_FIT_SECONDS > 0
