@@ -42,7 +42,7 @@ from scipy.optimize import minimize
 from sklearn import neural_network as nn
 from sklearn.utils import check_random_state
 
-from ..kernels import _losses, _network, _network_line
+from ..kernels import _losses, _math, _network, _network_line
 from ..kernels._line import quintic_coefficients
 from ..kernels._linear import PartiesByOffsets
 from ..kernels._math import (_f64, _i64, pad_columns, padded_length, unit_weights,
@@ -306,7 +306,7 @@ class NetworkLineProblem(PartiesByOffsets, namedtuple("NetworkLineProblem", [
             net.theta0, self.direction, net.layout, _network.act_flag(net.activation),
             _network.loss_flag(net.loss), self.A, self.C, self.T, self.row_weights,
             self.offsets, self.l2, self.penalty[0], self.penalty[1], self.clip_norm,
-            self.learning_rate, _network.level_flag(self.record_level), *self.table,
+            self.learning_rate, _math.level_flag(self.record_level), *self.table,
             self.A_val,
             self.C_val, self.T_val, self.scale, self.offset, _i64(permutations),
             walk_stream(stream, rolling_mean is not None),

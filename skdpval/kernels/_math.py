@@ -246,3 +246,13 @@ def pad_columns(a):
     out = np.zeros((a.shape[1], padded_length(a.shape[0])))
     out[:, :a.shape[0]] = a.T
     return out
+
+
+def level_flag(record_level):
+    """The walks' ``record_level`` argument: True, or None at sample level.
+
+    numba compiles a kernel once per argument type and drops the branches a
+    None argument rules out (as :func:`skdpval.kernels._losses.kernel_codes`): a
+    sample-level walk compiles without the record-level releases.
+    """
+    return True if record_level else None

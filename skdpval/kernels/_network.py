@@ -76,12 +76,6 @@ def depth_flag(layout):
     time)."""
     return None if layout.shape[0] == 2 else True
 
-def level_flag(record_level):
-    """:func:`line_walk`'s ``record_level``: True, or None at sample level
-    (the record-level path compiled out, as
-    :func:`skdpval.kernels._subspace.level_flag`)."""
-    return True if record_level else None
-
 def n_parameters(layout):
     """Length of ``theta``."""
     return int(layout[-1, 3] + layout[-1, 1])

@@ -391,17 +391,6 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
 
 # --- the kernels' compile-time flags ----------------------------------------------
 
-def level_flag(record_level):
-    """The walks' ``record_level`` argument: True, or None at sample level.
-
-    numba compiles a kernel once per argument type and drops the branches a
-    None argument rules out (as :func:`skdpval.kernels._losses.kernel_codes`): a
-    sample-level walk compiles without the record-level releases.
-    """
-    return True if record_level else None
-
-
-
 def prefetch_flag(offsets):
     """The line walk's ``prefetching`` argument: True past
     ``PREFETCH_MIN_PARTIES`` parties, else None, which numba compiles

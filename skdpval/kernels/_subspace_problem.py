@@ -14,7 +14,8 @@ from ._linear import PartiesByOffsets
 from ._losses import NEG_LOSS, kernel_codes, loss_argument, losses_and_gradients
 from ._math import (_f64, one_row_each, pad_columns, padded_length, unit_weights,
                     validation_scratch)
-from ._subspace import (_line_walk, _utilities, _walk, joint_flag, level_flag,
+from ._math import level_flag
+from ._subspace import (_line_walk, _utilities, _walk, joint_flag,
                         prefetch_flag, scalar_flag)
 
 def project_rows(basis, X, n_outputs):
