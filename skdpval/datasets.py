@@ -10,6 +10,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
+
 def _digits_3_vs_8():
     digits = sk_datasets.load_digits()
     keep = np.isin(digits.target, (3, 8))

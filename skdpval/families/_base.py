@@ -357,6 +357,7 @@ def objective_of(estimator, *, n_parties=1, public=None):
 
 # --- weights and targets (public) ---------------------------------------------------
 
+
 def check_sample_weight(sample_weight, n_samples):
     """``sample_weight`` as floats, or None: one finite weight >= 0 per sample,
     not all zero. The weights are public (the user's parameters)."""

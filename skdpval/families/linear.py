@@ -565,6 +565,7 @@ for _cls, (_reason, _closest) in _REFUSED.items():
 
 # --- where the walk lives ------------------------------------------------------------
 
+
 class FullSpace:
     """Releases of every parameter: ``(n_outputs, n_columns)`` a step."""
 

@@ -529,6 +529,7 @@ class NetworkSpace:
 
 # --- the family ----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class NetworkSpec:
     """A multilayer perceptron's hidden layers, activation and ``random_state``

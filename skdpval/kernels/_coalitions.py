@@ -21,6 +21,7 @@ def _coalition_objective(X, y, rows, size, w, lam):
         sq += w[c] * w[c]
     return total / size + lam * sq
 
+
 @njit(**_jit_alloc)
 def fit_coalition(X, y, rows, size, lam, w, tol=1e-12, max_iter=100):
     """Newton's method for ``min_w mean_j softplus(-y_j w.x_j) + lam |w|^2``.
@@ -72,6 +73,7 @@ def fit_coalition(X, y, rows, size, lam, w, tol=1e-12, max_iter=100):
             w[a] = trial[a]
         current = value
 
+
 @njit(**_jit_alloc)
 def _coalition_values(X, y, X_val, y_val, members, sizes, lam, out):
     d = X.shape[1]
@@ -87,6 +89,7 @@ def _coalition_values(X, y, X_val, y_val, members, sizes, lam, out):
                 m += w[c] * X_val[i, c]
             total += softplus(-y_val[i] * m)
         out[b] = -total / X_val.shape[0]
+
 
 def coalition_values(X, y, X_val, y_val, members, sizes, lam):
     """Negative validation log loss of the model fitted on each coalition.

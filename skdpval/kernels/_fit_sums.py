@@ -13,6 +13,8 @@ from numba import njit
 
 from ..privacy._release import clip_l2
 from . import _linear, _losses, _math
+
+
 @njit(cache=True, nogil=True)
 def clipped_gradient_sum(theta, X, T, row_weights, offsets, loss, loss_param, l2, l1,
                          n_penalized, clip, unit, margin_buf, dloss_buf, party, out):

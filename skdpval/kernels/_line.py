@@ -89,6 +89,7 @@ PIECEWISE = 3  # a quadratic between consecutive kinks, exact
 HERMITE_TWEEDIE = 4  # half Tweedie deviance, log link
 HERMITE_MARGIN = 5  # a family's own loss (MarginLoss), checked at midpoints
 
+
 def kind_flag(kind):
     """The walk's ``kind`` argument: None for HERMITE (the binary logistic
     loss, the default model's), which numba then compiles alone, without the

@@ -75,6 +75,7 @@ def party_gradient(theta, X, T, row_weights, start, stop, loss, loss_param, l2,
             for c in range(n_penalized):
                 out[k, c] += l1 * np.sign(theta[k, c])
 
+
 @njit(**_scalar)
 def party_clipped_sum(theta, X, T, row_weights, start, stop, loss, loss_param, l2,
                       l1, n_penalized, clip_norm, margin_buf, dloss_buf, record, out):
@@ -95,6 +96,7 @@ def party_clipped_sum(theta, X, T, row_weights, start, stop, loss, loss_param, l
         for k in range(n_outputs):
             for c in range(n_columns):
                 out[k, c] += record[k, c]
+
 
 @njit(**_scalar)
 def _step_margins(X_val_t, update, learning_rate, margins):
@@ -124,6 +126,7 @@ def _step_margins(X_val_t, update, learning_rate, margins):
                 row[i] -= step * column[i]
             c += 1
 
+
 @njit(**_jit)
 def _margins(X_val_t, theta, out):
     n_outputs, n_columns = theta.shape
@@ -137,6 +140,7 @@ def _margins(X_val_t, theta, out):
             column = X_val_t[c]
             for i in range(n_rows):
                 row[i] += weight * column[i]
+
 
 @njit(**_jit)
 def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utility,
@@ -195,6 +199,7 @@ def _walk(X, T, row_weights, offsets, X_val_t, T_val_t, labels_val, loss, utilit
             previous = current
         end_utility[b] = previous
 
+
 def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
               loss_param, l2, n_penalized, l1=0.0, row_weights=None, clip_norm,
               learning_rate, total_sum_squares, starts, permutations, weights,
@@ -226,6 +231,7 @@ def _run_walk(X, T, offsets, X_val_t, T_val_t, labels_val, *, loss, utility,
           np.empty((n_outputs, X_val_t.shape[1])),
           validation_scratch(len(labels_val)))
     return marginals, end_utility, theta
+
 
 def walk(problem, permutations, stream, x_tt, rolling_mean):
     """Run the G-Shapley walk along each permutation of a block, independently.
@@ -264,6 +270,7 @@ def walk(problem, permutations, stream, x_tt, rolling_mean):
         record_level=p.record_level)
     return marginals, end_utility
 
+
 def sgd_pass(X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
              learning_rate, theta_init, order, l1=0.0, row_weights=None):
     """Return theta after one clipped SGD pass over the rows ``order`` of X.
@@ -286,6 +293,7 @@ def sgd_pass(X, T, *, loss, loss_param, l2, n_penalized, clip_norm,
         weights=np.zeros(len(order)))
     return theta
 
+
 def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
                         loss_param, total_sum_squares):
     """Utility of each parameter matrix ``thetas[i]`` on the validation set (rows).
@@ -303,10 +311,12 @@ def utilities_of_thetas(thetas, X_val, T_val, labels_val, *, loss, utility,
         permutations=np.zeros((len(thetas), 0), np.int64), weights=np.zeros(0))
     return utilities
 
+
 def utility_of_theta(theta, X_val, T_val, labels_val, **settings):
     """Utility of the parameters ``theta`` on the validation set (rows)."""
     return utilities_of_thetas(np.asarray(theta)[None], X_val, T_val, labels_val,
                                **settings)[0]
+
 
 @njit(**_jit)
 def _party_gradients(theta, X, T, row_weights, offsets, loss, loss_param, l2, l1,
@@ -315,6 +325,7 @@ def _party_gradients(theta, X, T, row_weights, offsets, loss, loss_param, l2, l1
         party_gradient(theta, X, T, row_weights, offsets[j], offsets[j + 1], loss,
                        loss_param, l2, l1, n_penalized, margin_buf, dloss_buf,
                        out[j])
+
 
 def party_gradients(theta, X, T, offsets, *, loss, loss_param, l2, n_penalized,
                     l1=0.0, row_weights=None):

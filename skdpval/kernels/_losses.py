@@ -62,6 +62,7 @@ NEG_MSE = 2
 
 R2 = 3
 
+
 @njit(**_scalar)
 def output_loss(loss, m, t, loss_param):
     """Loss of one output with margin ``m`` and target ``t`` (not MULTINOMIAL)."""
@@ -112,6 +113,7 @@ def output_loss(loss, m, t, loss_param):
     return (np.exp((2.0 - loss_param) * m) / (2.0 - loss_param)
             - t * np.exp((1.0 - loss_param) * m) / (1.0 - loss_param))
 
+
 @njit(**_scalar)
 def _logistic_dloss(m, t):
     """Derivative of ``softplus(-t m)`` with respect to ``m``, without overflow.
@@ -121,6 +123,7 @@ def _logistic_dloss(m, t):
     z = t * m
     e = np.exp(-abs(z))
     return -t * (e if z > 0.0 else 1.0) / (1.0 + e)
+
 
 @njit(**_jit)
 def _output_dloss(loss, m, t, loss_param):
@@ -171,6 +174,7 @@ def _output_dloss(loss, m, t, loss_param):
     # d/dm, valid at p = 1 and p = 2 too
     return np.exp((2.0 - loss_param) * m) - t * np.exp((1.0 - loss_param) * m)
 
+
 @njit(**_jit)
 def _coded_sample_loss(loss, margins, targets, loss_param):
     """Loss of one sample: summed over outputs (one-vs-rest) or multinomial."""
@@ -189,6 +193,7 @@ def _coded_sample_loss(loss, margins, targets, loss_param):
     for k in range(n_outputs):
         value += output_loss(loss, margins[k], targets[k], loss_param)
     return value
+
 
 @njit(**_jit)
 def _coded_sample_dloss(loss, margins, targets, loss_param, out):
@@ -209,6 +214,7 @@ def _coded_sample_dloss(loss, margins, targets, loss_param, out):
     for k in range(n_outputs):
         out[k] = _output_dloss(loss, margins[k], targets[k], loss_param)
 
+
 @njit(**_jit)
 def losses_and_gradients(loss, margins, T, row_weights, loss_param, dloss_out):
     """``mean_r w_r loss(margins[r], T[r])``; ``dloss_out[r]`` <- ``w_r / n``
@@ -227,6 +233,7 @@ def losses_and_gradients(loss, margins, T, row_weights, loss_param, dloss_out):
 # Rows whose factors (1 + exp(-|z|)) <= 2 are multiplied before a log: 2^512
 # cannot overflow.
 _ROWS_PER_LOG = 512
+
 
 @njit(**_scalar_py)
 def logistic_loss_sum(margins, targets, n_val, scratch):
@@ -267,6 +274,7 @@ def logistic_loss_sum(margins, targets, n_val, scratch):
     for lane in range(LANES):
         total += lanes[LANES + lane]
     return total
+
 
 @njit(**_jit)
 def _coded_row_losses(loss, margins, T_val_t, loss_param, scratch):
@@ -327,6 +335,7 @@ def _coded_row_losses(loss, margins, T_val_t, loss_param, scratch):
 # functions above for a loss code (or None, the binary logistic loss) and a
 # MarginLoss's own functions for one (inlined: the kernel runs them at a
 # built-in loss's speed). Called from Python they run the same code.
+
 
 def sample_loss(loss, margins, targets, loss_param):
     """Loss of one sample: summed over outputs (one-vs-rest) or multinomial."""
@@ -505,6 +514,7 @@ def utility_of_margins(utility, loss, margins, T_val_t, labels, loss_param,
             return 1.0 - total / total_sum_squares
         return -total / n_val
     raise ValueError("unknown utility code")
+
 
 def loss_argument(loss):
     """A loss as the kernels take it: its integer code, or a family's own

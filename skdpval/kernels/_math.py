@@ -66,6 +66,7 @@ _MANTISSA = (1 << 52) - 1
 
 _EXPONENT_ONE = 1023 << 52
 
+
 @intrinsic
 def _bits_to_float(typingctx, bits):
     """Reinterpret the bits of an int64 as a float64 (no conversion)."""
@@ -73,12 +74,14 @@ def _bits_to_float(typingctx, bits):
         return builder.bitcast(args[0], context.get_value_type(types.float64))
     return types.float64(types.int64), codegen
 
+
 @intrinsic
 def _float_to_bits(typingctx, value):
     """Reinterpret the bits of a float64 as an int64 (no conversion)."""
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], context.get_value_type(types.int64))
     return types.int64(types.float64), codegen
+
 
 @intrinsic
 def prefetch(typingctx, array, indices):
@@ -107,6 +110,7 @@ def prefetch(typingctx, array, indices):
 
     return types.none(array, indices), codegen
 
+
 @njit(**_scalar)
 def _exp_neg(a):
     """exp(-a) for a >= 0, to 2 ulps: exp(-a) = 2^-k exp(r), |r| <= ln2 / 2."""
@@ -119,6 +123,7 @@ def _exp_neg(a):
     half = ki >> 1
     return (p * _bits_to_float((1023 - half) << 52)
             * _bits_to_float((1023 - (ki - half)) << 52))
+
 
 @njit(**_scalar)
 def _exp(x):
@@ -134,6 +139,7 @@ def _exp(x):
     return (p * _bits_to_float((1023 + half) << 52)
             * _bits_to_float((1023 + (ki - half)) << 52))
 
+
 @njit(**_scalar)
 def _exp_reduced(r):
     """exp(r) for |r| <= ln2 / 2."""
@@ -148,6 +154,7 @@ def _exp_reduced(r):
             + r2 * (1.0 / 3628800.0 + r * (1.0 / 39916800.0)))
     top = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0)
     return (low + r4 * mid) + (r4 * r4) * (high + r4 * top)
+
 
 @njit(**_scalar)
 def _log1p_unit(e):
@@ -168,6 +175,7 @@ def _log1p_unit(e):
     q = low + s8 * (mid + s8 * high)
     return 2.0 * s * q + big * _LN2
 
+
 @njit(**_scalar)
 def _log_at_least_1(x):
     """log(x) for finite x >= 1, branch-free: e ln2 + log(1 + f), x = 2^e (1 + f)."""
@@ -176,16 +184,19 @@ def _log_at_least_1(x):
     f = _bits_to_float((bits & _MANTISSA) | _EXPONENT_ONE) - 1.0  # exact, in [0, 1)
     return e * _LN2_HI + (e * _LN2_LO + _log1p_unit(f))
 
+
 @njit(**_scalar)
 def softplus(z):
     """log(1 + exp(z)), without overflow, branch-free, to about 1e-15."""
     return (0.0 if 0.0 > z else z) + _log1p_unit(_exp_neg(abs(z)))
+
 
 @njit(**_jit)
 def softplus_array(z, out):
     """``out[i] = softplus(z[i])`` (for tests and benchmarks)."""
     for i in range(z.shape[0]):
         out[i] = softplus(z[i])
+
 
 @njit(**_jit)
 def _max(values):
@@ -194,13 +205,16 @@ def _max(values):
         top = values[k] if values[k] > top else top
     return top
 
+
 def padded_length(n_val):
     """``n_val`` rounded up to whole SIMD vectors of ``LANES`` rows."""
     return -(-n_val // LANES) * LANES
 
+
 def validation_scratch(n_val):
     """Scratch for :func:`utility_of_margins`: ``(3, max(padded_length(n_val), 2 LANES))``."""
     return np.empty((3, max(padded_length(n_val), 2 * LANES)))
+
 
 @njit(**_jit)
 def _sum(values, n):
@@ -218,15 +232,19 @@ def _sum(values, n):
         i += 1
     return (a0 + a1) + (a2 + a3)
 
+
 def _f64(a):
     return np.ascontiguousarray(a, dtype=np.float64)
+
 
 def _i64(a):
     return np.ascontiguousarray(a, dtype=np.int64)
 
+
 def unit_weights(n_rows):
     """Row weights of an unweighted loss: ones (one multiply a row, no branch)."""
     return np.ones(n_rows)
+
 
 def one_row_each(offsets, block=2**20):
     """Whether ``offsets`` is ``0, 1, ..., n`` (one row a party), checked a
@@ -234,6 +252,7 @@ def one_row_each(offsets, block=2**20):
     return all(np.array_equal(offsets[lo:lo + block],
                               np.arange(lo, min(lo + block, len(offsets))))
                for lo in range(0, len(offsets), block))
+
 
 def pad_columns(a):
     """``a`` (rows) transposed to ``(n_columns, padded_length(n_rows))``, zero-padded.

@@ -41,6 +41,7 @@ IDENTITY, LOGISTIC_UNIT, TANH, RELU = 0, 1, 2, 3
 ACTIVATIONS = {"identity": IDENTITY, "logistic": LOGISTIC_UNIT, "tanh": TANH,
                "relu": RELU}
 
+
 def network_layout(sizes):
     """``(n_layers, 5)`` int64: fan_in, fan_out, coefficient, intercept and unit
     offsets of each layer for unit counts ``sizes`` (inputs, hidden..., outputs)."""
@@ -56,6 +57,7 @@ def network_layout(sizes):
         unit += sizes[i + 1]
     return layout
 
+
 def loss_flag(loss):
     """The kernels' ``loss`` argument: None for the binary logistic loss
     (MLPClassifier on two classes), which numba then compiles alone, without
@@ -63,11 +65,13 @@ def loss_flag(loss):
     :func:`skdpval.kernels._losses.kernel_codes`); the code otherwise."""
     return None if loss == LOGISTIC else int(loss)
 
+
 def act_flag(act):
     """The kernels' ``act`` argument: None for relu (the default network's),
     which numba then compiles alone, without the other activations' code
     (as :func:`loss_flag`); the code otherwise."""
     return None if act == RELU else int(act)
+
 
 def depth_flag(layout):
     """The line kernels' ``deep`` argument: None for one hidden layer (the
@@ -76,16 +80,20 @@ def depth_flag(layout):
     time)."""
     return None if layout.shape[0] == 2 else True
 
+
 def n_parameters(layout):
     """Length of ``theta``."""
     return int(layout[-1, 3] + layout[-1, 1])
+
 
 def n_coefficients(layout):
     """Coefficients (the penalised parameters) come first in ``theta``."""
     return int(layout[0, 3])
 
+
 def n_units(layout):
     return int(layout[-1, 4] + layout[-1, 1])
+
 
 @njit(**_scalar)
 def _activate(act, u):
@@ -97,6 +105,7 @@ def _activate(act, u):
     if act == LOGISTIC_UNIT:
         return _sigmoid(u)
     return u
+
 
 @njit(**_scalar)
 def _derivatives(act, h):
@@ -111,6 +120,7 @@ def _derivatives(act, h):
         d = h * (1.0 - h)
         return d, d * (1.0 - 2.0 * h)
     return 1.0, 0.0
+
 
 @njit(**_jit)
 def forward(theta, layout, x, act, units):
@@ -131,12 +141,14 @@ def forward(theta, layout, x, act, units):
             for o in range(fan_out):
                 units[out + o] = _activate(act, units[out + o])
 
+
 @njit(**_scalar)
 def _sigmoid(x):
     if x >= 0.0:
         return 1.0 / (1.0 + np.exp(-x))
     e = np.exp(x)
     return e / (1.0 + e)
+
 
 @njit(**_scalar)
 def output_gradient(loss, o, t, d1):
@@ -161,6 +173,7 @@ def output_gradient(loss, o, t, d1):
         d1[k] = o[k] - t[k]
     return 0.0
 
+
 @njit(**_jit)
 def output_loss(loss, o, t, d1):
     """``(loss, curvature)`` of the outputs ``o`` at targets ``t``, ``d1`` <- the
@@ -183,6 +196,7 @@ def output_loss(loss, o, t, d1):
         value += 0.5 * r * r
     return value, 1.0
 
+
 @njit(**_jit)
 def backward(theta, layout, x, act, units, deltas, grad):
     """Add the gradient to ``grad``: ``deltas`` holds d(objective)/d(outputs)
@@ -203,6 +217,7 @@ def backward(theta, layout, x, act, units, deltas, grad):
                 back += theta[base + o] * deltas[out + o]
             if layer > 0:
                 deltas[source + i] = back * _derivatives(act, units[source + i])[0]
+
 
 @njit(**_jit)
 def party_gradient(theta, layout, X, T, row_weights, start, stop, act, loss, l2,
@@ -234,6 +249,7 @@ def party_gradient(theta, layout, X, T, row_weights, start, stop, act, loss, l2,
         penalty += theta[p] * theta[p]
     return total + 0.5 * l2 * penalty
 
+
 @njit(**_jit)
 def output_margins(theta, layout, X, act, units, margins):
     """``margins[k, v]``: output ``k`` (before the output's activation) of row ``v``."""
@@ -242,6 +258,7 @@ def output_margins(theta, layout, X, act, units, margins):
         forward(theta, layout, X[v], act, units)
         for k in range(margins.shape[0]):
             margins[k, v] = units[last + k]
+
 
 @njit(**_scalar)
 def _project(grad, basis, projected, out):
@@ -255,6 +272,7 @@ def _project(grad, basis, projected, out):
     else:
         for p in range(out.shape[0]):
             out[p] = grad[p]
+
 
 @njit(**_jit)
 def _clipped_statistic(theta, basis, projected, layout, X, T, row_weights, start,
@@ -279,6 +297,7 @@ def _clipped_statistic(theta, basis, projected, layout, X, T, row_weights, start
         _project(grad, basis, projected, update)
         clip_l2(update.reshape((1, dim)), clip_norm)
 
+
 @njit(**_jit)
 def validation_utility(theta, layout, X_val, act, units, margins, T_val_t,
                        labels_val, utility, utility_loss, total_sum_squares, scratch):
@@ -287,6 +306,7 @@ def validation_utility(theta, layout, X_val, act, units, margins, T_val_t,
     output_margins(theta, layout, X_val, act, units, margins)
     return utility_of_margins(utility, utility_loss, margins, T_val_t, labels_val,
                               0.0, total_sum_squares, scratch)
+
 
 @njit(**_jit)
 def walk(theta0, basis, projected, layout, act, loss, X, T, row_weights, offsets,

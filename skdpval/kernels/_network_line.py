@@ -35,10 +35,12 @@ def line_rows(theta0, direction, layout, X):
         C += v * direction[i * width:(i + 1) * width]
     return A, C
 
+
 def sequential_sum(start, values):
     """``start + values[0] + values[1] + ...``, left to right, as a kernel's
     loop adds them (numpy's sum adds pairwise)."""
     return float(np.cumsum(np.concatenate(([start], values)))[-1])
+
 
 @njit(**_scalar)
 def _hidden_unit(z, zp, a, c, act):
@@ -52,6 +54,7 @@ def _hidden_unit(z, zp, a, c, act):
     h0 = _activate(act, a + z * c)
     d1, d2 = _derivatives(act, h0)
     return h0, d1 * s1, d2 * s1 * s1
+
 
 @njit(**_scalar)
 def _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
@@ -89,6 +92,7 @@ def _one_hidden_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2,
             u1[out + o] += b * h0 + w_z * h1
             if second:
                 u2[out + o] += 2.0 * b * h1 + w_z * h2
+
 
 @njit(**_jit)
 def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second,
@@ -143,6 +147,7 @@ def line_forward(z, zp, a, c, theta0, direction, layout, act, u0, u1, u2, second
                 if second:
                     u2[out + o] = d2 * s1 * s1 + d1 * u2[out + o]
 
+
 @njit(**_scalar_py)
 def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
               deep=True):
@@ -168,6 +173,7 @@ def line_loss(z, zp, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, 
             second += curvature * o1[k] * o1[k]
     return value, first, second
 
+
 @njit(**_scalar_py)
 def line_slope(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
                deep=True):
@@ -181,6 +187,7 @@ def line_slope(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
     for k in range(n_out):
         first += d1[k] * u1[last + k]
     return first
+
 
 @njit(**_jit)
 def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
@@ -198,6 +205,7 @@ def line_party_gradient(z, A, C, T, row_weights, start, stop, theta0, direction,
         total /= stop - start
     return total + l2 * (penalty0 + z * penalty1)
 
+
 @njit(**_jit)
 def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset, u0,
          u1, u2, d1, out, deep=True):
@@ -214,6 +222,7 @@ def _end(z, zp, h, A, C, T, theta0, direction, layout, act, loss, scale, offset,
     out[1] = -h * scale * first / n
     out[2] = -h * h * scale * second / n
 
+
 @njit(**_jit)
 def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
              offset, u0, u1, u2, d1, data, deep=True):
@@ -227,6 +236,7 @@ def tabulate(left, right, A, C, T, theta0, direction, layout, act, loss, scale,
              scale, offset, u0, u1, u2, d1, data[i, 0:3], deep)
         _end(right[i], middle, h, A, C, T, theta0, direction, layout, act, loss,
              scale, offset, u0, u1, u2, d1, data[i, 3:6], deep)
+
 
 @njit(**_scalar)
 def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1,
@@ -258,6 +268,7 @@ def _line_value(z, a, c, t, theta0, direction, layout, act, loss, u0, u1, u2, d1
     last = layout[n_layers - 1, 4]
     return output_loss(loss, u0[last:last + layout[n_layers - 1, 1]], t, d1)[0]
 
+
 @njit(**_jit)
 def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
                u0, u1, u2, d1, deep=True):
@@ -268,6 +279,7 @@ def line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale, offset,
                              loss, u0, u1, u2, d1, deep)
     return offset - scale * total / A.shape[0]
 
+
 @njit(**_scalar)
 def _interval(z, nodes, first, inv_cell):
     """The interval of the table holding ``z`` (``nodes[0] <= z < nodes[-1]``):
@@ -276,6 +288,7 @@ def _interval(z, nodes, first, inv_cell):
     while nodes[i + 1] <= z:
         i += 1
     return i
+
 
 @njit(**_jit)
 def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
@@ -286,6 +299,7 @@ def line_utility(z, nodes, data, first, inv_cell, A, C, T, theta0, direction,
         return horner5(data, i, (z - nodes[i]) / (nodes[i + 1] - nodes[i]))
     return line_exact(z, A, C, T, theta0, direction, layout, act, loss, scale,
                       offset, u0, u1, u2, d1, deep)
+
 
 @njit(**_jit)
 def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, loss,
@@ -299,6 +313,7 @@ def table_errors(left, right, data, A, C, T, theta0, direction, layout, act, los
                            direction, layout, act, loss, scale, offset, u0, u1, u2,
                            d1, deep)
         out[i] = abs(horner5(data, i, 0.5) - exact)
+
 
 @njit(**_jit)
 def line_walk(theta0, direction, layout, act, loss, A, C, T, row_weights, offsets,

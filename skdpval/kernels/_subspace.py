@@ -391,6 +391,7 @@ def _line_walk(F, T, row_weights, offsets, loss, loss_param, l2, penalty, l1,
 
 # --- the kernels' compile-time flags ----------------------------------------------
 
+
 def prefetch_flag(offsets):
     """The line walk's ``prefetching`` argument: True past
     ``PREFETCH_MIN_PARTIES`` parties, else None, which numba compiles

@@ -18,6 +18,7 @@ from ._math import level_flag
 from ._subspace import (_line_walk, _utilities, _walk, joint_flag,
                         prefetch_flag, scalar_flag)
 
+
 def project_rows(basis, X, n_outputs):
     """``F[r, i, k] = <basis_i[k, :], X[r]>``: ``(n_rows, m, n_outputs)``.
 
@@ -321,6 +322,7 @@ def _no_validation(m, n_outputs):
 
 
 # --- the fit's set-up: walks with no validation rows --------------------------------
+
 
 def set_up_problem(basis, X, T, offsets, *, loss, loss_param, l2, n_penalized,
                    clip_norm, learning_rate, l1=0.0, row_weights=None, walk=None):

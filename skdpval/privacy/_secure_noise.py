@@ -298,6 +298,7 @@ def _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, nonce, block):
 # ``(gamma, bound)`` of no grid: releases ``value + noise`` (tests' own noise).
 NO_GRID = (0.0, np.inf)
 
+
 def grid_sensitivity(dimension, zero_neighbour=True, finer=0):
     """``(j, Delta)``: the grid exponent and the L2 sensitivity of the rounded
     statistic ``a = rint(v / gamma)`` in grid units, ``gamma = S 2**-j``, for
@@ -368,6 +369,7 @@ def sampler_delta(eta, n_draws, epsilon):
 
 
 # --- the discrete Laplace (Canonne, Kamath, Steinke 2020) -----------------------------
+
 
 class WordStream:
     """32-bit words of one ChaCha20 stream, for the exact samplers below."""

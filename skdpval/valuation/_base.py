@@ -68,6 +68,7 @@ def ordinal_rank(values, train, n_all):
         rank[train[block]] = np.arange(lo + 1, lo + 1 + len(block))
     return rank
 
+
 class BaseValuator(OwnerValues, BaseEstimator):
     """Base class of the valuators: the template :meth:`_fit` and its steps;
     each owner's value on its own (:meth:`owner_value`)."""

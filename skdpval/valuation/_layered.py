@@ -46,6 +46,7 @@ from ._base import STEP_TO_USER, BaseValuator
 from ._layers import (_value_point, appendix_d_sensitivity, inclusion_probability,
                       layer_sizes, shrink_rows_to_kappa)
 
+
 @share_privacy_docs
 class LayeredShapleyValuator(BaseValuator):
     """Layered Shapley values, optionally with Laplace output perturbation.

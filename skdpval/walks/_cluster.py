@@ -14,6 +14,7 @@ from ..kernels._reduction import NodeSums, tree_nodes
 from ._waves import (WalkState, _blocks, _diverged_walks_are_reported_later, _wave_sums,
                      advanced_mean, end_wave, walk_node)
 
+
 def walk_node_of_mean(problem, draw, lo, hi, x_tt, counted, rolling_mean,
                       release_shape):
     """:func:`walk_node` with a worker's copy of the rolling means (None
@@ -23,13 +24,16 @@ def walk_node_of_mean(problem, draw, lo, hi, x_tt, counted, rolling_mean,
         rolling_mean = np.zeros((problem.n_parties, *release_shape))
     return walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean)
 
+
 def raw_part(node):
     """A node's raw sums alone (what the rolling means read)."""
     return NodeSums(node.raw_sum, 0, None, None, np.empty(0))
 
+
 def counted_part(node):
     """A node's sums without its raw sums (what the client merges)."""
     return node._replace(raw_sum=None)
+
 
 def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape,
                       *nodes):
@@ -55,6 +59,7 @@ def next_rolling_mean(rolling_mean, start, stop, depth, n_parties, release_shape
                                                        block).raw_sum, start, stop)
     return out
 
+
 def return_reader_memory():
     """Give back to the system the memory pyarrow's pool keeps after reading
     (Parquet), which a garbage collection and ``malloc_trim`` do not, and
@@ -69,6 +74,7 @@ def return_reader_memory():
 # more than one lets an idle worker take a busy one's node.
 DASK_NODES_PER_WORKER = 1
 
+
 def _scatter_directly(client):
     """True when the scheduler runs in this process (a LocalCluster's): data
     then go to a worker directly, which the others copy, not through the
@@ -77,6 +83,7 @@ def _scatter_directly(client):
     remote cluster may not be reachable from the client)."""
     cluster = getattr(client, "cluster", None)
     return True if getattr(cluster, "scheduler", None) is not None else None
+
 
 def _run_on_dask(client, box, draw, waves, x_tt, counted, initial, progress):
     """Waves on a Dask cluster (see :func:`_walk_on_workers`), walked again
@@ -118,10 +125,12 @@ LOST_WORKER_RETRIES = 3
 # that the workers its tasks are pinned to are still there.
 WORKER_CHECK_SECONDS = 1.0
 
+
 class WorkerLeftError(CancelledError):
     """A worker a walk's tasks are pinned to left the cluster with its data
     moved elsewhere (retired: adaptive scaling, a graceful shutdown): its
     tasks would wait for it forever, so the walk starts again."""
+
 
 def _gather_from(client, futures, workers):
     """``client.gather(futures)``, raising :class:`WorkerLeftError` when
@@ -148,6 +157,7 @@ def _gather_from(client, futures, workers):
         if any(worker not in present for worker in workers):
             raise WorkerLeftError("a Dask worker of the walk left the cluster")
     return client.gather(futures)
+
 
 def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
                      progress):

@@ -56,6 +56,7 @@ from ..kernels._reduction import tree_nodes
 from ._cluster import _run_on_dask
 from ._waves import WalkResult, WalkState, end_wave, walk_node
 
+
 def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, initial,
                  progress):
     """Waves one after the other; ``map_nodes(tasks)`` runs ``fn(*args)`` tasks.
@@ -70,6 +71,7 @@ def _run_locally(map_nodes, problem, draw, waves, depth, x_tt, counted, initial,
         state = end_wave(state, start, stop, depth, *map_nodes(tasks))
         progress.update(stop - start)
     return state
+
 
 class _CompileClock(numba_event.Listener):
     """Seconds numba spent compiling in this process (outermost compilations)."""
@@ -92,6 +94,7 @@ class _CompileClock(numba_event.Listener):
 COMPILE_CLOCK = _CompileClock()
 
 numba_event.register("numba:compile", COMPILE_CLOCK)
+
 
 class _Progress:
     """Permutations done, per second and time left: tqdm if installed.
@@ -158,6 +161,7 @@ class _Progress:
 # threads, the full-space one (about 5e5) at 1.5x.
 MIN_PARALLEL_WORK = 2.5e5
 
+
 def _threads_map(pool):
     """``map_nodes`` for a thread pool: this thread walks a wave's first node
     itself (one hand-off less a wave), the pool the others."""
@@ -167,6 +171,7 @@ def _threads_map(pool):
         return [fn(*a)] + [future.result() for future in others]
 
     return map_nodes
+
 
 def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
               n_jobs=None, verbose=0, client=None):
@@ -224,6 +229,7 @@ def run_walks(problem, draw, *, x_tt, use_rolling, counted, batch_permutations,
                 lambda tasks: parallel(delayed(fn)(*a) for fn, a in tasks), *args)
     progress.close()
     return _walk_result(state, problem.n_parties)
+
 
 def _walk_result(state, n_parties):
     counted_sums = state.counted

@@ -17,6 +17,7 @@ from ..kernels._reduction import (NodeSums, merge_sums, reduce_tree, reduce_walk
 WalkResult = namedtuple("WalkResult", [
     "marginal_mean", "marginal_m2", "n_counted", "end_utility", "rolling_mean"])
 
+
 def stream_words(seed_sequence, n_streams):
     """The seeds of ``n_streams`` random streams: ``(n_streams, 4)`` uint64 words.
 
@@ -25,6 +26,7 @@ def stream_words(seed_sequence, n_streams):
     small permutation.
     """
     return seed_sequence.generate_state(4 * n_streams, np.uint64).reshape(n_streams, 4)
+
 
 class SeededDraws:
     """The draws of permutations ``lo .. hi - 1`` from their own streams (picklable).
@@ -63,6 +65,7 @@ class SeededDraws:
             return orders, release_stream()
         return orders, self.noise.draw(lo, hi, releases)
 
+
 def _diverged_walks_are_reported_later():
     """Non-finite marginals or releases (a diverged walk) are reported by the
     caller, with a remedy: numpy's warnings here would only repeat it."""
@@ -72,6 +75,7 @@ def _diverged_walks_are_reported_later():
 # noise (at least one permutation): with 100,000 parties and 21 parameters,
 # one permutation at a time, and only the tree's pending partial sums stay.
 CHUNK_BYTES = 16 * 2**20
+
 
 def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
     """Walk permutations ``lo .. hi - 1`` (a node of a wave's tree); return its sums.
@@ -102,11 +106,13 @@ def walk_node(problem, draw, lo, hi, x_tt, counted, rolling_mean):
     return node._replace(raw_sum=_own(node.raw_sum), mean=_own(node.mean),
                          m2=_own(node.m2))
 
+
 def _own(array):
     """``array`` or, if it views part of a larger buffer, a copy (None: None)."""
     if array is None or array.base is None or array.base.size == array.size:
         return array
     return array.copy()
+
 
 class WalkState(namedtuple("WalkState", ["rolling_mean", "counted", "end_utility"])):
     """Each party's mean of its raw releases (or None), the counted marginals
@@ -128,8 +134,10 @@ class WalkState(namedtuple("WalkState", ["rolling_mean", "counted", "end_utility
 # parties).
 MERGE_BLOCK = 2**16
 
+
 def _blocks(n):
     return [slice(lo, lo + MERGE_BLOCK) for lo in range(0, max(n, 1), MERGE_BLOCK)]
+
 
 def _node_slice(node, block):
     """A node's sums on the parties of ``block`` (views)."""
@@ -138,11 +146,13 @@ def _node_slice(node, block):
         mean=None if node.mean is None else node.mean[block],
         m2=None if node.m2 is None else node.m2[block])
 
+
 def _wave_sums(start, stop, depth, nodes, block):
     """The wave's sums on ``block``: its nodes merged up the tree (new arrays)."""
     by_start = {a: _node_slice(node, block)
                 for node, (a, _) in zip(nodes, tree_nodes(start, stop, depth))}
     return reduce_tree(start, stop, depth, lambda a, b: by_start[a], merge_sums)
+
 
 def end_wave(state, start, stop, depth, *nodes, in_place=False):
     """Merge a wave's ``nodes`` (those of ``tree_nodes(start, stop, depth)``) into ``state``.
@@ -177,6 +187,7 @@ def end_wave(state, start, stop, depth, *nodes, in_place=False):
     end_utility[start:stop] = np.concatenate(
         [node.end_utility for node in nodes]) if nodes else []
     return WalkState(rolling_mean, counted, end_utility)
+
 
 def advanced_mean(rolling_mean, raw_sum, start, stop):
     """The means of releases ``0 .. stop - 1`` from those of ``0 .. start -
