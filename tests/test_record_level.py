@@ -24,7 +24,8 @@ from skdpval.privacy._noise import gaussian_noise
 from skdpval.privacy._release import release_stream
 from skdpval.privacy._secure_noise import FEDERATED, LABEL_SCORE, Grid, noise_key
 from skdpval.valuation._semivalues import semivalue_weights
-from skdpval.walks._runner import make_problem, run_walks
+from skdpval.kernels._linear import make_problem
+from skdpval.walks._runner import run_walks
 from test_kernels import HUBER_EPSILON, LOSS_CODES, UTILITY_CODES, make_data
 from test_subspace import orthonormal_rows
 
