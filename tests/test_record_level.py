@@ -17,8 +17,7 @@ from sklearn.linear_model import LogisticRegression
 from helpers import FixedDraws
 from reference import algorithm1
 from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
-from skdpval.kernels import _subspace_problem
-from skdpval.kernels import _linear, _losses
+from skdpval.kernels import _linear, _losses, _subspace_problem
 from skdpval.privacy._accounting import gdp_epsilon, noise_std_for_budget
 from skdpval.privacy._noise import gaussian_noise
 from skdpval.privacy._release import release_stream
