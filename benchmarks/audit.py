@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-import skdpval.valuation._layered as layered_module  # noqa: E402
+import skdpval.privacy._mechanism as mechanism_module  # noqa: E402
 from skdpval.privacy._accounting import gdp_epsilon  # noqa: E402
 from test_audit import (  # noqa: E402
     DELTA,
@@ -55,7 +55,7 @@ def main():
         sites = [None] + ([entry.draw_site] if entry.draw_site else [])
         for site in sites:
             factor = 1.0 if site is None else 0.5
-            with scaled(site or entry.draw_site or (layered_module, "laplace_noise"),
+            with scaled(site or entry.draw_site or (mechanism_module, "laplace_noise"),
                         factor):
                 bounds = audit(entry.fit_statistic)
             emit(case=name, noise=factor, n_fits=N_FITS, mu_lower=round(bounds.mu, 3),
@@ -65,7 +65,7 @@ def main():
                  fails=bool(bounds.mu > claim))
     claimed = layered_fit(True, 0).privacy_report_["parts"][0]["epsilon_replace_one"]
     for factor in (1.0, 0.5):
-        with scaled((layered_module, "laplace_noise"), factor):
+        with scaled((mechanism_module, "laplace_noise"), factor):
             bounds = audit(layered_statistic, n_fits=N_FITS // 2, delta=0.0, pure=True)
             measured, scale = layered_noise_scale()
         emit(case="LayeredShapleyValuator", noise=factor, n_fits=N_FITS // 2,

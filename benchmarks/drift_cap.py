@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import skdpval.valuation._valuator as valuator_module  # noqa: E402
+import skdpval.valuation._walk_settings as walk_settings  # noqa: E402
 from quality import (DELTA, LIMIT_DATASETS, detection_auc_limit, group_data,  # noqa: E402
                      limit_data, load_noisy_classification, noisy_label_auc,
                      regime_reference)
@@ -39,7 +39,7 @@ def emit(**case):
 
 
 def with_drift(limit):
-    valuator_module.AUTO_MARGIN_DRIFT = float(limit)
+    walk_settings.AUTO_MARGIN_DRIFT = float(limit)
 
 
 def regime(names, n_val, epsilons, limits, seeds):

@@ -1,7 +1,7 @@
 """Model coverage benchmark: every supported estimator finds corrupted targets.
 
-Protocol: every estimator the registry supports (``skdpval.families._models``), with
-scikit-learn's default parameters, wrapped by ``DPDataValuator`` with its
+Protocol: every estimator the registry supports (``skdpval.families.registered()``),
+with scikit-learn's default parameters, wrapped by ``DPDataValuator`` with its
 own defaults (public subspace, ``clip_norm="auto"``, ``learning_rate="auto"``,
 k = 1000 permutations). Classifiers: breast_cancer, 75% training / 25%
 validation (stratified, features standardised by the validation split),
@@ -36,8 +36,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skdpval import DPDataValuator
-from skdpval.families._models import REGISTRY, Supported
 from skdpval.datasets import load_noisy_classification
+from skdpval.families import Refused, registered
 from skdpval.metrics import noisy_label_auc
 
 EPSILON = 3.0
@@ -46,8 +46,8 @@ EPSILON = 3.0
 def supported_estimators():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # deprecated PA classes
-        return [cls() for cls, entry in REGISTRY.items()
-                if isinstance(entry, Supported)]
+        return [cls() for cls, entry in registered().items()
+                if not isinstance(entry, Refused)]
 
 
 def classification_data(seed):

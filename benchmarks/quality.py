@@ -163,7 +163,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 
 from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
 from skdpval.privacy._accounting import gdp_mu
-from skdpval.valuation._valuator import AUTO_LEARNING_RATES
+from skdpval.valuation._walk_settings import AUTO_LEARNING_RATES
 from skdpval.datasets import load_noisy_classification, load_noisy_regression
 from skdpval.metrics import detection_auc_limit, noisy_label_auc, value_fidelity
 
@@ -923,7 +923,7 @@ def run_regime_rule(datasets, epsilons, seeds, n_trains=(250, 500, 1000, 2000, 5
     case with the rule's noise index ``n mu_fit / sqrt(100 d)``."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from regime_data import regime_split
-    from skdpval.valuation._private_fit import DEFAULT_SHARE, fit_noise_index
+    from skdpval.valuation._public_model import DEFAULT_SHARE, fit_noise_index
     for name in datasets:
         for n_train in n_trains:
             for epsilon in epsilons:

@@ -70,14 +70,14 @@ from sklearn.preprocessing import StandardScaler
 
 from skdpval import DPDataValuator
 
-from skdpval.kernels import _subspace_problem
-from skdpval.kernels import _losses, _math
+from skdpval.kernels import _losses, _math, _subspace_problem
+from skdpval.kernels._linear import make_problem
 from skdpval.walks import _waves
 from skdpval.privacy._release import release_stream
 from skdpval.privacy._mechanism import GaussianPart, NoiseStream
 from skdpval.privacy._secure_noise import WALK, Grid, noise_key
+from skdpval.walks._runner import run_walks
 from skdpval.walks._waves import SeededDraws
-from skdpval.walks._runner import make_problem, run_walks
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
@@ -96,7 +96,7 @@ CLASSIFICATION_LEARNING_RATE = 0.005
 @contextlib.contextmanager
 def timed_walks(seconds):
     """Inside, each fit's ``run_walks`` (the walk alone) appends its seconds."""
-    from skdpval.valuation import _valuator
+    from skdpval.valuation import _data_valuator
 
     def timed(*args, **kwargs):
         started = time.perf_counter()
@@ -105,7 +105,7 @@ def timed_walks(seconds):
         finally:
             seconds.append(time.perf_counter() - started)
 
-    with mock.patch.object(_valuator, "run_walks", timed):
+    with mock.patch.object(_data_valuator, "run_walks", timed):
         yield
 
 
@@ -710,7 +710,7 @@ def losses(k=64, batch=16, repeats=7):
     binary = np.where(y_all > np.median(y_all), 1.0, -1.0)[:, None]
     real = ((y_all - y_all.mean()) / y_all.std())[:, None]
     positive = (y_all / y_all.mean())[:, None]
-    K = _kernels
+    K = _losses
     cases = [("logistic", K.LOGISTIC, 0.0, binary, {}),
              ("logistic + l1", K.LOGISTIC, 0.0, binary, {"l1": 1e-3}),
              ("logistic, weighted", K.LOGISTIC, 0.0, binary,
@@ -805,7 +805,7 @@ def noise_cost(rounds=7):
             for round_ in range(rounds + 1):
                 for variant in ("grid", "float"):
                     with mock.patch(
-                            "skdpval.valuation._valuator.SeededDraws",
+                            "skdpval.valuation._data_valuator.SeededDraws",
                             FloatGaussianDraws if variant == "float" else SeededDraws):
                         started = time.perf_counter()
                         valuator.fit(X, y, X_val=X_val, y_val=y_val)

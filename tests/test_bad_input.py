@@ -6,8 +6,7 @@ from scipy import sparse
 from sklearn.linear_model import LinearRegression, LogisticRegressionCV, Ridge
 from sklearn.svm import SVC
 
-import skdpval.kernels._subspace as subspace_module
-import skdpval.walks._runner as _runner
+import skdpval.kernels._subspace_problem as subspace_module
 from skdpval import (
     DPDataValuator,
     DPFederatedValuator,
@@ -17,8 +16,8 @@ from skdpval import (
     DPValueFilter,
     LayeredShapleyValuator,
 )
-
 from skdpval.datasets import flip_labels, load_noisy_classification
+from skdpval.kernels import _linear
 from skdpval.metrics import (
     mean_adjusted_variance,
     membership_inference_auc,
@@ -123,8 +122,8 @@ def test_bad_input_raises_a_clear_error_before_any_work(case, monkeypatch):
     def no_kernel(*args, **kwargs):
         raise AssertionError("a kernel ran on bad input")
 
-    monkeypatch.setattr(_runner._kernels, "walk", no_kernel)
-    monkeypatch.setattr(_kernels, "sgd_pass", no_kernel)
+    monkeypatch.setattr(_linear, "walk", no_kernel)
+    monkeypatch.setattr(_linear, "sgd_pass", no_kernel)
     # The default walk's public direction is fitted before the walk.
     monkeypatch.setattr(subspace_module, "sgd_pass", no_kernel)
     monkeypatch.setattr(subspace_module, "mean_loss_and_gradient", no_kernel)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from skdpval.cli import _cli
-from skdpval.__main__ import _versus_band, build_parser
+from skdpval.cli._demo import _versus_band, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +79,7 @@ def test_a_run_is_compared_with_the_limit_and_the_band():
 
 def test_delta_reaches_every_fit(monkeypatch, capsys):
     """``--delta`` is the delta of every private fit, not only the header's."""
-    import skdpval.__main__ as cli
+    import skdpval.cli._demo as cli
 
     fitted = []
 

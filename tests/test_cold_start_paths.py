@@ -13,12 +13,11 @@ import warnings
 import numpy as np
 import pytest
 
-from skdpval.kernels import _losses
-from skdpval.kernels import _line, _subspace, _network, _network_line
-from skdpval.kernels import _subspace_problem
+from skdpval.kernels import (_line, _losses, _network, _network_line, _subspace,
+                             _subspace_problem)
 from skdpval.privacy._release import release_stream
 from skdpval.families._parties import _standardized
-from skdpval.families._mlp_space import NetworkSpace, make_network, run_walk
+from skdpval.families.network import NetworkSpace, make_network, run_walk
 
 
 def _standardized_reference(X, mean, std):

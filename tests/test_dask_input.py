@@ -72,7 +72,7 @@ def test_rows_projected_on_the_blocks_equal_project_rows():
     """The projection itself, bit for bit: several outputs and directions,
     any chunking (the walk's values could hide a last-bit difference)."""
     from skdpval.walks._dask import DaskRows
-    from skdpval.kernels._subspace import project_rows
+    from skdpval.kernels._subspace_problem import project_rows
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(301, 9))
@@ -218,10 +218,10 @@ def test_the_walk_runs_on_the_cluster_with_the_same_values(binary):
     waves walked there; values as the numpy path's."""
     X, y, X_val, y_val = binary
     expected = valuator(noise="correlated").fit(X, y, X_val=X_val, y_val=y_val)
-    import skdpval.walks._cluster as _cluster
-    import skdpval.walks._runner as _runner
+    import skdpval.walks._runner as runner_module
+
     walked_on = []
-    original = _cluster._run_on_dask
+    original = runner_module._run_on_dask
 
     def recording(client, *args):
         walked_on.append(client)
@@ -230,12 +230,12 @@ def test_the_walk_runs_on_the_cluster_with_the_same_values(binary):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        _cluster._run_on_dask = recording
+        runner_module._run_on_dask = recording
         try:
             got = valuator(noise="correlated").fit(*chunked(X, y, 30), X_val=X_val,
                                                    y_val=y_val)
         finally:
-            _cluster._run_on_dask = original
+            runner_module._run_on_dask = original
     assert walked_on == [client]
     assert_array_equal(got.values_, expected.values_)
     assert_array_equal(got.final_utilities_, expected.final_utilities_)
@@ -243,11 +243,11 @@ def test_the_walk_runs_on_the_cluster_with_the_same_values(binary):
 
 def test_more_nodes_per_worker_change_no_value(binary, monkeypatch):
     """Two nodes a worker (a deeper tree of the same merges): the same bits."""
-    import skdpval.walks._cluster as _cluster
-    import skdpval.walks._runner as _runner
+    import skdpval.walks._cluster as cluster_module
+
     X, y, X_val, y_val = binary
     expected = valuator().fit(X, y, X_val=X_val, y_val=y_val).values_
-    monkeypatch.setattr(walk_module, "DASK_NODES_PER_WORKER", 2)
+    monkeypatch.setattr(cluster_module, "DASK_NODES_PER_WORKER", 2)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster):
@@ -284,8 +284,9 @@ def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim, retries):
     import os
     import signal
 
-    import skdpval.walks._cluster as _cluster
-    import skdpval.walks._runner as _runner
+    import skdpval.walks._cluster as cluster_module
+    import skdpval.walks._runner as runner_module
+
     params = dict(n_permutations=24, batch_permutations=4)
     (X, y, X_val, y_val), expected = _lost_worker_game(**params)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -294,7 +295,7 @@ def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim, retries):
         pids = client.run(os.getpid)
         target = pids[sorted(pids)[victim]]
         waves = []
-        original = _runner._Progress.update
+        original = runner_module._Progress.update
 
         def kill_after_the_second_wave(self, n):
             waves.append(n)
@@ -302,8 +303,8 @@ def test_a_worker_killed_mid_fit_changes_no_value(monkeypatch, victim, retries):
                 os.kill(target, signal.SIGKILL)
             return original(self, n)
 
-        monkeypatch.setattr(_runner._Progress, "update", kill_after_the_second_wave)
-        monkeypatch.setattr(walk_module, "LOST_WORKER_RETRIES", retries)
+        monkeypatch.setattr(runner_module._Progress, "update", kill_after_the_second_wave)
+        monkeypatch.setattr(cluster_module, "LOST_WORKER_RETRIES", retries)
         if retries == 0:
             with pytest.raises(RuntimeError, match="cancelled each of the walk's 1 "
                                                    "tries.*lower batch_permutations"):
@@ -353,15 +354,15 @@ def test_a_worker_retired_mid_walk_changes_no_value(monkeypatch):
     walk starts again on the worker left, with the same values."""
     import threading
 
-    import skdpval.walks._cluster as _cluster
-    import skdpval.walks._runner as _runner
+    import skdpval.walks._runner as runner_module
+
     params = dict(n_permutations=24, batch_permutations=4, q=0.5)
     (X, y, X_val, y_val), expected = _lost_worker_game(**params)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         waves = []
-        original = _runner._Progress.update
+        original = runner_module._Progress.update
 
         def retire_after_the_second_wave(self, n):
             waves.append(n)
@@ -370,7 +371,7 @@ def test_a_worker_retired_mid_walk_changes_no_value(monkeypatch):
                 threading.Thread(target=client.retire_workers, args=([victim],)).start()
             return original(self, n)
 
-        monkeypatch.setattr(_runner._Progress, "update", retire_after_the_second_wave)
+        monkeypatch.setattr(runner_module._Progress, "update", retire_after_the_second_wave)
         got = _fit_or_hang(lambda: valuator(**params).fit(
             *chunked(X, y, 250), X_val=X_val, y_val=y_val))
         assert len(client.scheduler_info()["workers"]) == 1  # it did leave
@@ -429,15 +430,15 @@ def test_each_worker_walks_its_own_copy_of_the_problem(binary, monkeypatch):
             distributed.Client(cluster) as client:
         chunked_X, chunked_y = chunked(X, y, 30)
         client.run(lambda dask_worker: dask_worker.transfer_incoming_log.clear())
-        import skdpval.walks._cluster as _cluster
-    import skdpval.walks._runner as _runner
-        original = _runner._Progress.update
+        import skdpval.walks._runner as runner_module
+
+        original = runner_module._Progress.update
 
         def memory_manager_after_each_wave(self, n):
             client.amm.run_once()  # it would drop a key's extra replicas
             return original(self, n)
 
-        monkeypatch.setattr(_runner._Progress, "update",
+        monkeypatch.setattr(runner_module._Progress, "update",
                             memory_manager_after_each_wave)
         valuator(n_permutations=24, batch_permutations=4, q=0.5).fit(
             chunked_X, chunked_y, X_val=X_val, y_val=y_val)
@@ -656,7 +657,7 @@ def test_the_problem_travels_packed_and_walks_the_same_bits(monkeypatch):
     int32 orders; a node walked from it has the same sums, bit for bit."""
     import pickle
 
-    import skdpval.valuation._valuator as valuator_module
+    import skdpval.valuation._data_valuator as valuator_module
     from skdpval.walks._waves import walk_node
 
     seen = []
@@ -706,10 +707,10 @@ def test_waiting_for_a_wave_keeps_no_walk_frame_alive(binary, monkeypatch):
     n = 1e7, 300 MiB of the client's peak)."""
     import gc
 
-    import skdpval.walks._cluster as _cluster
-    import skdpval.walks._runner as _runner
+    import skdpval.walks._cluster as cluster_module
+
     X, y, X_val, y_val = binary
-    monkeypatch.setattr(walk_module, "WORKER_CHECK_SECONDS", 1e-4)
+    monkeypatch.setattr(cluster_module, "WORKER_CHECK_SECONDS", 1e-4)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster):

@@ -4,13 +4,12 @@ import warnings
 
 import numpy as np
 import pytest
-
-from skdpval.privacy import _mechanism
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 
 import skdpval
 from skdpval import DPDataValuator, DPFederatedValuator, exceptions
+from skdpval.privacy import _mechanism, warn_if_default_epsilon
 from skdpval.privacy._accounting import gdp_mu, noisy_label_auc_limit
 from skdpval.exceptions import (
     DefaultEpsilonWarning,
@@ -18,7 +17,6 @@ from skdpval.exceptions import (
     SkdpvalWarning,
     UnprotectedValidationWarning,
     UnscaledFeaturesWarning,
-    warn_if_default_epsilon,
     warn_if_many_classes,
     warn_if_unscaled,
     warn_validation_from_training,

@@ -23,8 +23,7 @@ from skdpval import (
     DPValueFilter,
     privacy_spent,
 )
-from skdpval.kernels import _linear, _losses
-from skdpval.kernels import _subspace_problem
+from skdpval.kernels import _linear, _losses, _subspace_problem
 from skdpval.privacy._release import release_on_grid, release_stream
 from skdpval.privacy._threat_model import THREAT_MODEL_DOC
 from skdpval.datasets import flip_labels, make_2dplanes
@@ -347,6 +346,9 @@ def test_federated_joint_round_equals_its_definition():
     against the sum over permutations written out."""
     import itertools
     from skdpval import DPFederatedValuator
+    from skdpval.families import View
+    from skdpval.families.linear import FullSpace
+    from skdpval.valuation._federated import _FederatedGame
     rng = np.random.default_rng(1)
     X_val = np.c_[rng.normal(size=(10, 2)), np.ones(10)]
     T_val = np.sign(X_val[:, :1])
@@ -356,8 +358,11 @@ def test_federated_joint_round_equals_its_definition():
     theta = rng.normal(size=(1, 3))
     released, own = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
     valuator = DPFederatedValuator(n_permutations_per_round="all", learning_rate=0.3)
-    values = valuator._round_shapley(theta, released, X_val, T_val, labels_val, args,
-                                     None, own)
+    # The round reads the validation set of the game's view, in its full space.
+    view = View(*[None] * len(View._fields))._replace(X_val=X_val, T_val=T_val,
+                                                      labels_val=labels_val)
+    game = _FederatedGame(view, FullSpace(), theta.shape, args)
+    values = valuator._round_shapley(theta, released, game, None, own)
 
     def utility(step):
         return _linear.utility_of_theta(theta - 0.3 * step.reshape(1, 3), X_val, T_val,

@@ -9,7 +9,8 @@ from reference import LOSSES, TWEEDIE_POWERS, algorithm1, loss_and_dloss
 from skdpval.kernels import _linear, _losses, _math
 from skdpval.privacy._release import clip_l2
 from skdpval.valuation._semivalues import semivalue_weights
-from skdpval.walks._runner import make_problem, run_walks
+from skdpval.kernels._linear import make_problem
+from skdpval.walks._runner import run_walks
 
 LOSS_CODES = {
     "logistic": _losses.LOGISTIC, "multinomial": _losses.MULTINOMIAL,

@@ -10,9 +10,7 @@ from sklearn.linear_model import (HuberRegressor, LogisticRegression, PoissonReg
 
 from skdpval import DPDataValuator
 
-from skdpval.kernels import _line, _subspace
-from skdpval.kernels import _subspace_problem
-from skdpval.kernels import _losses
+from skdpval.kernels import _line, _losses, _subspace_problem
 from skdpval.privacy._release import release_stream
 
 
@@ -195,7 +193,7 @@ def test_line_walk_equals_the_exact_walk(kind, settings, monkeypatch):
     estimator, X, y, X_val, y_val = _data(kind)
     kw = dict(n_permutations=40, random_state=0, noise_seed=2, **settings)
     fast = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val)
-    monkeypatch.setattr(_subspace._line, "line_utility", lambda *a, **k: None)
+    monkeypatch.setattr(_subspace_problem._line, "line_utility", lambda *a, **k: None)
     exact = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val)
     # the documented bound: 2 * LINE_TOLERANCE * max |weight|, plus rounding
     # (of the utilities, and of values that a diverged walk, learning_rate=5
@@ -211,7 +209,7 @@ def test_the_table_is_used_only_where_it_applies(monkeypatch):
     estimator, X, y, X_val, y_val = _data("squared")
     calls = []
     run = _subspace_problem._run_line_walk
-    monkeypatch.setattr(_subspace, "_run_line_walk",
+    monkeypatch.setattr(_subspace_problem, "_run_line_walk",
                         lambda *a: calls.append(1) or run(*a))
     kw = dict(n_permutations=3, noise="none", random_state=0)
     for model, subspace, expect, utility in [
@@ -236,7 +234,7 @@ def test_line_walk_equals_the_exact_walk_with_groups(privacy_unit, monkeypatch):
               privacy_unit=privacy_unit)
     fast = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val,
                                                groups=groups)
-    monkeypatch.setattr(_subspace._line, "line_utility", lambda *a, **k: None)
+    monkeypatch.setattr(_subspace_problem._line, "line_utility", lambda *a, **k: None)
     exact = DPDataValuator(estimator, **kw).fit(X, y, X_val=X_val, y_val=y_val,
                                                 groups=groups)
     assert np.any(exact.values_ != 0)

@@ -85,16 +85,17 @@ def test_mean_adjusted_variance_by_hand():
 
 def test_valuator_running_statistics_match_the_marginals(monkeypatch):
     """marginal_mean_/var_ from running sums equal the statistics of the k x n marginals."""
-    import skdpval.walks._runner as _runner
+    from skdpval.kernels import _linear
+
     recorded = []
-    original = _runner._kernels.walk
+    original = _linear.walk
 
     def recording(*args):
         marginals, end = original(*args)
         recorded.append(marginals.copy())
         return marginals, end
 
-    monkeypatch.setattr(_runner._kernels, "walk", recording)
+    monkeypatch.setattr(_linear, "walk", recording)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3))
     y = (X[:, 0] + rng.normal(size=30) > 0).astype(int)

@@ -1,4 +1,4 @@
-"""The networks' kernels and walks (skdpval.kernels._network, skdpval.families._mlp_space)."""
+"""The networks' kernels and walks (skdpval.kernels._network, skdpval.families.network)."""
 
 import warnings
 
@@ -7,8 +7,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier, MLPRegressor
 
-from skdpval.kernels import _losses
-from skdpval.kernels import _network, _network_line
+from skdpval.kernels import _losses, _network, _network_line
 from skdpval.privacy._release import release_stream
 import reference
 
@@ -143,7 +142,7 @@ def test_line_loss_derivatives(activation, loss, hidden):
 # --- the walks ---------------------------------------------------------------------
 
 from skdpval import DPDataValuator, DPLabelQuality  # noqa: E402
-from skdpval.families._mlp_space import (  # noqa: E402
+from skdpval.families.network import (  # noqa: E402
     MIDPOINT_TOLERANCE, NetworkSpace, make_network, public_direction, run_walk)
 
 
@@ -375,7 +374,7 @@ def test_the_public_initialisation_is_sklearn_s():
     from sklearn.neural_network._multilayer_perceptron import _pack
     # the valuator's walk starts there: its initial utility is that network's
     init = _pack(fitted.coefs_, fitted.intercepts_)
-    from skdpval.families._mlp_space import glorot_init
+    from skdpval.families.network import glorot_init
     np.testing.assert_array_equal(
         glorot_init([64, 7, 1], "logistic", np.random.RandomState(3)), init)
     # the validation log loss of sklearn's initial network, on the features

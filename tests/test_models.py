@@ -21,15 +21,8 @@ from sklearn.utils.class_weight import compute_class_weight
 from reference import loss_and_dloss
 from skdpval import DPDataValuator
 from skdpval.kernels import _linear, _losses
-from skdpval.families._models import (
-    REGISTRY,
-    Refused,
-    Supported,
-    classifier_targets,
-    model_spec,
-    public_params,
-    row_weights,
-)
+from skdpval.families import Family, Refused, family_of, registered
+from skdpval.families._base import row_weights
 
 REFERENCE_NAMES = {
     _losses.LOGISTIC: "logistic", _losses.MULTINOMIAL: "multinomial",
@@ -41,6 +34,11 @@ REFERENCE_NAMES = {
     _losses.SQUARED_EPSILON_INSENSITIVE: "squared_epsilon_insensitive",
     _losses.PINBALL: "pinball", _losses.TWEEDIE: "tweedie",
 }
+
+
+def objective_of(estimator, n_parties):
+    """The objective the valuators read from ``estimator`` for ``n_parties``."""
+    return family_of(estimator).objective(estimator, n_parties=n_parties)
 
 
 def linear_estimators():
@@ -55,15 +53,17 @@ def test_every_linear_model_and_svm_is_supported_or_refused_with_a_reason():
     """Fails when scikit-learn adds an estimator the registry does not know."""
     found = linear_estimators()
     assert len(found) >= 40
-    unknown = [name for name, cls in found if cls not in REGISTRY]
-    assert unknown == [], f"add these to skdpval.families._models.REGISTRY: {unknown}"
+    registry = registered()
+    unknown = [name for name, cls in found if cls not in registry]
+    assert unknown == [], ("register these with a family or refuse them "
+                           f"(skdpval.families.linear, .network): {unknown}")
     for name, cls in found:
-        entry = REGISTRY[cls]
-        assert isinstance(entry, (Supported, Refused)), name
+        entry = registry[cls]
+        assert isinstance(entry, (Family, Refused)), name
         if isinstance(entry, Refused):
             assert entry.reason and entry.closest
-            supported = {c.__name__ for c, e in REGISTRY.items()
-                         if isinstance(e, Supported)}
+            supported = {c.__name__ for c, e in registry.items()
+                         if isinstance(e, Family)}
             assert any(s in entry.closest for s in supported), name
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
@@ -71,13 +71,13 @@ def test_every_linear_model_and_svm_is_supported_or_refused_with_a_reason():
                     else cls()
             with pytest.raises(TypeError, match=f"{name} is not supported.*closest"
                                ".*DPLabelQuality"):
-                model_spec(estimator, 10)
+                family_of(estimator).objective(estimator, n_parties=10)
         else:
-            assert entry.objective
+            assert entry.describe(cls)
 
 
 def test_the_issue_s_list_is_supported():
-    names = {cls.__name__ for cls, e in REGISTRY.items() if isinstance(e, Supported)}
+    names = {cls.__name__ for cls, e in registered().items() if isinstance(e, Family)}
     assert {"Lasso", "ElasticNet", "LogisticRegression", "SGDClassifier",
             "SGDRegressor", "Perceptron", "PassiveAggressiveClassifier",
             "PassiveAggressiveRegressor", "LinearSVC", "LinearSVR", "HuberRegressor",
@@ -203,10 +203,11 @@ def test_the_walk_minimises_the_estimator_s_objective(estimator, exact):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fitted = clone(estimator).fit(X, y)
-        public = public_params(estimator, X, y, 0)  # Huber's scale: its own here
-    spec = model_spec(estimator, n, public=public)
+        family = family_of(estimator)
+        public = family.public_params(estimator, X, y, 0)  # Huber's scale: its own here
+    spec = family.objective(estimator, n_parties=n, public=public)
     if spec.is_classifier:
-        T, loss = classifier_targets(spec, np.searchsorted(fitted.classes_, y), 2)
+        T, loss = family.encode_targets(spec, np.searchsorted(fitted.classes_, y), 2)
     else:
         T, loss = y[:, None], spec.loss
     weights, _ = row_weights(spec, np.searchsorted(fitted.classes_, y)
@@ -229,8 +230,8 @@ def test_multinomial_and_one_vs_rest_reach_the_estimator_s_objective():
                       lm.RidgeClassifier(alpha=2.0)):
         X, y = make_problem(estimator, n_classes=3)
         fitted = clone(estimator).fit(X, y)
-        spec = model_spec(estimator, len(X))
-        T, loss = classifier_targets(spec, y, 3)
+        spec = objective_of(estimator, len(X))
+        T, loss = spec.family.encode_targets(spec, y, 3)
         Xa = np.hstack([X, np.ones((len(X), 1))])
         ones = np.ones(len(X))
         theta_walk = walked_theta(Xa, T, loss, spec, ones, passes=2000, rate=0.05)
@@ -245,9 +246,9 @@ def test_a_wrong_mapping_would_fail():
     estimator = lm.LogisticRegression(C=0.05, tol=1e-12, max_iter=10_000)
     X, y = make_problem(estimator)
     fitted = clone(estimator).fit(X, y)
-    spec = model_spec(estimator, len(X))
+    spec = objective_of(estimator, len(X))
     wrong = type(spec)(**{**spec.__dict__, "l2_per_sample": 2 * spec.l2_per_sample})
-    T, loss = classifier_targets(spec, y, 2)
+    T, loss = spec.family.encode_targets(spec, y, 2)
     Xa = np.hstack([X, np.ones((len(X), 1))])
     ones = np.ones(len(X))
     theta_walk = walked_theta(Xa, T, loss, wrong, ones, passes=1000, rate=0.05)
@@ -264,9 +265,9 @@ def test_sample_weight_reaches_the_weighted_estimator():
     X, y = make_problem(estimator)
     sample_weight = np.random.default_rng(1).uniform(0.2, 3.0, size=len(X))
     fitted = clone(estimator).fit(X, y, sample_weight=sample_weight)
-    spec = model_spec(estimator, len(X))
+    spec = objective_of(estimator, len(X))
     weights, _ = row_weights(spec, y, y, [0, 1], sample_weight)
-    T, loss = classifier_targets(spec, y, 2)
+    T, loss = spec.family.encode_targets(spec, y, 2)
     Xa = np.hstack([X, np.ones((len(X), 1))])
     theta_walk = walked_theta(Xa, T, loss, spec, weights, passes=2000, rate=0.05)
     assert_allclose(walk_objective(theta_walk, Xa, T, loss, spec, weights),
@@ -275,7 +276,7 @@ def test_sample_weight_reaches_the_weighted_estimator():
 
 
 def test_balanced_class_weight_comes_from_the_public_labels():
-    spec = model_spec(lm.LogisticRegression(class_weight="balanced"), 10)
+    spec = objective_of(lm.LogisticRegression(class_weight="balanced"), 10)
     y_val = np.array([0, 0, 0, 1])
     expected = compute_class_weight("balanced", classes=np.array([0, 1]), y=y_val)
     for y in (np.array([0, 1, 1, 1, 1]), np.array([0, 0, 0, 0, 1])):
@@ -286,8 +287,8 @@ def test_balanced_class_weight_comes_from_the_public_labels():
 
 def test_weights_rescale_to_n_where_the_estimator_does():
     sample_weight = np.array([1.0, 2.0, 3.0, 2.0])
-    lasso = model_spec(lm.Lasso(), 4)
-    logistic = model_spec(lm.LogisticRegression(), 4)
+    lasso = objective_of(lm.Lasso(), 4)
+    logistic = objective_of(lm.LogisticRegression(), 4)
     assert_allclose(row_weights(lasso, np.zeros(4), np.zeros(2), None,
                                 sample_weight)[0], sample_weight * 4 / 8)
     assert_allclose(row_weights(logistic, np.array([0, 1, 0, 1]), np.array([0, 1]),
@@ -361,7 +362,7 @@ def test_public_direction_objective_in_the_parameters_equals_an_identity_basis()
     parameters: the same value and gradient as an identity basis, for a
     multinomial model with weights, L2 and L1, and central differences agree."""
     from scipy.optimize import check_grad
-    from skdpval.kernels import _subspace
+    from skdpval.kernels import _subspace_problem
 
     rng = np.random.default_rng(6)
     X = np.hstack([rng.normal(size=(20, 4)), np.ones((20, 1))])

@@ -6,7 +6,8 @@ from numpy.testing import assert_allclose
 
 from skdpval.kernels import _losses
 from skdpval.privacy._noise import counted_permutations, noise_schedule
-from skdpval.walks._runner import make_problem, run_walks
+from skdpval.kernels._linear import make_problem
+from skdpval.walks._runner import run_walks
 from helpers import FixedDraws
 
 

@@ -15,7 +15,8 @@ from helpers import FixedDraws
 from skdpval.kernels import _losses
 from skdpval.privacy._accounting import noise_std_for_budget
 from skdpval.privacy._noise import counted_permutations, noise_schedule
-from skdpval.walks._runner import make_problem, run_walks
+from skdpval.kernels._linear import make_problem
+from skdpval.walks._runner import run_walks
 from skdpval.datasets import load_noisy_classification
 
 

@@ -29,8 +29,9 @@ def values(data, **params):
 @pytest.fixture
 def threads_for_small_jobs(monkeypatch):
     """These jobs are too small for threads to pay: run them on threads anyway."""
-    import skdpval.walks._cluster as _cluster
-    monkeypatch.setattr(walk_module, "MIN_PARALLEL_WORK", 0)
+    import skdpval.walks._runner as runner_module
+
+    monkeypatch.setattr(runner_module, "MIN_PARALLEL_WORK", 0)
 
 
 @pytest.mark.parametrize("noise", ["correlated", "iid"])
@@ -147,13 +148,14 @@ def test_at_most_one_wave_of_noise_is_alive(data, monkeypatch, n_jobs,
 
 def test_small_jobs_stay_on_one_thread(data, monkeypatch):
     """Below MIN_PARALLEL_WORK a fit never hands a node to another thread."""
-    import skdpval.walks._cluster as _cluster
+    import skdpval.walks._runner as runner_module
+
     def no_pool(*args, **kwargs):
         raise AssertionError("a thread pool was started for a small job")
 
-    monkeypatch.setattr(walk_module, "ThreadPoolExecutor", no_pool)
+    monkeypatch.setattr(runner_module, "ThreadPoolExecutor", no_pool)
     values(data, n_jobs=2)
-    monkeypatch.setattr(walk_module, "MIN_PARALLEL_WORK", 0)
+    monkeypatch.setattr(runner_module, "MIN_PARALLEL_WORK", 0)
     with pytest.raises(AssertionError, match="thread pool"):
         values(data, n_jobs=2)
 
@@ -162,11 +164,12 @@ def test_a_tabulated_line_walk_counts_no_validation_rows(monkeypatch):
     """Along a tabulated line a step reads no validation row: 100 parties stay
     on one thread with 3,000 validation rows (counting the rows, 6e5
     multiply-adds a permutation, would start a pool)."""
-    import skdpval.walks._cluster as _cluster
+    import skdpval.walks._runner as runner_module
+
     def no_pool(*args, **kwargs):
         raise AssertionError("a thread pool was started for a small job")
 
-    monkeypatch.setattr(walk_module, "ThreadPoolExecutor", no_pool)
+    monkeypatch.setattr(runner_module, "ThreadPoolExecutor", no_pool)
     X, y = make_classification(n_samples=3100, n_features=5, random_state=0)
     valuator = DPDataValuator(n_permutations=4, n_jobs=2, random_state=0, epsilon=1.0)
     valuator.fit(X[:100], y[:100], X_val=X[100:], y_val=y[100:])
@@ -175,20 +178,22 @@ def test_a_tabulated_line_walk_counts_no_validation_rows(monkeypatch):
 
 def test_threads_do_not_go_through_joblib(data, monkeypatch, threads_for_small_jobs):
     """The default threads run in a pool kept for the fit, not a joblib call a wave."""
-    import skdpval.walks._cluster as _cluster
+    import skdpval.walks._runner as runner_module
+
     def no_joblib(*args, **kwargs):
         raise AssertionError("joblib.Parallel was called")
 
     serial = values(data, n_jobs=1)
-    monkeypatch.setattr(walk_module, "Parallel", no_joblib)
+    monkeypatch.setattr(runner_module, "Parallel", no_joblib)
     assert_array_equal(values(data, n_jobs=2), serial)
 
 
 def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
     """With chunks of one permutation, a node keeps only its tree's pending sums."""
-    import skdpval.walks._cluster as _cluster
+    import skdpval.walks._waves as waves_module
+
     serial = values(data, n_jobs=1, subspace=None)  # releases of d + 1 numbers
-    monkeypatch.setattr(walk_module, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(waves_module, "CHUNK_BYTES", 1)
     drawn, alive_most = track_alive_noise(monkeypatch)
     assert_array_equal(values(data, n_jobs=1, subspace=None), serial)
     one_permutation = 40 * (data[0].shape[1] + 1)
@@ -198,7 +203,7 @@ def test_big_releases_are_walked_one_permutation_at_a_time(data, monkeypatch):
 
 def test_a_wave_sums_the_same_bits_whatever_its_split():
     """Merging a wave's nodes at any depth gives its statistics, bit for bit."""
-    from skdpval.walks._runner import NodeSums, merge_sums, reduce_tree, tree_nodes
+    from skdpval.kernels._reduction import NodeSums, merge_sums, reduce_tree, tree_nodes
     from skdpval.walks._waves import WalkState, end_wave
 
     rng = np.random.default_rng(0)
@@ -239,11 +244,12 @@ def test_a_dask_workers_means_are_end_waves_written_over_the_old_copy(monkeypatc
     """A worker's copy of the rolling means (next_rolling_mean) is end_wave's,
     bit for bit, written over the old copy (no second array of n means), and
     over blocks that split the parties unevenly."""
-    import skdpval.walks._cluster as _cluster    from skdpval.walks._runner import NodeSums, tree_nodes
-    from skdpval.walks._waves import WalkState, end_wave
+    import skdpval.walks._waves as waves_module
+    from skdpval.kernels._reduction import NodeSums, tree_nodes
     from skdpval.walks._cluster import next_rolling_mean
+    from skdpval.walks._waves import WalkState, end_wave
 
-    monkeypatch.setattr(walk_module, "MERGE_BLOCK", 4)
+    monkeypatch.setattr(waves_module, "MERGE_BLOCK", 4)
     rng = np.random.default_rng(1)
     n, depth, shape = 10, 1, (1,)
     copy = None
@@ -264,16 +270,17 @@ def test_the_walk_gives_back_the_memory_pyarrow_keeps(monkeypatch):
     at 10^6 rows): each walk task returns it first."""
     import types
 
-    import skdpval.walks._cluster as _cluster
+    import skdpval.walks._cluster as cluster_module
+
     released = []
     pool = types.SimpleNamespace(release_unused=lambda: released.append(1))
     fake = types.SimpleNamespace(default_memory_pool=lambda: pool)
     monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
-    _cluster.return_reader_memory()  # without pyarrow: nothing
+    cluster_module.return_reader_memory()  # without pyarrow: nothing
     monkeypatch.setitem(sys.modules, "pyarrow", fake)
-    monkeypatch.setattr(walk_module, "walk_node", lambda *args: "walked")
-    assert _cluster.walk_node_of_mean(None, None, 0, 1, None, None, None,
-                                         None) == "walked"
+    monkeypatch.setattr(cluster_module, "walk_node", lambda *args: "walked")
+    assert cluster_module.walk_node_of_mean(None, None, 0, 1, None, None, None,
+                                            None) == "walked"
     assert released == [1]
 
 
@@ -282,7 +289,7 @@ def test_a_walked_chunk_reduces_as_merges_one_by_one(size):
     """The chunk's reduction (numpy) against merge_sums in place (its kernel)
     over the same tree, bit for bit."""
     from skdpval.kernels._reduction import reduce_walked
-    from skdpval.walks._runner import NodeSums, merge_sums, reduce_tree
+    from skdpval.kernels._reduction import NodeSums, merge_sums, reduce_tree
 
     rng = np.random.default_rng(size)
     n = 7
@@ -314,11 +321,11 @@ def test_a_walked_chunk_reduces_as_merges_one_by_one(size):
 
 def test_the_public_direction_runs_on_one_blas_thread(data, monkeypatch):
     """OpenBLAS's threads would spin on the walk's cores after scipy's L-BFGS."""
-    import skdpval.valuation._valuator as valuator_module
+    import skdpval.families.linear as family_module
     from threadpoolctl import threadpool_info
 
     seen = []
-    original = valuator_module.minimize
+    original = family_module.minimize
 
     def recording(*args, **kwargs):
         seen.extend(info["num_threads"] for info in threadpool_info()
@@ -328,7 +335,7 @@ def test_the_public_direction_runs_on_one_blas_thread(data, monkeypatch):
     blas_threads = lambda: [info["num_threads"] for info in threadpool_info()
                             if info["user_api"] == "blas"]
     before = blas_threads()
-    monkeypatch.setattr(valuator_module, "minimize", recording)
+    monkeypatch.setattr(family_module, "minimize", recording)
     values(data, n_permutations=2)
     assert seen and set(seen) == {1}
     assert blas_threads() == before  # the limit ends with the search

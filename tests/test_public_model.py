@@ -257,8 +257,8 @@ def test_privacy_spent_of_a_filter_with_a_private_fit_is_the_hand_composition():
 def test_one_row_kernel_equals_the_general_clipped_sum(loss_name, l2):
     """The fast path (one-row parties, one output) against the general
     kernel: each row's gradient clipped, then summed."""
-    import skdpval.kernels._linear as K
-    from skdpval.valuation._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+    import skdpval.kernels._losses as K
+    from skdpval.kernels._fit_sums import clipped_gradient_sum, clipped_row_gradient_sum
 
     rng = np.random.default_rng(0)
     X = np.c_[rng.normal(size=(300, 4)) * 3, np.ones(300)]
@@ -311,8 +311,8 @@ def test_fit_kernels_equal_a_plain_numpy_clipped_sum(loss_name, l2):
     (plain numpy, row by row): one-row parties on the fast path, parties
     of 1-4 rows with an L1 term and three outputs on the general one; some
     gradients clipped and some not, the intercept column unpenalised."""
-    import skdpval.kernels._linear as K
-    from skdpval.valuation._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+    import skdpval.kernels._losses as K
+    from skdpval.kernels._fit_sums import clipped_gradient_sum, clipped_row_gradient_sum
 
     from reference import clipped_gradient_sum as reference_sum
     from reference import loss_and_dloss
@@ -352,8 +352,8 @@ def test_fit_kernels_drop_a_row_whose_gradient_overflows():
     """A squared-loss row at 1e200 (its gradient infinite) adds nothing to
     either kernel's sum, as in the plain-numpy reference; the other rows
     are summed as usual."""
-    import skdpval.kernels._linear as K
-    from skdpval.valuation._private_fit import clipped_gradient_sum, clipped_row_gradient_sum
+    import skdpval.kernels._losses as K
+    from skdpval.kernels._fit_sums import clipped_gradient_sum, clipped_row_gradient_sum
 
     from reference import clipped_gradient_sum as reference_sum
 
@@ -392,8 +392,9 @@ def _fit_rows(n, d, seed, scale=3.0):
 def test_fit_sums_of_any_split_of_the_rows_equal_the_whole(n_outputs, l1):
     """Blocks of rows cut anywhere and added in any order give the sum of
     the whole, bit for bit (the one-pass kernel and the general one)."""
-    import skdpval.kernels._linear as K
-    from skdpval.valuation._private_fit import fixed_point_unit, rows_gradient_sum
+    import skdpval.kernels._losses as K
+    from skdpval.kernels._fit_sums import rows_gradient_sum
+    from skdpval.valuation._public_model import fixed_point_unit
 
     rng, X, T, weights = _fit_rows(1000, 6, 5)
     T = T.repeat(n_outputs, 1)
@@ -424,8 +425,9 @@ def test_a_rounded_party_gradient_stays_within_the_clip(d):
     norm at most the fit's clip (the sum's sensitivity), thanks to the
     shrunk clip: rounded after a clip to the clip itself, some rows exceed
     it (the check can fail). A coarse unit makes the rounding visible."""
-    import skdpval.kernels._linear as K
-    from skdpval.valuation._private_fit import rounded_clip, rows_gradient_sum
+    import skdpval.kernels._losses as K
+    from skdpval.kernels._fit_sums import rows_gradient_sum
+    from skdpval.valuation._public_model import rounded_clip
 
     rng, X, T, weights = _fit_rows(400, d, 6, scale=30.0)  # most rows clipped
     theta = rng.normal(size=(1, d + 1))
@@ -445,7 +447,7 @@ def test_a_rounded_party_gradient_stays_within_the_clip(d):
 def test_the_fixed_point_sum_cannot_overflow():
     """``n`` parties each adding at most ``clip / unit`` a coordinate stay
     within int64 (public bound), and the unit is fine where that allows."""
-    from skdpval.valuation._private_fit import FIT_SUM_BITS, fixed_point_unit
+    from skdpval.valuation._public_model import FIT_SUM_BITS, fixed_point_unit
 
     for n in (2, 1000, 2**21 - 1, 10**7, 2**31, 10**10):
         unit = fixed_point_unit(2.0, n)

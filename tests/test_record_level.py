@@ -17,14 +17,14 @@ from sklearn.linear_model import LogisticRegression
 from helpers import FixedDraws
 from reference import algorithm1
 from skdpval import DPDataValuator, DPFederatedValuator, DPLabelQuality
-from skdpval.kernels import _subspace_problem
-from skdpval.kernels import _linear, _losses
+from skdpval.kernels import _linear, _losses, _subspace_problem
 from skdpval.privacy._accounting import gdp_epsilon, noise_std_for_budget
 from skdpval.privacy._noise import gaussian_noise
 from skdpval.privacy._release import release_stream
 from skdpval.privacy._secure_noise import FEDERATED, LABEL_SCORE, Grid, noise_key
 from skdpval.valuation._semivalues import semivalue_weights
-from skdpval.walks._runner import make_problem, run_walks
+from skdpval.kernels._linear import make_problem
+from skdpval.walks._runner import run_walks
 from test_kernels import HUBER_EPSILON, LOSS_CODES, UTILITY_CODES, make_data
 from test_subspace import orthonormal_rows
 

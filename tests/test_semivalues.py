@@ -10,7 +10,8 @@ from scipy.special import beta as beta_function
 
 from skdpval.kernels import _losses
 from skdpval.valuation._semivalues import semivalue_weights
-from skdpval.walks._runner import make_problem, run_walks
+from skdpval.kernels._linear import make_problem
+from skdpval.walks._runner import run_walks
 from helpers import FixedDraws
 
 SEMIVALUES = ["shapley", "banzhaf", "loo", ("beta", 4, 1), ("beta", 16, 1),

@@ -154,7 +154,8 @@ def test_the_walk_returns_the_mean_of_each_partys_releases():
     plus noise), not a gradient. One party whose hinge gradient ``-y x`` is
     clipped from norm 2 to 1 and stays constant (a tiny learning rate)."""
     from skdpval.kernels import _losses
-    from skdpval.walks._runner import make_problem, run_walks
+    from skdpval.kernels._linear import make_problem
+    from skdpval.walks._runner import run_walks
     from helpers import FixedDraws
 
     rng = np.random.default_rng(0)

@@ -227,7 +227,7 @@ def test_bad_subspace_is_refused_before_the_walk(subspace, match, monkeypatch):
     def no_walk(*args, **kwargs):
         raise AssertionError("the walk ran on bad input")
 
-    monkeypatch.setattr("skdpval.valuation._valuator.run_walks", no_walk)
+    monkeypatch.setattr("skdpval.valuation._data_valuator.run_walks", no_walk)
     X, y, X_val, y_val = _estimator_data("binary")
     with pytest.raises(ValueError, match=match):
         DPDataValuator(subspace=subspace).fit(X, y, X_val=X_val, y_val=y_val)

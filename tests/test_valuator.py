@@ -24,13 +24,12 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import skdpval.valuation._valuator as valuator_module
-import skdpval.walks._runner as _runner
+import skdpval.valuation._walk_settings as walk_settings
 import skdpval.walks._waves as _waves
 from reference import algorithm1
 from skdpval import DPDataValuator
 from skdpval.kernels import _linear
-from skdpval.families._models import model_spec
+from skdpval.families import family_of
 from skdpval.privacy._noise import counted_permutations, noise_schedule, unseen_noise_factor
 from skdpval.valuation._semivalues import semivalue_weights
 
@@ -229,10 +228,10 @@ def test_model_spec_is_the_models_own_objective(estimator, make):
         if make == "binary" and np.isinf(getattr(estimator, "C", 1.0)):
             y[:10] = 1 - y[:10]  # not separable, so the optimum is finite
     fitted = clone(estimator).fit(X, y)
-    spec = model_spec(estimator, n_samples=n)
+    family = family_of(estimator)
+    spec = family.objective(estimator, n_parties=n)
     if spec.is_classifier:
-        from skdpval.families._models import classifier_targets
-        T, loss = classifier_targets(spec, y, len(np.unique(y)))
+        T, loss = family.encode_targets(spec, y, len(np.unique(y)))
     else:
         T, loss = y[:, None].astype(float), spec.loss
     theta = np.hstack([np.atleast_2d(fitted.coef_),
@@ -271,7 +270,7 @@ def test_learning_rate_auto_never_reads_training_data(classification):
         for name in public:
             assert_array_equal(first[name], second[name])
     assert make(*other, noise="none")["learning_rate_"] in \
-        valuator_module.AUTO_LEARNING_RATES
+        walk_settings.AUTO_LEARNING_RATES
 
 
 def test_auto_learning_rate_is_sensible_on_real_data():
@@ -296,14 +295,14 @@ def test_auto_learning_rate_keeps_a_noisy_walk_short_of_the_optimum(monkeypatch)
     y_train = np.where(flip, 1 - y[:20000], y[:20000])
 
     def gain(drift):
-        monkeypatch.setattr(valuator_module, "AUTO_MARGIN_DRIFT", drift)
+        monkeypatch.setattr(walk_settings, "AUTO_MARGIN_DRIFT", drift)
         fitted = DPDataValuator(epsilon=3, delta=1e-5, n_permutations=4,
                                 public_model="validation", random_state=0,
                                 noise_seed=3).fit(
             X[:20000], y_train, X_val=X[20000:], y_val=y[20000:])
         return np.mean(fitted.final_utilities_) - fitted.initial_utility_
 
-    capped = gain(valuator_module.AUTO_MARGIN_DRIFT)
+    capped = gain(walk_settings.AUTO_MARGIN_DRIFT)
     assert 0 < capped < 0.6 * gain(np.inf)
 
 
@@ -404,8 +403,8 @@ def test_bad_input_is_refused_before_any_work(params, fit_args, match, monkeypat
     def no_kernel(*args, **kwargs):
         raise AssertionError("the kernel ran on bad input")
 
-    monkeypatch.setattr(_runner._kernels, "walk", no_kernel)
-    monkeypatch.setattr(valuator_module._kernels, "sgd_pass", no_kernel)
+    monkeypatch.setattr(_linear, "walk", no_kernel)
+    monkeypatch.setattr(_linear, "sgd_pass", no_kernel)
     args = dict(X=X_OK, y=Y_OK)
     args.update(fit_args)
     # random_state fixes the held-out split: a random one of 4 rows has a single

@@ -1,6 +1,6 @@
 """``.. model-coverage-table::``: every linear model of scikit-learn, supported or not.
 
-Rows come from the registry ``skdpval.families._models.REGISTRY`` at build time, and
+Rows come from the registry ``skdpval.families.registered()`` at build time, and
 every estimator of ``sklearn.linear_model`` and ``sklearn.svm`` appears
 (the coverage test fails when one is in neither list), so the table cannot
 drift from the code. With ``:results:`` (a JSON-lines file of
@@ -17,7 +17,7 @@ from docutils.parsers.rst import Directive, directives
 from docutils.statemachine import StringList
 from sklearn.utils import all_estimators
 
-from skdpval.families._models import REGISTRY, Refused
+from skdpval.families import Refused, registered
 
 
 def load_results(path):
@@ -44,14 +44,15 @@ def table_rows(results):
     if results is not None:
         header += ["AUC, no noise", "AUC, eps 3", "clean-model AUC"]
     rows = []
+    registry = registered()
     for module, name, cls in found:
-        entry = REGISTRY.get(cls)
+        entry = registry.get(cls)
         if entry is None:
             text = "not in the registry (the coverage test fails)"
         elif isinstance(entry, Refused):
             text = f"**refused**: {entry.reason}. Closest: {entry.closest}."
         else:
-            text = entry.objective
+            text = entry.describe(cls)
         row = [f"``{module}.{name}``", text]
         if results is not None:
             for method in methods:

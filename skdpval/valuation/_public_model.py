@@ -284,7 +284,11 @@ def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu,
                              "noise_multiplier: a budget to share with the fit.")
         return False, ("public_model='auto' keeps the validation model: "
                        "noise_multiplier leaves no budget to share")
-    why_not = family_of(estimator).private_fit_unsupported(estimator)
+    try:
+        why_not = family_of(estimator).private_fit_unsupported(estimator)
+    except TypeError as error:  # no family reads it (DPLabelQuality takes any model)
+        why_not = (f"{type(estimator).__name__} is not a model the valuators map "
+                   f"to an objective ({str(error).split('. ')[0]})")
     if option == "private":
         if why_not is not None:
             raise ValueError(f"public_model='private' cannot fit {why_not}. Use "

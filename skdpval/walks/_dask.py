@@ -8,7 +8,7 @@ are not numbers), the public standardisation and, for
 (``m`` numbers a row, :func:`skdpval.kernels._subspace_problem.project_rows`), for
 :class:`~skdpval.DPLabelQuality` each row's clipped score, and each step of
 the private fit of the public model (``public_model="private"`` or
-``"auto"``, :func:`skdpval.valuation._private_fit.noisy_gradient_descent`): a block's
+``"auto"``, :func:`skdpval.valuation._public_model.noisy_gradient_descent`): a block's
 exact sum of its rows' clipped gradients (:meth:`DaskRows.sum_blocks`, 20
 passes over the rows). The client then holds one number a party (or
 ``m``), ``y`` and ``sample_weight``; the walk runs on those. Every row is
