@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from skdpval.kernels import (_line, _losses, _network, _network_line, _subspace,
+from skdpval.kernels import (_line, _losses, _math, _network, _network_line, _subspace,
                              _subspace_problem)
 from skdpval.privacy._release import release_stream
 from skdpval.families._parties import _standardized
@@ -302,7 +302,7 @@ def test_the_flags_are_none_only_for_the_defaults():
     assert _network.loss_flag(_losses.MULTINOMIAL) == _losses.MULTINOMIAL
     assert _network.act_flag(_network.RELU) is None
     assert _network.act_flag(_network.TANH) == _network.TANH
-    assert _network.level_flag(False) is None and _network.level_flag(True) is True
+    assert _math.level_flag(False) is None and _math.level_flag(True) is True
     assert _line.kind_flag(_line.QUADRATIC) == _line.QUADRATIC
     assert _subspace.prefetch_flag(np.arange(10)) is None
     assert _subspace.prefetch_flag(np.arange(_subspace.PREFETCH_MIN_PARTIES + 2))

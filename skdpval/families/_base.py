@@ -133,6 +133,11 @@ class Family(ABC):
         """Parameters chosen on the public validation set (none by default)."""
         return {}
 
+    def describe(self, estimator_class):
+        """The objective of ``estimator_class`` in words (the docs' coverage
+        table and the command line's model list)."""
+        return f"the objective of the {self.name} family"
+
     # --- the data as the kernels read them ---------------------------------------
 
     def intercept_column(self, objective):

@@ -5,10 +5,11 @@
 answers the valuator's questions of a space for them: every parameter, a
 public basis, or one public line.
 
-:class:`NetworkSpace` answers the valuator's questions of a space
-(:mod:`skdpval.families._space`: party gradients, a noiseless SGD pass, a utility,
-the margin scale, the walk problem) for a multilayer perceptron
-(:mod:`skdpval.kernels._network`), so that the estimators never branch on the model.
+:class:`NetworkSpace` answers the valuator's questions of a space (party
+gradients, a noiseless SGD pass, a utility, the margin scale, the walk
+problem; :meth:`skdpval.families.Family.space`) for a multilayer perceptron
+(:mod:`skdpval.kernels._network`), so that the estimators never branch on
+the model.
 Every walk starts from the public initialisation ``theta0``
 (:func:`glorot_init`, scikit-learn's own), and ``z`` is the displacement
 from it: ``theta = theta0 + z`` in the full space (the seed paper's

@@ -3,7 +3,7 @@
 Users of valuation and cleaning hold many noisy training rows and few clean
 validation rows. A model fitted to the validation rows alone is then weak;
 this module fits the wrapped model's own objective (its loss and penalty, as
-:mod:`skdpval.families._models` reads it) on the *training* rows with differential
+:class:`~skdpval.families.Family` of the model reads it) on the *training* rows with differential
 privacy, and the valuators use that model where they used the validation one
 (its margins, its direction).
 

@@ -4,9 +4,9 @@ A *walk problem* is any picklable object with ``n_parties``,
 ``release_shape`` (the shape of one party's release, e.g. ``(n_outputs,
 n_columns)`` for the full-space walk) and a method ``walk(permutations,
 stream, x_tt, rolling_mean)`` returning ``(marginals, end_utility)`` (see
-:func:`skdpval.kernels._kernels.walk`; ``stream`` is the privacy layer's
-release stream, :func:`skdpval.privacy._release.release_stream`).
-:class:`WalkProblem` is the full-space one.
+:func:`skdpval.kernels._linear.walk`; ``stream`` is the privacy layer's
+release stream, :func:`skdpval.privacy._release.release_stream`): a model
+family's (:mod:`skdpval.families`).
 
 Permutations run in waves of ``batch_permutations``. The permutations of a
 wave are independent and run in parallel; with a rolling mean all of them
