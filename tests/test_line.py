@@ -25,11 +25,11 @@ def test_logistic_table_is_within_its_bound_everywhere():
     assert line.kind == _line.HERMITE
     z = np.linspace(-3.0, 5.0, 20001)
     exact = -np.mean(_softplus(-np.multiply.outer(z, t * c)), axis=1)
-    tabulated = np.array([_line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, v)
+    tabulated = np.array([_line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, v, None, 0.0)
                           for v in z])
     assert np.max(np.abs(tabulated - exact)) <= _line.LINE_TOLERANCE + 1e-15
     # the interpolant is not the exact function: the table does the work
-    far = _line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, 40.0)
+    far = _line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, 40.0, None, 0.0)
     assert far == pytest.approx(-np.mean(_softplus(-40.0 * t * c)), rel=1e-13)
 
 
@@ -54,7 +54,7 @@ def test_tweedie_table_is_within_its_bound(power):
              - target * np.exp((1 - power) * m) / (1 - power))
     exact = -np.mean(f, axis=1).astype(np.float64)
     tabulated = np.array([_line.line_value(line.kind, line.lo, line.inv_h, line.table,
-                                           line.quad, line.s_val, v) for v in z])
+                                           line.quad, line.s_val, v, None, 0.0) for v in z])
     u = 2.0**-53
     bound = _line.LINE_TOLERANCE + 8 * u * (np.abs(exact) + (np.abs(z - line.lo) + np.abs(z))
                                             * np.mean(np.abs(c) * (np.exp(np.abs(c) * 9) + t)))
@@ -76,7 +76,7 @@ def test_logistic_table_is_within_its_bound_with_its_rounding(z_range):
     margins = -np.multiply.outer(z.astype(np.longdouble), s.astype(np.longdouble))
     exact = -np.mean(np.logaddexp(np.longdouble(0.0), margins), axis=1)
     tabulated = np.array([_line._hermite(line.kind, line.lo, line.inv_h, line.table,
-                                         line.s_val, v) for v in z])
+                                         line.s_val, v, None, 0.0) for v in z])
     u = 2.0**-53
     rounding = 8 * u * ((np.abs(z - line.lo) + np.abs(z)) * np.mean(np.abs(s))
                         + np.abs(exact.astype(np.float64)))
@@ -94,7 +94,7 @@ def test_squared_error_is_an_exact_quadratic(utility):
         expected = {_losses.NEG_LOSS: -0.5 * sse / 30, _losses.NEG_MSE: -sse / 30,
                     _losses.R2: 1 - sse / tss}[utility]
         value = _line.line_value(line.kind, line.lo, line.inv_h, line.table,
-                                  line.quad, line.s_val, z)
+                                  line.quad, line.s_val, z, None, 0.0)
         assert value == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
@@ -110,9 +110,9 @@ def test_multinomial_table_is_within_its_bound_everywhere():
     exact = -np.mean(np.logaddexp.reduce(margins, axis=2)
                      - margins[:, np.arange(40), y], axis=1)
     tabulated = np.array([_line._hermite(line.kind, line.lo, line.inv_h, line.table,
-                                         line.s_val, v) for v in z])
+                                         line.s_val, v, None, 0.0) for v in z])
     assert np.max(np.abs(tabulated - exact)) <= _line.LINE_TOLERANCE + 1e-15
-    far = _line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, 30.0)
+    far = _line._hermite(line.kind, line.lo, line.inv_h, line.table, line.s_val, 30.0, None, 0.0)
     margins = 30.0 * c
     assert far == pytest.approx(-np.mean(np.logaddexp.reduce(margins, axis=1)
                                          - margins[np.arange(40), y]), rel=1e-13)
@@ -157,12 +157,12 @@ def test_a_piecewise_loss_is_tabulated_exactly(name):
     for v in z:
         exact = -loss_and_dloss(name, v * c, t, param)[0] / len(c)
         tabulated = _line.line_value(line.kind, line.lo, line.inv_h, line.table,
-                                     line.quad, line.s_val, v)
+                                     line.quad, line.s_val, v, None, 0.0)
         assert tabulated == pytest.approx(exact, rel=1e-13, abs=1e-14 * (1 + v * v))
     # a change within one quadratic is computed from the step
     a, b = 0.5 * (kinks[10] + kinks[11]), 0.6 * kinks[10] + 0.4 * kinks[11]
     change, _ = _line.line_change(line.kind, line.lo, line.inv_h, line.table, line.quad,
-                                  line.s_val, a, b, 0.0)
+                                  line.s_val, a, b, 0.0, None, 0.0)
     exact_change = -(loss_and_dloss(name, b * c, t, param)[0]
                      - loss_and_dloss(name, a * c, t, param)[0]) / len(c)
     assert change == pytest.approx(exact_change, rel=1e-9, abs=1e-16)
