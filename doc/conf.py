@@ -16,6 +16,7 @@ sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE.parent))
 
 import skdpval  # noqa: E402
+from sphinx_gallery.sorting import ExplicitOrder  # noqa: E402
 from offline_inventories import write_inventories  # noqa: E402
 
 project = "skdpval"
@@ -35,6 +36,10 @@ extensions = [
     "matplotlib.sphinxext.plot_directive",
     "auc_limit_table",
     "model_coverage_table",
+    # The command line's --help, from its parser (doc/cli.rst).
+    "cli_reference",
+    # Tables of benchmarks/results/*.jsonl, formatted by benchmarks/tables.py.
+    "results_tables",
 ]
 autosummary_generate = True
 plot_html_show_source_link = False
@@ -74,6 +79,13 @@ sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
+    # Sections by the job a reader comes with (examples/*/README.txt).
+    "subsection_order": ExplicitOrder([
+        "../examples/find_bad_labels",
+        "../examples/value_data",
+        "../examples/federated_groups",
+        "../examples/reproduce_papers",
+    ]),
     "within_subsection_order": "FileNameSortKey",
     "remove_config_comments": True,
     "download_all_examples": False,

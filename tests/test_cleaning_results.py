@@ -1,7 +1,7 @@
-"""The README's "When does private cleaning pay?" quotes
-benchmarks/results/cleaning.jsonl: every number in its table and bullets is
-checked against the committed lines, so a rerun of benchmarks/cleaning.py
-that moves a figure fails here until the README follows."""
+"""The user guide's "When does private cleaning pay?" (doc/user_guide/cleaning.rst)
+quotes benchmarks/results/cleaning.jsonl: every number in its table and
+bullets is checked against the committed lines, so a rerun of
+benchmarks/cleaning.py that moves a figure fails here until the page follows."""
 
 import json
 import re
@@ -23,9 +23,9 @@ def cases():
 
 @pytest.fixture(scope="module")
 def section():
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### When does private cleaning pay?")
-    return text[start:text.index("\n## ", start)]
+    text = (ROOT / "doc" / "user_guide" / "cleaning.rst").read_text()
+    start = text.index("When does private cleaning pay?\n---")
+    return text[start:text.index("The public model: ", start)]
 
 
 def case(cases, *, setting="large", flips, n_val=100, epsilon=3.0, public_model,
@@ -98,11 +98,12 @@ def test_bullets_quote_the_results(cases, section):
     assert f"even cleaning without noise ({noiseless['cleaned']:.3f})" in flat
 
 
-@pytest.mark.parametrize("example", ["plot_cleaning_pays.py", "plot_private_cleaning.py"])
+@pytest.mark.parametrize("example", ["find_bad_labels/plot_cleaning_pays.py",
+                                     "find_bad_labels/plot_private_cleaning.py"])
 def test_examples_quote_the_results(cases, example):
     """Every three-decimal accuracy the examples' text quotes is a committed
     figure (their cells print their own run's numbers, not these). A loose
-    check, unlike the README's: it catches a number found nowhere in the
+    check, unlike the user guide's: it catches a number found nowhere in the
     results, not one swapped for another committed figure."""
     quoted = set(re.findall(r"\b0\.\d{3}\b", (ROOT / "examples" / example).read_text()))
     assert quoted

@@ -36,7 +36,7 @@ rows, the 100 clean validation rows alone do as well as any pipeline below
 ``benchmarks/cleaning.py`` (20 seeds, a non-private ``LogisticRegression()``
 as the final model) the validation rows alone gave 0.967, the noisy rows
 0.854, and the rows kept by private cleaning at epsilon 3 gave 0.906-0.915.
-:ref:`sphx_glr_auto_examples_plot_cleaning_pays.py` shows where cleaning
+:ref:`sphx_glr_auto_examples_find_bad_labels_plot_cleaning_pays.py` shows where cleaning
 pays: many training rows with class-dependent flips and a flexible final
 model.
 """
@@ -156,4 +156,3 @@ ax.set_xlabel("total epsilon (delta = 5e-5)")
 ax.set_ylabel("test accuracy")
 ax.legend(fontsize=8)
 fig.tight_layout()
-fig.savefig("private_cleaning.png", dpi=100)
