@@ -3,7 +3,7 @@
 Usage: ``python doc/check_gallery.py [--max-seconds 60]`` after
 ``sphinx-build doc doc/_build``. Checks that
 
-- every ``examples/plot_*.py`` ran, drew a figure and took under the limit
+- every ``examples/**/plot_*.py`` ran, drew a figure and took under the limit
   (what sphinx-gallery wrote in ``doc/auto_examples``);
 - every estimator's API page (``doc/_build/generated``) documents ``fit``
   and names ``X_val``;
@@ -30,15 +30,17 @@ TIME = re.compile(r"\*\*Total running time of the script:\*\*\s*\((\d+) minutes 
 def check(max_seconds):
     gallery = ROOT / "doc" / "auto_examples"
     problems, lines = [], []
-    examples = sorted((ROOT / "examples").glob("plot_*.py"))
+    examples = sorted((ROOT / "examples").rglob("plot_*.py"))
     if not examples:
-        problems.append("no examples/plot_*.py found")
+        problems.append("no examples/**/plot_*.py found")
     for example in examples:
-        page = gallery / f"{example.stem}.rst"
+        # examples/<section>/plot_x.py -> doc/auto_examples/<section>/plot_x.rst
+        section = gallery / example.parent.relative_to(ROOT / "examples")
+        page = section / f"{example.stem}.rst"
         if not page.exists():
             problems.append(f"{example.name}: no page {page.relative_to(ROOT)} (did it run?)")
             continue
-        figures = sorted((gallery / "images").glob(f"sphx_glr_{example.stem}_*.png"))
+        figures = sorted((section / "images").glob(f"sphx_glr_{example.stem}_*.png"))
         if not figures:
             problems.append(f"{example.name}: ran but drew no figure")
         match = TIME.search(page.read_text())
