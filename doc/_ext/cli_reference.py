@@ -21,9 +21,6 @@ import importlib
 import os
 import pkgutil
 
-from docutils import nodes
-from docutils.parsers.rst import Directive
-
 WIDTH = "79"
 
 
@@ -92,21 +89,25 @@ def help_texts(module_name="skdpval.cli"):
     return texts
 
 
-class CliReference(Directive):
-    optional_arguments = 1
-
-    def run(self):
-        module_name = self.arguments[0] if self.arguments else "skdpval.cli"
-        section_nodes = []
-        for prog, text in help_texts(module_name):
-            name = _name(prog)
-            section = nodes.section(ids=[nodes.make_id(f"cli {name}")])
-            section += nodes.title(text=name)
-            section += nodes.literal_block(text, text, language="text")
-            section_nodes.append(section)
-        return section_nodes
-
-
 def setup(app):
+    # docutils is imported here, so that help_texts() runs without Sphinx
+    # (tests/test_docs.py).
+    from docutils import nodes
+    from docutils.parsers.rst import Directive
+
+    class CliReference(Directive):
+        optional_arguments = 1
+
+        def run(self):
+            module_name = self.arguments[0] if self.arguments else "skdpval.cli"
+            section_nodes = []
+            for prog, text in help_texts(module_name):
+                name = _name(prog)
+                section = nodes.section(ids=[nodes.make_id(f"cli {name}")])
+                section += nodes.title(text=name)
+                section += nodes.literal_block(text, text, language="text")
+                section_nodes.append(section)
+            return section_nodes
+
     app.add_directive("cli-reference", CliReference)
     return {"parallel_read_safe": True, "version": "1"}

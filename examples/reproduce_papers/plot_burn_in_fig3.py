@@ -7,8 +7,8 @@ a fixed learning rate of 0.01, the seed paper's mechanism (the full gradient
 clipped to C = 1: ``subspace=None, clip_norm=1.0``): the AUC of finding the
 flipped labels as the burn-in ``q`` (the fraction of early, noisiest
 permutations not counted) grows, for several budgets ``k``. The library's
-default walk in a public direction reaches far higher AUCs; see the README's
-quality table.
+default walk in a public direction reaches far higher AUCs: the limit
+suite's tables on the :doc:`benchmarks page </benchmarks>`.
 """
 
 # %%

@@ -9,8 +9,8 @@ Beta(16, 1) semivalues, without privacy, with i.i.d. noise, X*
 fixed learning rate, 0.03, for every method) and once with the library's
 ``learning_rate="auto"``, which scales the step to the noise. All with the
 seed paper's mechanism (the full gradient clipped to C = 1:
-``subspace=None, clip_norm=1.0``); the README compares it with the library's
-default walk in a public direction.
+``subspace=None, clip_norm=1.0``); the :doc:`benchmarks page </benchmarks>`
+compares it with the library's default walk in a public direction.
 """
 
 # %%
