@@ -632,7 +632,7 @@ def primary_release_statement(report, text):
 _default_epsilon_warned = False
 
 
-def warn_if_default_epsilon(estimator, *, stacklevel=2):
+def warn_if_default_epsilon(estimator, *, delta=None, stacklevel=2):
     """Warn, once per process, that ``estimator`` runs at its default epsilon.
 
     Quiet when the estimator adds no noise (``noise="none"``), is given a
@@ -643,6 +643,10 @@ def warn_if_default_epsilon(estimator, *, stacklevel=2):
     ----------
     estimator : estimator object
         Has an ``epsilon`` parameter with a default, and ``delta``.
+    delta : float, default=None
+        The fit's own delta (``delta="auto"`` resolved for its number of
+        protected units): quoted, with the limit at it. None: the parameter,
+        ``"auto"`` read as its cap (5e-5).
     stacklevel : int, default=2
         Which frame the warning points at (see the module docstring).
 
@@ -659,9 +663,11 @@ def warn_if_default_epsilon(estimator, *, stacklevel=2):
             or params.get("noise_multiplier") is not None):
         return False
     _default_epsilon_warned = True
-    epsilon, delta = chosen_epsilon(params["epsilon"]), params["delta"]
-    if isinstance(delta, str):  # "auto": its cap, 5e-5, before n is known
-        delta = 5e-5
+    epsilon = chosen_epsilon(params["epsilon"])
+    if delta is None:
+        delta = params["delta"]
+    if isinstance(delta, str):  # "auto": its cap, before n is known
+        delta = DEFAULT_DELTA
     ceilings = ", ".join(
         f"epsilon={e:g} allows {noisy_label_auc_limit(gdp_mu(e, delta)):.3f}"
         for e in (3.0, 10.0))

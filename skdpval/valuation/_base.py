@@ -90,7 +90,6 @@ class BaseValuator(OwnerValues, BaseEstimator):
         mechanism = PrivacyMechanism.of(self, adds_noise=self._adds_noise())
         options = self._party_options(model)
         check_classes_parameter(self, options["is_classifier"], self.classes)
-        warn_if_default_epsilon(self, stacklevel=STEP_TO_USER - 1)
         split_seed, *seeds = check_random_state(self.random_state).randint(
             MAX_INT, size=self._n_seeds)
         parties = self._parties(X, y, X_val, y_val, groups, options, split_seed)
@@ -99,6 +98,9 @@ class BaseValuator(OwnerValues, BaseEstimator):
         # the parameter values centrally.
         self.threat_model_ = getattr(self, "threat_model", "central")
         mechanism.protect(*self._protected_units(parties, groups))
+        # The fit's own delta ("auto" resolved for its units), before any work.
+        warn_if_default_epsilon(self, delta=mechanism.delta,
+                                stacklevel=STEP_TO_USER - 1)
         values = self._value(parties, groups, model, seeds, mechanism, **fit_params)
         mechanism.write(self, parties.n_unprotected)
         self._set_values(values, parties, groups)
