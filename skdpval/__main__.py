@@ -1,4 +1,5 @@
-"""``python -m skdpval``: the command line (:mod:`skdpval.cli`)."""
+"""``python -m skdpval``: the command line (:mod:`skdpval.cli`); without a
+subcommand it runs the demo."""
 
 import sys
 

@@ -1,18 +1,8 @@
-"""The main job: find flipped labels in breast_cancer privately, against the limit.
+"""``skdpval`` (``skdpval demo``): find flipped labels in a bundled data set
+privately, against the limit.
 
-Run ``python -m skdpval`` (or ``skdpval``; ``--help`` lists the options).
-To value your own data file instead: ``skdpval value TRAIN --target COLUMN``
-(``skdpval value --help``).
-Values a data set with each training label flipped independently with
-probability ``--flip-fraction``, with the seed paper's mechanism (the full
-gradient clipped and noised, with i.i.d. or correlated noise), with the
-library's defaults (releases in a public subspace) and with the private
-label-quality score, and prints how well each finds the flipped labels
-(noisy-label AUC) next to the best expected AUC any mechanism can reach at
-that budget and the range one run of the best possible test reaches, and
-the privacy report of the defaults.
-
-Bad arguments end with exit code 2 and one line on stderr, before any work.
+What it prints and its options: :data:`skdpval.cli._parser.DEMO_DESCRIPTION`
+(``skdpval demo --help``). Imported once the command line has parsed.
 """
 
 import json
@@ -23,7 +13,6 @@ from ..datasets import load_noisy_classification
 from ..metrics import detection_auc_band, detection_auc_limit, noisy_label_auc
 from ..privacy import gdp_mu
 from ..valuation import DPDataValuator, DPLabelQuality
-from ._cli import _bounded, _HelpFormatter, _OneLineErrorParser
 
 # Each method: its label in the table, what the label means, and how to make
 # it from (epsilon, delta, n_permutations, random_state).
@@ -56,40 +45,6 @@ RUNS = (
      lambda eps, delta, k, seed: DPLabelQuality(epsilon=eps, delta=delta,
                                                 random_state=seed)),
 )
-DATASETS = ("breast_cancer", "diabetes", "digits_3_vs_8", "classification",
-            "wine", "iris")
-# q=0.9 leaves a tenth of the permutations counted; two are needed for a
-# standard error.
-MIN_PERMUTATIONS = 20
-
-
-def build_parser():
-    """The command line parser (every option with help text and default)."""
-    parser = _OneLineErrorParser(prog="python -m skdpval", description=__doc__,
-                                 formatter_class=_HelpFormatter)
-    parser.add_argument("--dataset", default="breast_cancer", choices=DATASETS,
-                        help="bundled binary or multiclass data set to value")
-    parser.add_argument("--epsilon", type=_bounded(float, 0.0), default=3.0,
-                        help="privacy budget per training sample (> 0)")
-    parser.add_argument("--delta", type=_bounded(float, 0.0, 1.0), default=5e-5,
-                        help="privacy parameter delta, in (0, 1); keep it well "
-                             "below 1 / (number of training samples)")
-    parser.add_argument("--n-permutations", type=_bounded(
-                            int, MIN_PERMUTATIONS, low_closed=True), default=500,
-                        help=f"permutations of the valuation walk (>= "
-                             f"{MIN_PERMUTATIONS}); more cost proportionally more "
-                             "time and the same privacy")
-    parser.add_argument("--flip-fraction", type=_bounded(float, 0.0, 1.0),
-                        default=0.3,
-                        help="probability with which each training label is "
-                             "flipped, in (0, 1)")
-    parser.add_argument("--random-state", type=_bounded(int, 0, low_closed=True),
-                        default=0,
-                        help="seed of the split, the flips and the permutations "
-                             "(the privacy noise is always fresh)")
-    return parser
-
-
 def _versus_band(auc, limit, high, private):
     """One run's AUC against the limit on the expected AUC and the run band."""
     if not private:
@@ -101,13 +56,9 @@ def _versus_band(auc, limit, high, private):
     return "ABOVE THE BAND (the best possible test: 2.5% of runs)"
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["value"]:  # the subcommand: value a data file
-        from ._cli import main as value_main
-        return value_main(argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(args, parser):
+    """Run the demo on parsed ``args``; ``parser.error`` refuses what the
+    parser cannot check (exit code 2, one line)."""
     try:  # refused before any work: the range the calibration supports
         gdp_mu(args.epsilon, args.delta)
     except ValueError as error:
@@ -181,6 +132,4 @@ def main(argv=None):
     print("privacy report of the defaults:")
     print(json.dumps(report, indent=2))
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return 0
