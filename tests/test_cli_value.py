@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skdpval.cli import _models, _table, _value, main
+from skdpval.cli import _models, _table, main
+from skdpval.cli import _value as value_cli
 from skdpval.cli._parser import InputError, build_parser, command_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -370,3 +371,200 @@ def test_value_help_documents_every_option():
             assert action.option_strings[0] in text
             assert action.help, action.dest
     assert "one-hot encoded" in text and "validation rows only" in text
+
+
+def _stderr_lines(err):
+    """stderr's lines without the progress clock (``[  1.2 s] ``)."""
+    import re
+    return [re.sub(r"^\[ *[\d.]+ s\] ", "", line) for line in err.splitlines()]
+
+
+def _label_quality(capsys, *args):
+    """``skdpval value --method label-quality --epsilon 3 ...``, in-process."""
+    return _value(capsys, *args, "--method", "label-quality", "--epsilon", "3")
+
+
+# ---------------------------------------------------------------------------
+# Item 2: an output never replaces an input, and is written whole or not at all
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["same path", "another spelling", "symlink",
+                                  "hard link", "validation file", "report",
+                                  "report is output"])
+def test_an_output_that_is_an_input_is_refused(files, capsys, case):
+    folder, _, _ = files
+    train, val = folder / "train.csv", folder / "val.csv"
+    before = {path: path.read_bytes() for path in (train, val)}
+    if case == "symlink":
+        os.symlink(train, folder / "link.csv")
+    if case == "hard link":
+        os.link(train, folder / "hard.csv")
+    outputs = {"same path": ["--output", train],
+               "another spelling": ["--output", f"{folder}/../{folder.name}/./train.csv"],
+               "symlink": ["--output", folder / "link.csv"],
+               "hard link": ["--output", folder / "hard.csv"],
+               "validation file": ["--output", val],
+               "report": ["--report", train],
+               "report is output": ["--output", folder / "out.csv", "--report",
+                                    f"{folder}/./out.csv"]}[case]
+    code, out, err = _label_quality(capsys, train, "--target", "label",
+                                    "--validation", val, *outputs)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1, err
+    assert ("writing it would replace it" in err if case != "report is output"
+            else "--output and --report name the same file" in err)
+    assert {path: path.read_bytes() for path in (train, val)} == before
+    assert not (folder / "out.csv").exists()
+
+
+def test_write_atomically_leaves_the_old_file_or_none():
+    from skdpval.cli._files import write_atomically
+
+    def interrupted(temporary):
+        with open(temporary, "w") as file:
+            file.write("half of the new")
+        raise KeyboardInterrupt
+
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "values.csv")
+        with pytest.raises(KeyboardInterrupt):  # no old file: none after
+            write_atomically(path, interrupted)
+        assert os.listdir(folder) == []
+        with open(path, "w") as file:
+            file.write("old\n")
+        os.chmod(path, 0o640)
+        with pytest.raises(KeyboardInterrupt):
+            write_atomically(path, interrupted)
+        assert open(path).read() == "old\n" and os.listdir(folder) == ["values.csv"]
+
+        def whole(temporary):
+            assert os.path.dirname(temporary) == folder  # renamed within it
+            assert temporary.endswith("values.csv")  # pandas infers compression
+            with open(temporary, "w") as file:
+                file.write("new\n")
+
+        write_atomically(path, whole)
+        assert open(path).read() == "new\n" and os.listdir(folder) == ["values.csv"]
+        assert os.stat(path).st_mode & 0o777 == 0o640  # the old file's mode
+
+
+@pytest.mark.parametrize("output", ["out.csv", "out.parquet", "report.json"])
+def test_a_run_interrupted_while_writing_leaves_the_old_output(files, capsys,
+                                                               monkeypatch, output):
+    """A writer that raises halfway through (an interruption, a full disk):
+    the old output is left as it was, and no temporary file."""
+    if output.endswith("parquet"):
+        pytest.importorskip("pyarrow")
+    folder, _, _ = files
+    path = folder / output
+    path.write_bytes(b"the old output\n")
+
+    def half(self_or_text, target, *args, **kwargs):
+        with open(target, "w") as file:
+            file.write("value,stderr\n0.1,")
+        raise OSError(28, "No space left on device")
+
+    if output == "report.json":
+        monkeypatch.setattr(value_cli, "_write_report", lambda report, target: (
+            value_cli.write_atomically(target, lambda temporary: half(None, temporary))))
+        where = ["--report", path]
+    else:
+        method = "to_parquet" if output.endswith("parquet") else "to_csv"
+        monkeypatch.setattr(pd.DataFrame, method, half)
+        where = ["--output", path]
+    code, out, err = _label_quality(capsys, folder / "train.csv", "--target", "label",
+                                    "--validation", folder / "val.csv", "--quiet",
+                                    *where)
+    assert code == 1
+    assert err.splitlines()[0] == (f"skdpval value: error: cannot write {str(path)!r}; "
+                                   "an old file there is left as it was (No space "
+                                   "left on device)")
+    assert path.read_bytes() == b"the old output\n"
+    assert sorted(os.listdir(folder)) == sorted(["train.csv", "val.csv", output])
+
+
+# ---------------------------------------------------------------------------
+# Item 3: which columns are numbers is read off the public rows only
+# ---------------------------------------------------------------------------
+
+def _rows(n_rows, seed=0, fraction=0.2):
+    """``(protected, public)`` row numbers of a file without --validation."""
+    held = value_cli._hold_out(n_rows, None, fraction, seed)
+    return np.flatnonzero(~held), np.flatnonzero(held)
+
+
+def _spy_on_encode(monkeypatch):
+    """Record what ``encode`` returns: the features' shape and text columns."""
+    seen = []
+
+    def encode(*args):
+        X, X_val, text = original(*args)
+        seen.append((X.shape[1], list(text)))
+        return X, X_val, text
+
+    original = _table.encode
+    monkeypatch.setattr(value_cli, "encode", encode)
+    return seen
+
+
+def test_two_files_differing_in_a_protected_row_print_the_same(tmp_path, capsys,
+                                                               monkeypatch):
+    """A missing value in a protected row of a True/False column made pandas
+    read the whole column as text: one-hot encoded, named in the progress.
+    Read off the public rows, the column is numeric in both files."""
+    train, _ = _tables(n_train=150)
+    train["member"] = np.arange(len(train)) % 3 == 0
+    protected, public = _rows(len(train))
+    changed = train.astype({"member": object})
+    changed.loc[protected[0], "member"] = None
+    train.to_csv(tmp_path / "a.csv", index=False)
+    changed.to_csv(tmp_path / "b.csv", index=False)
+    seen = _spy_on_encode(monkeypatch)
+    runs = []
+    for name in ("a.csv", "b.csv"):
+        code, out, err = _label_quality(capsys, tmp_path / name, "--target", "label",
+                                        "--impute", "most_frequent")
+        assert code == 0, err
+        runs.append([line.replace(name, "FILE") for line in _stderr_lines(err)])
+    assert runs[0] == runs[1]
+    assert seen[0] == seen[1] == (9, ["site"])  # site's 3 + missing, 5 numbers
+    assert "member" not in " ".join(runs[0])
+
+
+def test_a_text_value_in_a_protected_row_is_refused_as_with_validation(
+        tmp_path, capsys):
+    """One text value in a protected row of a numeric column: refused as the
+    --validation path refuses it (naming the column, not the value); in a
+    held-out (public) row it makes the column text, a public choice."""
+    train, _ = _tables(n_train=150)
+    protected, public = _rows(len(train))
+    for row, expected in ((protected[3], None), (public[3], "a, site")):
+        changed = train.astype({"a": object})
+        changed.loc[row, "a"] = "salary=183000"
+        changed.to_csv(tmp_path / "changed.csv", index=False)
+        code, out, err = _label_quality(capsys, tmp_path / "changed.csv",
+                                        "--target", "label")
+        assert "183000" not in err
+        if expected is None:
+            assert code == 2 and out == ""
+            assert err.splitlines() == [
+                "skdpval value: error: column 'a' is numeric in the validation rows "
+                "but not in the training rows: some training value is not a number "
+                "(the values are not shown)"]
+        else:
+            assert code == 0, err
+            assert f"(2 one-hot encoded from the validation rows: {expected})" in err
+
+
+def test_column_kinds_read_the_rows_given_only():
+    frame = pd.DataFrame({"n": ["1", "2.5", None], "t": ["1", "x", "2"],
+                          "b": [True, False, None], "s": ["True", "false", "TRUE"],
+                          "f": [1.0, np.nan, 3.0]})
+    assert _table.column_kinds(frame, pd) == {"n": "number", "t": "text",
+                                              "b": "number", "s": "number",
+                                              "f": "number"}
+    values, not_numbers = _table.numbers(frame["s"], pd)
+    np.testing.assert_array_equal(values, [1.0, 0.0, 1.0])
+    assert not not_numbers.any()
+    assert _table.numbers(frame["t"], pd)[1].tolist() == [False, True, False]
