@@ -252,6 +252,32 @@ def test_model_by_name_with_its_parameters():
 
 
 BAD_VALUE = {
+    "output is the training file": (["--target", "label", "--output", "{train}"],
+                                    "--output {train!r} is the input file TRAIN"),
+    "report is the validation file": (
+        ["--target", "label", "--validation", "{val}", "--report", "{val}"],
+        "--report {val!r} is the input file --validation"),
+    "output is a folder": (["--target", "label", "--output", "{folder}/dir.csv"],
+                           "is a folder: name a file"),
+    "output in no folder": (["--target", "label", "--output", "{folder}/no/out.csv"],
+                            "--output: no such folder"),
+    "feature not in the file": (["--target", "label", "--features", "a", "nope"],
+                                "column 'nope' (--features) is not in"),
+    "drop the target": (["--target", "label", "--drop", "label"],
+                        "--drop 'label' is the --target column"),
+    "features and drop": (["--target", "label", "--features", "a", "--drop", "b"],
+                          "not allowed with argument"),
+    "sep for parquet": (["--target", "label", "--validation", "{broken}", "--sep",
+                         ";"], "--sep applies to CSV files only"),
+    "bad sep": (["--target", "label", "--sep", ";;"], "argument --sep"),
+    "bad impute": (["--target", "label", "--impute", "mode"], "argument --impute"),
+    "empty file": (["--target", "label", "--validation", "{folder}/empty.csv"],
+                   "the file is empty"),
+    "text target for regression": (["--target", "site", "--task", "regression"],
+                                   "--task regression needs a numeric --target"),
+    "unknown label-quality model": (
+        ["--target", "label", "--method", "label-quality", "--model", "Forest"],
+        "--model 'Forest' is not a classifier or regressor of scikit-learn"),
     "missing target": (["--target", "nope"], "'nope' (--target) is not in"),
     "target not in validation": (
         ["--target", "label", "--validation", "{val_no_label}"],
@@ -300,7 +326,10 @@ BAD_VALUE = {
 @pytest.fixture
 def bad_files(files):
     folder, train, val = files
-    paths = {"folder": folder, "train": str(folder / "train.csv")}
+    paths = {"folder": folder, "train": str(folder / "train.csv"),
+             "val": str(folder / "val.csv")}
+    (folder / "dir.csv").mkdir()
+    (folder / "empty.csv").write_text("")
     for name, table in {"val_no_label": val.drop(columns="label"),
                         "val_no_b": val.drop(columns="b"),
                         "val_extra": val.assign(extra=1.0)}.items():
@@ -360,6 +389,45 @@ def test_errors_never_quote_a_private_value(files, capsys):
                                          + b"\xfe,3,4,5\n")
     code, out, err = _value(capsys, folder / "garbled.csv", "--target", "label")
     assert code == 2 and secret not in err and "183000" not in err
+
+
+@pytest.mark.parametrize("case", ["number column, held-out split", "ragged line",
+                                  "regression target", "class outside the set",
+                                  "missing target", "unreadable parquet"])
+def test_more_bad_training_rows_exit_2_quoting_no_value(files, capsys, case):
+    """Every bad training row ends in one line that names a column, a line
+    number or an option, never the value."""
+    folder, train, val = files
+    secret = "183000"
+    path = folder / "private.csv"
+    args = ["--target", "label", "--method", "label-quality", "--epsilon", "3"]
+    protected = _rows(len(train))[0]
+    changed = train.astype(object)
+    if case == "number column, held-out split":
+        changed.loc[protected[0], "b"] = f"salary={secret}"
+    elif case == "regression target":
+        changed["label"] = (train["a"] * 1000).astype(object)
+        changed.loc[protected[0], "label"] = f"salary={secret}"
+        args += ["--task", "regression"]
+    elif case == "class outside the set":
+        changed.loc[protected[0], "label"] = f"salary={secret}"
+    elif case == "missing target":
+        changed.loc[protected[0], "label"] = None
+        changed.loc[protected[1], "a"] = secret
+    changed.to_csv(path, index=False)
+    if case == "ragged line":
+        lines = path.read_text().splitlines()
+        lines[-1] += f",{secret}"
+        path.write_text("\n".join(lines) + "\n")
+    if case == "unreadable parquet":
+        pytest.importorskip("pyarrow")
+        path = folder / "private.parquet"
+        path.write_bytes(b"PAR1" + secret.encode() * 3)
+    code, out, err = _value(capsys, path, *args)
+    assert code == 2 and out == "", err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("skdpval value: error: ")
+    assert secret not in err, err
 
 
 def test_value_help_documents_every_option():
@@ -568,3 +636,294 @@ def test_column_kinds_read_the_rows_given_only():
     np.testing.assert_array_equal(values, [1.0, 0.0, 1.0])
     assert not not_numbers.any()
     assert _table.numbers(frame["t"], pd)[1].tolist() == [False, True, False]
+
+
+# ---------------------------------------------------------------------------
+# Item 7: the gaps of the command line
+# ---------------------------------------------------------------------------
+
+def test_epsilon_inf_says_not_private_first_and_unmissably(files, capsys):
+    folder, _, _ = files
+    code, out, err = _value(capsys, folder / "train.csv", "--target", "label",
+                            "--validation", folder / "val.csv", "--quiet",
+                            "--method", "label-quality", "--epsilon", "inf",
+                            "--report", folder / "report.json")
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines[0] == ("skdpval value: WARNING: --epsilon inf adds no privacy "
+                        "noise: the output is NOT PRIVATE (every value can reveal "
+                        "its row's data)")
+    assert _summary(err).startswith("privacy: none (--epsilon inf): the output is "
+                                    "NOT PRIVATE")
+    assert json.loads((folder / "report.json").read_text())["private"] is False
+    result = pd.read_csv(io.StringIO(out))
+    assert (result["stderr"] == 0).all()  # no noise: said above, not only here
+
+
+# Names of the Python API that a command-line user cannot pass.
+PYTHON_ONLY = ("classes=", "noise_multiplier", "nan_to_num", "X_val", "y_val",
+               "n_permutations", "privacy_report_", "epsilon=", "delta=",
+               "DPDataValuator(")
+
+
+def _integer_tables(tmp_path):
+    """An integer target with many values (a count), in two files whose
+    training rows hold values the validation rows lack."""
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(n_samples=260, n_features=3, noise=3.0, random_state=0)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["count"] = np.round((y - y.min()) / 4).astype(int)
+    frame.iloc[:200].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[200:].to_csv(tmp_path / "val.csv", index=False)
+    return tmp_path / "train.csv", tmp_path / "val.csv"
+
+
+def test_an_integer_target_read_as_classes_hints_at_task_regression(tmp_path,
+                                                                     capsys):
+    train, val = _integer_tables(tmp_path)
+    code, out, err = _label_quality(capsys, train, "--target", "count",
+                                    "--validation", val)
+    assert code == 2 and out == ""
+    lines = _stderr_lines(err)
+    assert lines[-1].startswith("skdpval value: error: column 'count' (--target) "
+                                "has labels in the training rows that no validation "
+                                "row has (the labels are not shown)")
+    assert lines[-1].endswith("if column 'count' is a quantity to predict, not a "
+                              "class, pass --task regression")
+    assert any(line.startswith("column 'count' (--target) holds") and
+               "classes; if column 'count' is a quantity" in line for line in lines)
+    assert not any(name in err for name in PYTHON_ONLY), err
+    code, out, err = _label_quality(capsys, train, "--target", "count",
+                                    "--validation", val, "--task", "regression")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("case", ["single class", "out of the sampler's reach",
+                                  "default epsilon", "many classes"])
+def test_errors_and_warnings_name_command_line_options(files, capsys, monkeypatch,
+                                                       case):
+    """What the library says in Python terms is said in options."""
+    import skdpval.privacy._mechanism as mechanism
+
+    monkeypatch.setattr(mechanism, "_default_epsilon_warned", False)
+    folder, train, val = files
+    args = [folder / "train.csv", "--target", "label", "--validation",
+            folder / "val.csv", "--method", "label-quality", "--quiet"]
+    if case == "single class":
+        val.assign(label="good").to_csv(folder / "val.csv", index=False)
+        args += ["--epsilon", "3"]
+    elif case == "out of the sampler's reach":
+        args += ["--epsilon", "300"]
+    elif case == "many classes":
+        # 60 integer classes, each in the validation rows
+        train.assign(label=np.arange(len(train)) % 60).to_csv(
+            folder / "train.csv", index=False)
+        val.assign(label=np.arange(len(val)) % 60).to_csv(
+            folder / "val.csv", index=False)
+        args += ["--epsilon", "3", "--drop", "site", "clinic"]
+    code, out, err = _value(capsys, *args)
+    assert not any(name in err for name in PYTHON_ONLY), err
+    if case == "single class":
+        assert code == 2
+        assert "has a single class in the validation rows ('good')" in err
+    elif case == "out of the sampler's reach":
+        assert code == 2 and len(err.splitlines()) == 1
+        assert err.startswith("skdpval value: error: --epsilon 300.0 at --delta 5e-05"
+                              " is out of reach of the noise sampler")
+        assert "lower --epsilon" in err and "raise --delta" in err
+    elif case == "default epsilon":
+        assert code == 0, err
+        assert "Pass --epsilon (--epsilon 1 keeps this budget" in err
+        assert "(DefaultEpsilonWarning)" in err
+    else:
+        assert code == 0, err
+        assert ("looks like a regression target. A classifier's walk costs more "
+                "with every class") in err
+        assert "For a numeric target pass --task regression" in err
+        assert "(ManyClassesWarning)" in err
+
+
+def test_the_default_epsilon_warning_quotes_the_fits_delta_and_limit(
+        tmp_path, capsys, monkeypatch):
+    """delta="auto" is min(5e-5, 1 / (10 n)): 4e-05 for 2500 rows, not the
+    cap; the limit quoted is that of the fit's own (epsilon, delta)."""
+    import skdpval.privacy._mechanism as mechanism
+    from skdpval.privacy import gdp_mu, noisy_label_auc_limit
+
+    monkeypatch.setattr(mechanism, "_default_epsilon_warned", False)
+    train, val = _tables(n_train=2500, n_val=100)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    val.to_csv(tmp_path / "val.csv", index=False)
+    code, out, err = _value(capsys, tmp_path / "train.csv", "--target", "label",
+                            "--validation", tmp_path / "val.csv", "--method",
+                            "label-quality", "--quiet", "--report",
+                            tmp_path / "report.json")
+    assert code == 0, err
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["delta"] == pytest.approx(4e-5)
+    warning = next(line for line in err.splitlines() if "default --epsilon" in line)
+    limit = noisy_label_auc_limit(gdp_mu(1.0, 4e-5))
+    assert "(--delta 4e-05)" in warning
+    assert f"above {limit:.3f}." in warning
+    assert f"{report['max_noisy_label_auc']:.3f}" == f"{limit:.3f}"
+    assert f"{noisy_label_auc_limit(gdp_mu(1.0, 5e-5)):.3f}" not in warning
+
+
+def test_missing_numbers_name_their_column_and_impute_offers_a_fill(files, capsys):
+    folder, train, val = files
+    train.loc[[3, 7], "b"] = np.nan
+    train.to_csv(folder / "holes.csv", index=False)
+    args = [folder / "holes.csv", "--target", "label", "--validation",
+            folder / "val.csv"]
+    code, out, err = _label_quality(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        "skdpval value: error: column 'b' has missing values in the training rows "
+        "(how many is not shown): --impute (mean, median, most_frequent, zero) "
+        "fills them with a statistic of the validation rows, or --drop b leaves "
+        "the column out"]
+    val.loc[val.index[:3], "c"] = np.nan  # public: the count is said
+    val.to_csv(folder / "val_holes.csv", index=False)
+    code, out, err = _label_quality(capsys, folder / "train.csv", "--target",
+                                    "label", "--validation", folder / "val_holes.csv")
+    assert code == 2 and "column 'c' has 3 missing values in the validation" in err
+    code, out, err = _label_quality(capsys, *args, "--impute", "median")
+    assert code == 0, err
+    assert "missing numbers filled: --impute median" in err
+    assert pd.read_csv(io.StringIO(out))["value"].notna().all()
+
+
+@pytest.mark.parametrize("strategy", ["mean", "median", "most_frequent", "zero"])
+def test_impute_fills_with_the_validation_rows_statistics(strategy):
+    train = pd.DataFrame({"x": [np.nan, 100.0, 200.0, np.nan], "t": ["u"] * 4})
+    val = pd.DataFrame({"x": [1.0, 2.0, 2.0, 7.0, np.nan], "t": ["u"] * 5})
+    X, X_val, text = _table.encode(train, val, strategy, pd)
+    fill = {"mean": 3.0, "median": 2.0, "most_frequent": 2.0, "zero": 0.0}[strategy]
+    numeric = X[:, -1]  # the one-hot columns come first
+    np.testing.assert_array_equal(numeric, [fill, 100.0, 200.0, fill])
+    assert X_val[-1, -1] == fill
+    with pytest.raises(InputError, match="column 'x' has no value in the validation"):
+        _table.encode(train, val.assign(x=np.nan), "mean", pd)
+
+
+def test_a_missing_text_value_is_a_category_of_its_own():
+    val = pd.DataFrame({"site": ["north", "south", "north"]})
+    train = pd.DataFrame({"site": ["north", None, "west"]})
+    X, X_val, text = _table.encode(train, val, None, pd)
+    assert text == ["site"] and X.shape == (3, 3)  # (missing), north, south
+    np.testing.assert_array_equal(X, [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(X_val[:, 0], 0)  # none missing in public rows
+
+
+def test_features_and_drop_choose_the_columns(files, capsys, monkeypatch):
+    folder, _, _ = files
+    seen = _spy_on_encode(monkeypatch)
+    common = [folder / "train.csv", "--target", "label", "--validation",
+              folder / "val.csv"]
+    for columns, expected in ((["--features", "a", "site"], (1 + 4, ["site"])),
+                              (["--drop", "clinic", "site"], (3, [])),
+                              ([], (3 + 4 + 1, ["site"]))):
+        code, out, err = _label_quality(capsys, *common, *columns)
+        assert code == 0, err
+        assert seen[-1] == expected
+    for columns, message in (
+            (["--features", "a", "nope"], "column 'nope' (--features) is not in"),
+            (["--features", "label"], "--features 'label' is the --target column"),
+            (["--drop", "nope"], "--drop 'nope' is not a column of"),
+            (["--drop", "label"], "--drop 'label' is the --target column")):
+        code, out, err = _label_quality(capsys, *common, *columns)
+        assert code == 2 and len(err.splitlines()) == 1
+        assert message in err
+
+
+def test_the_pandas_index_column_is_dropped_and_said(files, capsys, monkeypatch):
+    folder, train, val = files
+    train.to_csv(folder / "indexed.csv")  # pandas' default: index=True
+    val.to_csv(folder / "val_indexed.csv")
+    seen = _spy_on_encode(monkeypatch)
+    code, out, err = _label_quality(capsys, folder / "indexed.csv", "--target",
+                                    "label", "--validation", folder / "val_indexed.csv")
+    assert code == 0, err
+    assert ("dropped column 'Unnamed: 0' of " + repr(str(folder / "indexed.csv"))
+            + ": an unnamed first column, the index pandas writes") in err
+    assert seen[-1] == (8, ["site"])  # as without the index
+    assert "5 feature columns" in err
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_the_separator_is_read_off_the_header_or_given(files, capsys, sep):
+    folder, train, val = files
+    train.to_csv(folder / "train_sep.csv", sep=sep, index=False)
+    val.to_csv(folder / "val_sep.csv", sep=sep, index=False)
+    args = [folder / "train_sep.csv", "--target", "label", "--validation",
+            folder / "val_sep.csv"]
+    code, out, err = _label_quality(capsys, *args)
+    assert code == 0, err
+    assert ("separator tab" if sep == "\t" else f"separator {sep!r}") in err
+    given = "tab" if sep == "\t" else sep
+    code, out, err = _label_quality(capsys, *args, "--sep", given)
+    assert code == 0, err
+    # the wrong separator: the target is missing, and the error lists what
+    # was read and how
+    code, out, err = _label_quality(capsys, *args, "--sep", ",")
+    assert code == 2 and len(err.splitlines()) == 1
+    header = sep.join(train.columns)
+    assert (f"column 'label' (--target) is not in {str(folder / 'train_sep.csv')!r} "
+            f"(read with separator ','; --sep to choose another); its columns: "
+            f"{header!r}") in err
+
+
+def test_a_ragged_line_is_named_by_its_number(files, capsys):
+    folder, _, _ = files
+    lines = (folder / "train.csv").read_text().splitlines()
+    lines[8] += ",salary=183000"  # the file's line 9
+    (folder / "ragged.csv").write_text("\n".join(lines) + "\n")
+    code, out, err = _label_quality(capsys, folder / "ragged.csv", "--target", "label")
+    assert code == 2 and out == ""
+    assert err == (f"skdpval value: error: cannot read {str(folder / 'ragged.csv')!r}: "
+                   "line 9 has 7 fields, the header 6 (separator ','; --sep to "
+                   "choose another)\n")
+
+
+def test_label_quality_takes_any_sklearn_classifier_shapley_the_families(
+        files, capsys):
+    folder, _, _ = files
+    common = [folder / "train.csv", "--target", "label", "--validation",
+              folder / "val.csv", "--model", "HistGradientBoostingClassifier",
+              "--model-params", "max_iter=10", "--quiet"]
+    code, out, err = _label_quality(capsys, *common)
+    assert code == 0, err
+    assert pd.read_csv(io.StringIO(out))["value"].notna().all()
+    code, out, err = _value(capsys, *common, "--epsilon", "3")  # shapley
+    assert code == 2 and len(err.splitlines()) == 1
+    assert ("--model HistGradientBoostingClassifier: --method shapley values rows "
+            "with the models the valuators map (") in err
+    assert "works with --method label-quality" in err
+    for name, message in (("os.system", "is not a classifier or regressor of "
+                                        "scikit-learn"),
+                          ("sklearn.ensemble.RandomForestClassifier",
+                           "is not a classifier or regressor"),
+                          ("VotingClassifier", "needs estimators: other estimators"),
+                          ("RandomForestClasifier", "did you mean "
+                                                    "RandomForestClassifier")):
+        code, out, err = _label_quality(capsys, folder / "train.csv", "--target",
+                                        "label", "--model", name)
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert message in err, err
+
+
+def test_label_quality_models_are_all_of_sklearns_that_need_no_estimator():
+    from sklearn.utils import all_estimators
+
+    names = {name for name, _ in all_estimators(type_filter=["classifier",
+                                                             "regressor"])}
+    assert names == set(_models.sklearn_models())
+    buildable = {name for name in names
+                 if not _models._needs(_models.sklearn_models()[name])}
+    assert "HistGradientBoostingRegressor" in buildable
+    assert "StackingClassifier" not in buildable
+    from skdpval.families import Refused, registered
+    assert set(_models.valuation_models()) == {
+        cls.__name__ for cls, entry in registered().items()
+        if not isinstance(entry, Refused)}
