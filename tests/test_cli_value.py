@@ -566,8 +566,8 @@ def _spy_on_encode(monkeypatch):
     """Record what ``encode`` returns: the features' shape and text columns."""
     seen = []
 
-    def encode(*args):
-        X, X_val, text = original(*args)
+    def encode(*args, **kwargs):
+        X, X_val, text = original(*args, **kwargs)
         seen.append((X.shape[1], list(text)))
         return X, X_val, text
 
@@ -636,6 +636,23 @@ def test_column_kinds_read_the_rows_given_only():
     np.testing.assert_array_equal(values, [1.0, 0.0, 1.0])
     assert not not_numbers.any()
     assert _table.numbers(frame["t"], pd)[1].tolist() == [False, True, False]
+    # a typed file (Parquet) says a column of strings is text, digits or not
+    assert _table.column_kinds(frame, pd, typed=True) == {
+        "n": "text", "t": "text", "b": "number", "s": "text", "f": "number"}
+
+
+def test_a_parquet_column_of_digit_strings_stays_text(files, capsys, monkeypatch):
+    pytest.importorskip("pyarrow")
+    folder, train, val = files
+    for table, name in ((train, "train"), (val, "val")):
+        table.assign(code=(table["clinic"] + 10).astype(str)).to_parquet(
+            folder / f"{name}.parquet", index=False)
+    seen = _spy_on_encode(monkeypatch)
+    code, out, err = _label_quality(capsys, folder / "train.parquet", "--target",
+                                    "label", "--validation", folder / "val.parquet",
+                                    "--quiet")
+    assert code == 0, err
+    assert seen[-1][1] == ["site", "code"]
 
 
 # ---------------------------------------------------------------------------

@@ -115,6 +115,23 @@ def test_default_epsilon_fires_once_with_the_auc_ceiling(fresh_process):
     assert not quietly(warn_if_default_epsilon, DPFederatedValuator())
 
 
+def test_default_epsilon_quotes_the_fits_own_delta_and_limit(fresh_process):
+    """delta="auto" is min(5e-5, 1 / (10 n)): the warning quotes the fit's
+    (4e-05 for 2500 samples), not the cap, and the limit at it."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(2600, n_features=4, random_state=0)
+    with pytest.warns(DefaultEpsilonWarning) as caught:
+        fitted = skdpval.DPLabelQuality(random_state=0).fit(
+            X[:2500], y[:2500], X_val=X[2500:], y_val=y[2500:])
+    message = str(caught[0].message)
+    assert fitted.delta_ == pytest.approx(4e-5)
+    assert "(delta=4e-05)" in message
+    limit = fitted.privacy_report_["max_noisy_label_auc"]
+    assert f"above {limit:.3f}." in message
+    assert f"{noisy_label_auc_limit(gdp_mu(1.0, 4e-5)):.3f}" == f"{limit:.3f}"
+
+
 @pytest.mark.parametrize("params", [dict(epsilon=3.0), dict(epsilon=1.0),
                                     dict(epsilon=1), dict(noise="none"),
                                     dict(epsilon=None, noise_multiplier=2.0)])

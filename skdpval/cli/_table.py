@@ -96,9 +96,11 @@ def choose_features(train, val, args, *, train_sep, val_sep, note):
     return features
 
 
-def numbers(column, pd):
+def numbers(column, pd, *, parse_text=True):
     """``(values, not_numbers)``: the column as floats (NaN where missing) and
-    a mask of the values present that are not numbers (or booleans)."""
+    a mask of the values present that are not numbers (or booleans); a
+    string is read as a number (or a boolean) when ``parse_text``, else it
+    is not one."""
     if pd.api.types.is_bool_dtype(column) or pd.api.types.is_numeric_dtype(column):
         return (column.to_numpy(dtype=np.float64, na_value=np.nan),
                 np.zeros(len(column), dtype=bool))
@@ -109,6 +111,8 @@ def numbers(column, pd):
         if isinstance(value, (bool, np.bool_)):
             return float(value)
         if isinstance(value, str):
+            if not parse_text:
+                return "a string"  # not a number: coerced to NaN below
             text = value.strip()
             if text in _TRUE:
                 return 1.0
@@ -123,11 +127,14 @@ def numbers(column, pd):
     return values, present & np.isnan(values)
 
 
-def column_kinds(val_X, pd):
+def column_kinds(val_X, pd, typed=False):
     """``{column: "number" or "text"}`` from the validation rows (public):
-    numbers when every value present is a number."""
-    return {column: "text" if numbers(val_X[column], pd)[1].any() else "number"
-            for column in val_X.columns}
+    numbers when every value present is a number. ``typed``: the rows come
+    from a file whose schema gives each column's type (Parquet), so a string
+    is text even when it spells a number; from a CSV file a string is read
+    as pandas reads it."""
+    return {column: "text" if numbers(val_X[column], pd, parse_text=not typed)[1]
+            .any() else "number" for column in val_X.columns}
 
 
 def _text(column):
@@ -195,16 +202,17 @@ def _numeric_block(train_X, val_X, columns, impute, pd):
     return X, X_val
 
 
-def encode(train_X, val_X, impute, pd):
+def encode(train_X, val_X, impute, pd, *, typed=False):
     """Numeric arrays of the features and the text columns' names.
 
-    Text columns (by the validation rows) are one-hot encoded with the
-    validation rows' categories plus one for a missing value; numeric ones
-    follow, as they are (``impute`` fills their missing values).
+    Text columns (by the validation rows, :func:`column_kinds`) are one-hot
+    encoded with the validation rows' categories plus one for a missing
+    value; numeric ones follow, as they are (``impute`` fills their missing
+    values).
     """
     from sklearn.preprocessing import OneHotEncoder
 
-    kinds = column_kinds(val_X, pd)
+    kinds = column_kinds(val_X, pd, typed)
     text = [c for c in val_X.columns if kinds[c] == "text"]
     numeric = [c for c in val_X.columns if kinds[c] == "number"]
     X, X_val = _numeric_block(train_X, val_X, numeric, impute, pd)

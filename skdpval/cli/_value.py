@@ -205,8 +205,6 @@ def run(args, parser=None):
     paths = (args.train, args.validation, args.output)
     if any(path is not None and file_kind(path) == "parquet" for path in paths):
         _import("pyarrow", "parquet")
-    if args.epsilon == math.inf:
-        print(NOT_PRIVATE, file=sys.stderr)
     params = parse_model_params(args.model_params)
     if args.model is not None:  # its name and parameters, before reading data
         make_model(args.model, params, args.method)
@@ -228,7 +226,9 @@ def run(args, parser=None):
     if len(val) == 0:
         raise InputError(f"the validation file {args.validation!r} has no rows")
     fitted = train.iloc[fitted_rows]
-    X, X_val, encoded = encode(fitted[features], val[features], args.impute, pd)
+    typed = file_kind(args.validation or args.train) == "parquet"
+    X, X_val, encoded = encode(fitted[features], val[features], args.impute, pd,
+                               typed=typed)
     y, y_val, task = targets(fitted[args.target], val[args.target], args, pd,
                              progress)
     name = args.model or DEFAULT_MODELS[task]
@@ -260,6 +260,8 @@ def run(args, parser=None):
                 f"{', '.join(map(str, encoded))})" if encoded else "")
              + (f"; missing numbers filled: --impute {args.impute}"
                 if args.impute else "") + f"; {task}{read_with}")
+    if args.epsilon == math.inf:  # every input checked; before any work
+        print(NOT_PRIVATE, file=sys.stderr)
     progress(f"valuing with {type(valuator).__name__}({name}) ...")
     with warnings.catch_warnings():
         warnings.simplefilter("default")  # each warning once, on stderr
