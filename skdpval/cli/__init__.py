@@ -6,6 +6,6 @@ with it the estimators, is imported once the command line has parsed; it may
 import every layer and the public helpers, and nothing imports it.
 """
 
-from ._parser import main
+from ._parser import build_parser, main
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]

@@ -280,7 +280,8 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", metavar="{demo,value}",
                                      parser_class=OneLineErrorParser)
     _demo_options(commands.add_parser(
-        "demo", prog=PROG, description=DEMO_DESCRIPTION, formatter_class=HelpFormatter,
+        "demo", prog=f"{PROG} demo", description=DEMO_DESCRIPTION,
+        formatter_class=HelpFormatter,
         help="the main job on bundled data (the default)"))
     _value_options(commands.add_parser(
         "value", prog=f"{PROG} value", description=VALUE_DESCRIPTION,
@@ -297,12 +298,12 @@ def command_parser(parser, command):
 
 
 def with_command(argv):
-    """``argv`` with ``demo`` in front when it names no command: no
-    subcommand runs the demo (``-h`` alone asks for the commands' help)."""
+    """``(argv, implicit)``: ``argv`` with ``demo`` in front when it names no
+    command (no subcommand runs the demo; ``-h`` alone asks for the
+    commands' help), and whether it was put there."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in COMMANDS + ("-h", "--help"):
-        argv.insert(0, "demo")
-    return argv
+    implicit = not argv or argv[0] not in COMMANDS + ("-h", "--help")
+    return (["demo"] + argv if implicit else argv), implicit
 
 
 def check_value_arguments(args):
@@ -333,7 +334,9 @@ def check_value_arguments(args):
 def main(argv=None):
     """Run ``skdpval``: returns 0, or exits with 2 on bad input."""
     parser = build_parser()
-    argv = with_command(argv)
+    argv, implicit = with_command(argv)
+    if implicit:  # the demo without its name: its messages say "skdpval"
+        command_parser(parser, "demo").prog = PROG
     args, extra = parser.parse_known_args(argv)
     command = command_parser(parser, args.command)
     if extra:  # said by the command's parser, under its name
