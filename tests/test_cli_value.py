@@ -81,7 +81,8 @@ def test_value_writes_one_row_per_training_row(tmp_path):
     result = _run("value", tmp_path / "train.csv", "--target", "label",
                   "--validation", tmp_path / "val.csv", "--epsilon", "3",
                   "--n-permutations", "40", "--delta", "1e-6",
-                  "--output", tmp_path / "out.csv", "--report", tmp_path / "report.json")
+                  "--output", tmp_path / "out.csv",
+                  "--report", tmp_path / "report.json")
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     out = pd.read_csv(tmp_path / "out.csv")
@@ -468,7 +469,8 @@ def test_an_output_that_is_an_input_is_refused(files, capsys, case):
     if case == "hard link":
         os.link(train, folder / "hard.csv")
     outputs = {"same path": ["--output", train],
-               "another spelling": ["--output", f"{folder}/../{folder.name}/./train.csv"],
+               "another spelling": ["--output",
+                                    f"{folder}/../{folder.name}/./train.csv"],
                "symlink": ["--output", folder / "link.csv"],
                "hard link": ["--output", folder / "hard.csv"],
                "validation file": ["--output", val],
@@ -535,7 +537,8 @@ def test_a_run_interrupted_while_writing_leaves_the_old_output(files, capsys,
 
     if output == "report.json":
         monkeypatch.setattr(value_cli, "_write_report", lambda report, target: (
-            value_cli.write_atomically(target, lambda temporary: half(None, temporary))))
+            value_cli.write_atomically(target,
+                                       lambda temporary: half(None, temporary))))
         where = ["--report", path]
     else:
         method = "to_parquet" if output.endswith("parquet") else "to_csv"

@@ -32,6 +32,10 @@ def _need(table, column, option, name, sep):
                          f"its columns: {column_list(table)}")
 
 
+def _role(column, args):
+    return "--target" if column == args.target else "--groups"
+
+
 def choose_features(train, val, args, *, train_sep, val_sep, note):
     """The feature columns, after checking that every named column is there.
 
@@ -55,8 +59,7 @@ def choose_features(train, val, args, *, train_sep, val_sep, note):
     if args.features is not None:
         for column in args.features:
             if column in special:
-                raise InputError(f"--features {column!r} is the "
-                                 f"{'--target' if column == args.target else '--groups'}"
+                raise InputError(f"--features {column!r} is the {_role(column, args)}"
                                  " column")
             for table, name, sep in tables:
                 _need(table, column, "--features", name, sep)
@@ -69,9 +72,7 @@ def choose_features(train, val, args, *, train_sep, val_sep, note):
             raise InputError(f"--drop {column!r} is not a column of "
                              f"{' or '.join(name for _, name, _ in tables)}")
         if column in special:
-            raise InputError(f"--drop {column!r} is the "
-                             f"{'--target' if column == args.target else '--groups'}"
-                             " column")
+            raise InputError(f"--drop {column!r} is the {_role(column, args)} column")
     for table, name, _ in tables:
         if (len(table.columns) and table.columns[0] == UNNAMED_INDEX
                 and UNNAMED_INDEX not in special | dropped):
