@@ -498,14 +498,21 @@ def test_planned_guarantee_equals_the_fitted_one(data, make):
     X, y, val = data
     fitted = make().fit(X, y, **val)
     report = fitted.privacy_report_
-    structure = {type(fitted).__name__: (report["parts"],
-                                         report["details"]["n_units"])}
+    n_units = report["details"]["n_units"]
+    structure = {type(fitted).__name__: (report["parts"], (n_units, n_units),
+                                         getattr(fitted, "_layout_inputs_", None))}
     planned = _valuator_spend(make(), structure)
-    assert planned.gaussian[0][0] == pytest.approx(report["mu"], rel=1e-12)
+    # Part by part, as the fit reports them.
+    assert [count for _, count in planned.gaussian] == [1] * len(report["parts"])
+    assert [mu for mu, _ in planned.gaussian] == pytest.approx(
+        [part["mu"] for part in report["parts"]], rel=1e-12)
+    assert planned.gaussian_mu() == pytest.approx(report["mu"], rel=1e-12)
     assert planned.sampler_tv[0][0] == pytest.approx(report["sampler_tv"], rel=1e-12)
-    # Without a fitted sibling: one release of one coordinate, delta at its cap.
+    # Without a fitted sibling: the fewest draws the fit may have, delta at
+    # its cap: the largest mu.
     alone = _valuator_spend(make())
-    assert alone.gaussian[0][0] == pytest.approx(report["mu"], rel=1e-6)
+    assert alone.gaussian_mu() == pytest.approx(report["mu"], rel=1e-6)
+    assert alone.gaussian_mu() >= report["mu"] * (1 - 1e-12)
 
 
 def test_no_noise_and_held_out_rows_are_leaks(data):

@@ -597,10 +597,11 @@ class PrivacyMechanism:
 
     @classmethod
     def plan(cls, params, parts, n_units=1, adds_noise=True):
-        """``(mu, sampler_tv, delta)`` of a fit with parameters ``params`` whose
+        """``(mus, sampler_tv, delta)`` of a fit with parameters ``params`` whose
         parts are laid out as ``parts`` (dicts of :meth:`GaussianPart.describe`,
-        e.g. from a fitted sibling's report): the same calibration as the fit,
-        so a planned fit equals a fitted one. ``n_units`` for ``delta="auto"``
+        e.g. from a fitted sibling's report): ``mus`` is each part's ``mu``, in
+        the order of ``parts``, from the same calibration as the fit, so a
+        planned fit reports the parts a fitted one does. ``n_units`` for ``delta="auto"``
         defaults to 1, which gives its cap (conservative: the largest delta,
         so the largest mu)."""
         mechanism = cls(epsilon=params.get("epsilon"), delta=params.get("delta"),
@@ -619,8 +620,8 @@ class PrivacyMechanism:
                                zero_neighbour=part["zero_neighbour"],
                                share=part["share"])
         mechanism.calibrate()
-        mu, _, _, tv = mechanism.guarantee()
-        return mu, tv, mechanism.delta
+        _, _, _, tv = mechanism.guarantee()
+        return [part.mu for part in mechanism.parts], tv, mechanism.delta
 
 
 def primary_release_statement(report, text):

@@ -41,7 +41,7 @@ from sklearn.utils.metadata_routing import get_routing_for_object
 from sklearn.utils.validation import check_is_fitted
 
 from ._accounting import composed_epsilon, composed_mu, epsilon_net_of_sampler
-from ._mechanism import PrivacyMechanism
+from ._plan import add_plan, fold_sizes, refit_structures
 from ._secure_noise import sampler_delta
 from ._threat_model import refuse_in_joint_mode
 
@@ -218,7 +218,12 @@ def privacy_spent(obj, *, delta=None):
     ``n_splits``. The count comes from the search's public structure
     (``n_splits_``, the splitter, the metadata the estimator requests, the
     candidates in ``cv_results_["params"]``, the refit), never from which
-    rows fell in which fold.
+    rows fell in which fold. Each candidate's fit is planned part by part as
+    it lays them out (with ``public_model`` a private fit of the public
+    model is a part, chosen from public quantities: the training fold's
+    size, the refit's validation rows and parameters); where a layout
+    cannot be known (no refit, a splitter whose folds' sizes are not
+    known), the largest ``mu`` of those the fit may have is counted.
 
     What is fitted on the private data without noise is not counted but
     listed under ``"leaks"``: a scaler fitted on the private rows (scale
@@ -367,8 +372,9 @@ def _spend_of(estimator, structures=None):
     """The spend of one (fitted or template) estimator, a single fit of it.
 
     ``structures`` maps a valuator's class name to the parts of a fitted
-    sibling's report (a search's refit), with which an unfitted template is
-    planned (:meth:`skdpval.privacy._mechanism.PrivacyMechanism.plan`).
+    sibling's report (a search's refit), the sizes a fit of the template may
+    have, and the sibling's layout inputs, with which an unfitted template
+    is planned (:func:`skdpval.privacy._plan.add_plan`).
     """
     spend = _Spend()
     if estimator is None or (isinstance(estimator, str) and estimator == "passthrough"):
@@ -411,7 +417,7 @@ def _valuator_spend(valuator, structures=None):
         if seed is not None and report["parts"]:
             spend.noise_seeds.append(seed)
     else:
-        _add_plan(spend, valuator, structures)
+        add_plan(spend, valuator, (structures or {}).get(name))
     if fitted and np.any(np.isnan(valuator.values_)):
         spend.holds_out = True
         spend.leak(
@@ -443,44 +449,6 @@ def _add_report(spend, name, report):
     if finite and report["private"] is not None:
         spend.notes.append(f"{name}: {report['mu']:.6g}-GDP "
                            f"({', '.join(p['name'] for p in report['parts'])})")
-
-
-def _one_release():
-    """The layout of a valuator that does not declare its own: one release
-    of one coordinate per party."""
-    return [dict(name="release", law="rounded Gaussian", n_releases=1, dimension=1,
-                 zero_neighbour=True, share=1.0, n_releases_param=None)]
-
-
-def _add_plan(spend, valuator, structures):
-    """An unfitted valuator's planned parts, from its parameters."""
-    name = type(valuator).__name__
-    params = valuator.get_params(deep=False)
-    structure = (structures or {}).get(name)
-    if structure is not None:
-        parts, n_units = structure
-    else:
-        parts = getattr(valuator, "_privacy_parts", _one_release)()
-        n_units = 1  # delta="auto" at its cap: the largest delta, the largest mu
-    mechanism = PrivacyMechanism.of(
-        valuator, adds_noise=getattr(valuator, "_adds_noise", lambda: True)())
-    if not mechanism.adds_noise:
-        spend.leak(f"{name} adds no privacy noise (epsilon=np.inf or "
-                   "noise='none'): its values are not private")
-        return
-    try:
-        mu, tv, delta = PrivacyMechanism.plan(params, parts, n_units=n_units)
-    except ValueError as error:
-        raise ValueError(f"privacy_spent cannot count a {name} inside a search "
-                         f"from its parameters alone: {error}") from None
-    spend.gaussian.append((float(mu), 1))
-    spend.deltas.append(float(delta))
-    spend.sampler_tv.append((float(tv), 1))
-    spend.notes.append(f"{name}: {mu:.6g}-GDP (Gaussian releases, planned)")
-    if params.get("noise_seed") is not None:
-        spend.leak(f"{name}(noise_seed={params['noise_seed']!r}) makes the noise "
-                   "reproducible: a seeded fit is not private")
-        spend.noise_seeds.append(params["noise_seed"])
 
 
 def _model_spend(estimator):
@@ -584,18 +552,21 @@ def _search_spend(search):
     spend = _Spend()
     refit = hasattr(search, "best_estimator_")
     # The refit's valuators give the candidates' layout (their release
-    # dimension is the data's) and the number of protected units; a fold
-    # holds fewer, so delta="auto" is planned at the fold's size.
-    structures = _structures(search.best_estimator_) if refit else {}
-    fold_structures = {name: (parts, _fold_size(search, n_units))
-                       for name, (parts, n_units) in structures.items()}
+    # dimension is the data's, the public inputs of the public-model rule)
+    # and the number of protected units; a fold holds fewer: each candidate
+    # is planned at the training folds' smallest and largest sizes.
+    fitted_structures = refit_structures(search.best_estimator_) if refit else {}
+    fold_structures = {name: (parts, fold_sizes(search, n_units, _PARTITIONS), inputs)
+                       for name, (parts, n_units, inputs) in fitted_structures.items()}
     for params in candidates:
         spend.add(_spend_of(clone(search.estimator).set_params(**params),
                             fold_structures), folds, fits=search.n_splits_)
     if refit:
         fitted = _spend_of(search.best_estimator_)
         planned = _spend_of(clone(search.estimator).set_params(
-            **candidates[search.best_index_]), structures)
+            **candidates[search.best_index_]),
+            {name: (parts, (n_units, n_units), inputs)
+             for name, (parts, n_units, inputs) in fitted_structures.items()})
         if len(fitted.gaussian) != len(planned.gaussian) or not np.allclose(
                 sorted(fitted.gaussian), sorted(planned.gaussian), rtol=1e-9, atol=0):
             raise RuntimeError(
@@ -622,30 +593,6 @@ def _search_spend(search):
                    "other samples between folds. Use cv=KFold(n_splits, "
                    "shuffle=True, random_state=...)")
     return spend, len(candidates) * folds + int(refit)
-
-
-def _structures(estimator):
-    """``{class name: (parts, n_units)}`` of the fitted valuators in ``estimator``."""
-    found = {}
-    steps = ([step for _, step in estimator.steps]
-             if isinstance(estimator, Pipeline) else [estimator])
-    for step in steps:
-        components = getattr(step, "_privacy_components", None)
-        valuator = components()[0] if components is not None else step
-        report = getattr(valuator, "privacy_report_", None)
-        if report is not None and "parts" in report:
-            found.setdefault(type(valuator).__name__,
-                             (report["parts"], report["details"].get("n_units", 1)))
-    return found
-
-
-def _fold_size(search, n_units):
-    """Protected units in the smallest training fold, when the splitter's test
-    folds partition the data (else 1: delta="auto" at its cap)."""
-    cv, n_splits = search.cv, search.n_splits_
-    if cv is None or isinstance(cv, Integral) or isinstance(cv, _PARTITIONS):
-        return max(1, n_units - -(-n_units // n_splits))
-    return 1
 
 
 def _training_folds_per_party(search):

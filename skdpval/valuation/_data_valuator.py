@@ -17,7 +17,7 @@ from ..walks import SeededDraws, run_walks, walk_client
 from . import _walk_settings as settings
 from ._base import STEP_TO_USER, BaseValuator
 from ._game import UTILITY_CODES, check_utility, make_game
-from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PublicModel,
+from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, PublicModel,
                             document_public_model)
 from ._statistics import walk_statistics
 
@@ -30,7 +30,7 @@ WrappedModel = namedtuple("WrappedModel", ["preprocessor", "estimator", "family"
 @with_threat_model_doc
 @document_public_model
 @share_privacy_docs
-class DPDataValuator(BaseValuator):
+class DPDataValuator(PlannedLayout, BaseValuator):
     """Differentially private data values from noisy per-party gradients.
 
     Estimates a semivalue (data Shapley, Banzhaf, Beta Shapley or

@@ -13,10 +13,10 @@ from ..privacy import (LABEL_SCORE, PRIVACY_CONSTRAINTS, THREAT_MODEL_CONSTRAINT
                        with_threat_model_doc)
 from ..walks import map_row_blocks
 from ._base import STEP_TO_USER, BaseValuator
-from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, budget_mu, check_public_model,
-                            declare_fit, document_public_model, fit_on_validation,
-                            labels_model, labels_problem, resolve_public_model,
-                            run_fit)
+from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, budget_mu,
+                            check_public_model, declare_fit, document_public_model,
+                            fit_on_validation, labels_model, labels_problem,
+                            layout_inputs, resolve_public_model, run_fit)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 # Under the joint threat model a score is not clipped, only kept finite (a
@@ -54,7 +54,7 @@ def _residual_scale(model, parties):
 @with_threat_model_doc
 @document_public_model
 @share_privacy_docs
-class DPLabelQuality(BaseValuator):
+class DPLabelQuality(PlannedLayout, BaseValuator):
     """Private label-quality score: how well each label fits a public model.
 
     A clone of ``estimator`` is fitted on the validation set only (public
@@ -413,10 +413,12 @@ class DPLabelQuality(BaseValuator):
         classifier = is_classifier(self.estimator_)
         n_outputs = (len(self.classes_) if classifier and len(self.classes_) > 2
                      else 1)
+        self._layout_inputs_ = layout_inputs(len(parties.X_val),
+                                             n_outputs * (parties.X.shape[1] + 1))
         fits, self.public_model_reason_ = resolve_public_model(
-            self, estimator, n_parties=n_parties, n_val=len(parties.X_val),
-            n_params=n_outputs * (parties.X.shape[1] + 1), mu=budget_mu(mechanism),
-            share=1.0 if self.threat_model == "joint" else None)
+            self, estimator, n_parties=n_parties, mu=budget_mu(mechanism),
+            share=1.0 if self.threat_model == "joint" else None,
+            **self._layout_inputs_)
         self.public_model_fitted_privately_ = fits
         if not fits:
             return None

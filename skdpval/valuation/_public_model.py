@@ -62,7 +62,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..families import family_of
-from ..privacy import PUBLIC_FIT, WALK, gdp_mu
+from ..privacy import PUBLIC_FIT, WALK, PrivacyMechanism, gdp_mu
 
 PUBLIC_MODEL_OPTIONS = ("auto", "validation", "private")
 
@@ -350,10 +350,79 @@ def labels_model(validation_model, estimator, theta, problem):
         validation_model, theta, problem.has_intercept, problem.intercept_scaling)
 
 
+FIT_PART = "public model fit"
+
+
+def layout_inputs(n_val, n_params):
+    """What a fitted valuator keeps of its public-model rule's public inputs
+    (``_layout_inputs_``), for the plans of its siblings in a search."""
+    return {"n_val": int(n_val), "n_params": int(n_params)}
+
+
+class PlannedLayout:
+    """The parts a fit of a valuator with a ``public_model`` option lays out,
+    from its parameters (:func:`skdpval.privacy._plan.add_plan`: the unseen
+    fits of a search)."""
+
+    def _planned_parts(self, parts, n_units, inputs):
+        """The layouts a fit of these parameters may have on ``n_units``
+        protected units (None: not known), from the ``parts`` a fitted
+        sibling reports (None: no sibling) and the public inputs of its
+        public-model rule (``_layout_inputs_``): one layout where the rule's
+        choice is known, else each one it may make."""
+        others = [part for part in (parts or self._privacy_parts())
+                  if part["name"] != FIT_PART]
+        fitted = [part for part in parts or () if part["name"] == FIT_PART]
+        if not isinstance(getattr(self, "subspace", "public"), str):
+            choices = [False]  # DPDataValuator fits only the line's model
+        else:
+            choices = self._fit_choices(n_units, inputs)
+        # The fit's dimension: the sibling's fit, else the rule's count of
+        # parameters (a model without intercept has one fewer per output:
+        # the sampler's share of delta differs by a few ulps), else 1.
+        dimension = (fitted[0]["dimension"] if fitted else
+                     inputs["n_params"] if inputs else 1)
+        total = sum(part["share"] for part in others)
+        layouts = []
+        for fits in choices:
+            share = self.public_model_share if fits else 0.0
+            layout = [{**part, "share": part["share"] / total * (1.0 - share)}
+                      for part in others]
+            if fits:
+                layout.insert(0, dict(
+                    name=FIT_PART, law="rounded Gaussian", n_releases=FIT_STEPS,
+                    dimension=dimension, zero_neighbour=False, share=share,
+                    n_releases_param=None))
+            layouts.append(layout)
+        return layouts
+
+    def _fit_choices(self, n_units, inputs):
+        """Whether a fit on ``n_units`` protected units fits the public model
+        privately: ``[the rule's choice]``, or where the size or the inputs
+        are not known, the choices it makes for none and for very many
+        training parties (both where the parameters do not check)."""
+        try:
+            model = self._check_parameters()
+        except (TypeError, ValueError):
+            return [False, True]
+        # DPDataValuator's WrappedModel holds the model past its transformers.
+        estimator = model.estimator if isinstance(model, tuple) else model
+        sizes = ([(n_units, inputs)] if n_units is not None and inputs is not None
+                 else [(0, layout_inputs(0, 1)), (2**40, layout_inputs(0, 1))])
+        choices = []
+        for n_parties, rule in sizes:
+            mechanism = PrivacyMechanism.of(self, adds_noise=self._adds_noise())
+            mechanism.protect("sample", n_parties)
+            fits, _ = resolve_public_model(self, estimator, n_parties=n_parties,
+                                           mu=budget_mu(mechanism), **rule)
+            choices += [fits] if fits not in choices else []
+        return choices
+
+
 def declare_fit(mechanism, n_params, share):
     """The fit's part of ``mechanism``: ``FIT_STEPS`` releases of the
     parameters' clipped sum (any two neighbouring sums ``FIT_CLIP`` apart)."""
-    return mechanism.gaussian("public model fit", PUBLIC_FIT, n_releases=FIT_STEPS,
+    return mechanism.gaussian(FIT_PART, PUBLIC_FIT, n_releases=FIT_STEPS,
                               clip=FIT_CLIP, dimension=n_params,
                               zero_neighbour=False, share=share)
 
@@ -434,6 +503,7 @@ class PublicModel:
             return
         n_parties = len(game.X) if game.record_level else len(game.offsets) - 1
         n_params = game.X.shape[1] * game.T.shape[1]
+        valuator._layout_inputs_ = layout_inputs(len(game.X_val), n_params)
         fits, reason = resolve_public_model(
             valuator, self.estimator, n_parties=n_parties, n_val=len(game.X_val),
             n_params=n_params, mu=budget_mu(mechanism))
