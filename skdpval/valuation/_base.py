@@ -8,14 +8,17 @@ Every valuator (:class:`~skdpval.DPDataValuator`,
    ``_parameter_constraints`` (the budget, the wrapped model), before any
    data is read; returns the wrapped model as the valuator reads it;
 2. the public randomness: ``_n_seeds`` seeds drawn from ``random_state``
-   before any work (the first splits off the validation set);
+   before any work (the first splits off the validation set), then one
+   more that breaks ties in ``rank_`` (drawn last, so that the values of
+   a given ``random_state`` do not depend on it);
 3. ``_parties``: :func:`~skdpval.families.prepare_parties` with the options
    of ``_party_options`` (validation, the split, the public
    standardisation, the rows laid out party by party), then
    ``_finish_parties``, the valuator's own checks and changes of them;
 4. ``_value``: the valuator's own mechanism, returning one value per
    training party;
-5. ``_set_values``: ``values_``, ``rank_`` and ``sample_values_``, with
+5. ``_set_values``: ``values_``, ``rank_`` (tied values in a random order
+   of the tie seed) and ``sample_values_``, with
    NaN and rank 0 for parties held out as the validation set (under
    ``threat_model="joint"`` these are the curator's view: ``rank_``
    refuses, and :meth:`~OwnerValues.owner_value` delivers one owner's value).
@@ -57,11 +60,19 @@ STEP_TO_USER = 5
 RANK_BLOCK = 2**16
 
 
-def ordinal_rank(values, train, n_all):
-    """``rank[train[i]]``: 1 for the largest of ``values``, ties in the order
-    of ``train`` (scipy's ``rankdata(-values, method="ordinal")``), NaN after
-    every number; 0 for the parties not in ``train``."""
-    order = np.argsort(-values, kind="stable")
+def ordinal_rank(values, train, n_all, seed):
+    """``rank[train[i]]``: 1 for the largest of ``values``, NaN after every
+    number; 0 for the parties not in ``train``. Tied values take their ranks
+    in a random order drawn from ``seed`` (public randomness), not in the
+    order of the rows: values on a grid tie often (a label score, or any
+    value without noise), and a file sorted by date or by label would
+    otherwise decide which of them rank last."""
+    shuffled = np.random.RandomState(seed).permutation(len(values))
+    keys = values[shuffled]
+    np.negative(keys, out=keys)
+    order = np.argsort(keys, kind="stable")
+    del keys
+    order = shuffled[order]
     rank = np.zeros(n_all, dtype=np.int64)
     for lo in range(0, len(order), RANK_BLOCK):
         block = order[lo:lo + RANK_BLOCK]
@@ -90,8 +101,8 @@ class BaseValuator(OwnerValues, BaseEstimator):
         mechanism = PrivacyMechanism.of(self, adds_noise=self._adds_noise())
         options = self._party_options(model)
         check_classes_parameter(self, options["is_classifier"], self.classes)
-        split_seed, *seeds = check_random_state(self.random_state).randint(
-            MAX_INT, size=self._n_seeds)
+        split_seed, *seeds, tie_seed = check_random_state(self.random_state).randint(
+            MAX_INT, size=self._n_seeds + 1)
         parties = self._parties(X, y, X_val, y_val, groups, options, split_seed)
         parties = self._finish_parties(parties, X_val is not None, groups)
         # Who may see the values (skdpval.privacy._threat_model); a valuator without
@@ -103,7 +114,7 @@ class BaseValuator(OwnerValues, BaseEstimator):
                                 stacklevel=STEP_TO_USER - 1)
         values = self._value(parties, groups, model, seeds, mechanism, **fit_params)
         mechanism.write(self, parties.n_unprotected)
-        self._set_values(values, parties, groups)
+        self._set_values(values, parties, groups, tie_seed)
         return self
 
     # The word for a party that is a group, in reports and messages.
@@ -178,13 +189,13 @@ class BaseValuator(OwnerValues, BaseEstimator):
         releases go through ``mechanism``."""
         raise NotImplementedError
 
-    def _set_values(self, values, parties, groups):
+    def _set_values(self, values, parties, groups, tie_seed):
         """``values_`` and ``rank_`` over all parties (NaN and 0 for held-out
-        ones) and, with groups, ``sample_values_``."""
+        ones; ties broken by ``tie_seed``) and, with groups, ``sample_values_``."""
         train = parties.train_parties
         self.values_ = np.full(parties.n_all_parties, np.nan)
         self.values_[train] = values
-        self.rank_ = ordinal_rank(values, train, parties.n_all_parties)
+        self.rank_ = ordinal_rank(values, train, parties.n_all_parties, tie_seed)
         if groups is not None:
             self.sample_values_ = self.values_[parties.party_of_sample]
 

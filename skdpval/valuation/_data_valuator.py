@@ -242,8 +242,9 @@ class DPDataValuator(PlannedLayout, BaseValuator):
     %(public_model_share)s
 
     random_state : int, RandomState instance or None, default=None
-        Seeds the public randomness: the split, the learning-rate search and
-        the permutations. It never seeds the noise.
+        Seeds the public randomness: the split, the learning-rate search,
+        the permutations and the order of tied values in ``rank_``. It
+        never seeds the noise.
 
     %(noise_seed)s
     verbose : int, default=0
@@ -262,7 +263,8 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         ``groups_``); NaN for parties held out as the validation set.
 
     rank_ : ndarray of shape (n_samples,) or (n_groups,)
-        Rank of each value, 1 being the most valuable; 0 for held-out parties.
+        Rank of each value, 1 being the most valuable (ties in a random
+        order, not the rows'); 0 for held-out parties.
 
     groups_ : ndarray of shape (n_groups,)
         The sorted group labels, when ``fit`` got ``groups``.
@@ -512,7 +514,6 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         self.random_state = random_state
         self.noise_seed = noise_seed
         self.verbose = verbose
-
 
     def _get_estimator(self):
         """``(preprocessor, model)``: clones; the transformers of a Pipeline apart."""

@@ -151,8 +151,9 @@ class DPFederatedValuator(BaseValuator):
         (public), never from the clients' labels: a training label outside
         them is an error.
     random_state : int, RandomState instance or None, default=None
-        Seeds the public randomness: the split, the random-k masks and the
-        permutations. It never seeds the noise.
+        Seeds the public randomness: the split, the random-k masks, the
+        permutations and the order of tied values in ``rank_``. It never
+        seeds the noise.
     %(noise_seed)s
         The stochastic-rounding coins of compression come from the same
         source (128 bits of OS entropy, or the seed).
@@ -167,8 +168,8 @@ class DPFederatedValuator(BaseValuator):
         Mean per-round value of each client past the burn-in; NaN for
         clients held out as the validation set.
     rank_ : ndarray of shape (n_clients,)
-        Rank of each value, 1 being the most valuable; 0 for held-out
-        clients.
+        Rank of each value, 1 being the most valuable (ties in a random
+        order, not the clients'); 0 for held-out clients.
     sample_values_ : ndarray of shape (n_samples,)
         The value of each sample's client, when ``fit`` got ``groups``.
     round_values_ : ndarray of shape (n_rounds, n_clients)

@@ -54,6 +54,13 @@ def _fit_values(valuator, X, y, fit_params):
     return valuator, np.asarray(values, dtype=np.float64)
 
 
+def _rank(valuator):
+    """The fitted valuator's ``rank_`` (one per value), or None."""
+    rank = getattr(valuator, "rank_", None)
+    return (None if rank is None or np.shape(rank) != np.shape(valuator.values_)
+            else rank)
+
+
 def _check_no_groups(filter_, fit_params):
     """The filters keep or drop samples: a valuation of groups has one value
     per group, which they cannot use."""
@@ -64,8 +71,11 @@ def _check_no_groups(filter_, fit_params):
             "and drop rows by its sample_values_.")
 
 
-def _kept_mask(values, drop_fraction, threshold):
-    """Keep all but the lowest-valued samples; held-out samples (NaN) stay."""
+def _kept_mask(values, drop_fraction, threshold, rank=None):
+    """Keep all but the lowest-valued samples; held-out samples (NaN) stay.
+    Among tied values the valuator's ``rank`` decides (its ties are broken
+    by its ``random_state``, not by the rows' order); a valuator without
+    ``rank_`` leaves them in the rows' order."""
     valued = ~np.isnan(values)
     keep = np.ones(len(values), dtype=bool)
     if threshold is not None:
@@ -77,7 +87,8 @@ def _kept_mask(values, drop_fraction, threshold):
                           stacklevel=4)
         return keep
     n_drop = int(np.floor(drop_fraction * valued.sum()))
-    order = np.flatnonzero(valued)[np.argsort(values[valued], kind="stable")]
+    by = values[valued] if rank is None else -np.asarray(rank)[valued]
+    order = np.flatnonzero(valued)[np.argsort(by, kind="stable")]
     keep[order[:n_drop]] = False
     return keep
 
@@ -132,7 +143,9 @@ class DPValueFilter(BaseEstimator):
         sample) and ``privacy_report_``; ``None`` means ``DPDataValuator()``.
         Samples it holds out as its validation set (value NaN) are kept.
     drop_fraction : float in [0, 1) or None, default=0.1
-        Fraction of the valued samples to drop, lowest values first. Set it
+        Fraction of the valued samples to drop, lowest values first; among
+        tied values, in the order of the valuator's ``rank_`` (ties broken
+        at random by its ``random_state``, not by the rows' order). Set it
         to ``None`` when giving ``threshold``.
     threshold : float or None, default=None
         Drop the samples valued below it instead.
@@ -238,8 +251,8 @@ class DPValueFilter(BaseEstimator):
             self.feature_names_in_ = self.valuator_.feature_names_in_
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_  # from an earlier fit on a DataFrame
-        self.sample_indices_ = np.flatnonzero(
-            _kept_mask(values, self.drop_fraction, self.threshold))
+        self.sample_indices_ = np.flatnonzero(_kept_mask(
+            values, self.drop_fraction, self.threshold, _rank(self.valuator_)))
         self.privacy_report_ = step_privacy_report(self)
         return self
 
@@ -311,7 +324,8 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
             fit_params = {**fit_params, "X_val": check_validation_features(
                 self, fit_params["X_val"], dtype=None)}
         self.valuator_, values = _fit_values(valuator, X, y, fit_params)
-        self.kept_mask_ = _kept_mask(values, self.drop_fraction, None)
+        self.kept_mask_ = _kept_mask(values, self.drop_fraction, None,
+                                     _rank(self.valuator_))
         weights = fit_params.get("sample_weight")
         kept_weights = ({} if weights is None else
                         {"sample_weight": np.asarray(weights)[self.kept_mask_]})
@@ -398,7 +412,9 @@ _FILTERED_DOC = """{summary}
         Fitted on the kept samples; ``None`` means ``{default_model}`` (not
         private).
     drop_fraction : float in [0, 1), default=0.1
-        Fraction of the valued samples to drop, lowest values first.
+        Fraction of the valued samples to drop, lowest values first; among
+        tied values, in the order of the valuator's ``rank_`` (ties broken
+        at random by its ``random_state``, not by the rows' order).
 
     Attributes
     ----------

@@ -149,8 +149,9 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
     %(public_model_share)s
 
     random_state : int, RandomState instance or None, default=None
-        Public randomness: the split and an unset ``random_state`` of the
-        estimator. It never seeds the noise.
+        Public randomness: the split, an unset ``random_state`` of the
+        estimator and the order of tied scores in ``rank_``. It never seeds
+        the noise.
 
     %(noise_seed)s
 
@@ -161,7 +162,11 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         validation set.
 
     rank_ : ndarray of shape (n_samples,) or (n_groups,)
-        1 for the highest score; 0 for held-out parties.
+        1 for the highest score; 0 for held-out parties. Scores lie on a
+        grid and tie often (all the more at small noise): tied scores take
+        their ranks in a random order drawn from ``random_state``, not in
+        the rows' order, so that a file sorted by date or by label does
+        not decide which of them rank last (or are dropped by a filter).
 
     values_stderr_ : ndarray of shape (n_samples,) or (n_groups,)
         Standard error of each score: the noise std of its release (public;

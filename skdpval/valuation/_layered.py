@@ -133,8 +133,8 @@ class LayeredShapleyValuator(BaseValuator):
     n_jobs : int or None, default=None
         Points valued in parallel (joblib threads).
     random_state : int, RandomState instance or None, default=None
-        Seeds the public randomness: the split and the coalitions. It never
-        seeds the noise.
+        Seeds the public randomness: the split, the coalitions and the order
+        of tied values in ``rank_``. It never seeds the noise.
     %(noise_seed)s
 
     Attributes
@@ -143,7 +143,8 @@ class LayeredShapleyValuator(BaseValuator):
         Value of each sample (private when ``epsilon`` is set); NaN for
         held-out validation samples.
     rank_ : ndarray of shape (n_samples,)
-        1 for the most valuable; 0 for held-out samples.
+        1 for the most valuable (ties in a random order, not the rows');
+        0 for held-out samples.
     n_coalitions_ : ndarray of shape (n_samples,)
         Coalitions evaluated for each point (0 for held-out samples).
     noise_scale_ : float
