@@ -31,7 +31,8 @@ import numpy as np
 from skdpval.privacy._accounting import gdp_mu, noise_std_for_budget
 from skdpval.privacy._noise import gaussian_noise, laplace_noise
 from skdpval.privacy._release import releases_on_grid
-from skdpval.privacy._secure_noise import Grid, noise_key
+from skdpval.privacy._grid import Grid
+from skdpval.privacy._secure_noise import noise_key
 from skdpval.testing import dp_test, gdp_delta
 
 DELTA = 1e-5

@@ -75,7 +75,8 @@ from skdpval.kernels._linear import make_problem
 from skdpval.walks import _waves
 from skdpval.privacy._release import release_stream
 from skdpval.privacy._mechanism import GaussianPart, NoiseStream
-from skdpval.privacy._secure_noise import WALK, Grid, noise_key
+from skdpval.privacy._grid import Grid
+from skdpval.privacy._secure_noise import WALK, noise_key
 from skdpval.walks._runner import run_walks
 from skdpval.walks._waves import SeededDraws
 

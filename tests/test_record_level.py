@@ -21,7 +21,8 @@ from skdpval.kernels import _linear, _losses, _subspace_problem
 from skdpval.privacy._accounting import gdp_epsilon, noise_std_for_budget
 from skdpval.privacy._noise import gaussian_noise
 from skdpval.privacy._release import release_stream
-from skdpval.privacy._secure_noise import FEDERATED, LABEL_SCORE, Grid, noise_key
+from skdpval.privacy._grid import Grid
+from skdpval.privacy._secure_noise import FEDERATED, LABEL_SCORE, noise_key
 from skdpval.valuation._semivalues import semivalue_weights
 from skdpval.kernels._linear import make_problem
 from skdpval.walks._runner import run_walks

@@ -22,7 +22,7 @@ Releases lie on a grid with rounded Gaussian noise
 (:mod:`skdpval.privacy._secure_noise`): post-processing of the continuous Gaussian
 mechanism on the rounded statistic, whose sensitivity (``C`` padded by the
 rounding, exactly) is what the figures use; the sampler's total variation
-bound adds ``sampler_delta`` to delta.
+bound (``(29 sigma + 4) 2^-574`` a draw) adds ``sampler_delta`` to delta.
 
 The noisy-label limit: flipping a label is a replace-one change, so a
 ``mu``-GDP release is ``2 mu``-GDP for "is this label flipped", and every
@@ -292,7 +292,11 @@ def composed_epsilon(mu, pure_epsilons, delta):
 # to delta at every eps. A guarantee is stated at the requested delta *net*
 # of that share: (eps, delta) holds when delta_mechanism(eps) + (1 + e^eps)
 # tv <= delta. The share may use at most this much of the requested delta;
-# past it a fit is refused (the message names what to change).
+# past it a fit is refused (the message names what to change). With the
+# sampler's eta = (29 sigma + 4) 2^-574 a draw, tv is below 1e-150 per
+# draw, so the share is negligible (the calibration's delta net of it is
+# delta itself, to the double) and the refusal comes only past epsilon
+# ~350 (doc/user_guide/privacy_model.rst).
 MAX_SAMPLER_SHARE = 0.5
 
 

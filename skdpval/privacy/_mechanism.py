@@ -45,8 +45,9 @@ from ._accounting import (MAX_SAMPLER_SHARE, add_record_level, chosen_epsilon,
     largest_supported_epsilon, noisy_label_auc_limit, validation_set_statement)
 from ._noise import gaussian_noise, laplace_noise, noise_source
 from ._release import release_stream, releases_on_grid
-from ._secure_noise import (Grid, check_noise_std, noise_key, rounded_gaussian_eta,
-    sampler_delta, stream_nonce, uniform_coins)
+from ._grid import Grid, check_noise_std
+from ._secure_noise import (noise_key, rounded_gaussian_eta, sampler_delta, stream_nonce,
+    uniform_coins)
 from ..exceptions import DefaultEpsilonWarning, NoiseSeedWarning
 
 # delta="auto": this, or 1 / (10 n) for n protected units when that is smaller.
@@ -161,7 +162,9 @@ class GaussianPart:
 
     @property
     def tv(self):
-        """The sampler's total variation from the exact noise, over a party's draws."""
+        """The sampler's total variation from the exact noise, over a party's
+        draws: ``eta`` (:func:`~skdpval.privacy._secure_noise.rounded_gaussian_eta`,
+        ``(29 sigma + 4) 2^-574``) times the draws."""
         if self.noise_std == 0:
             return 0.0
         eta = rounded_gaussian_eta(self.grid_std)

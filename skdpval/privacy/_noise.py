@@ -28,8 +28,8 @@ leaks nothing (:mod:`skdpval.privacy._secure_noise`).
 
 import numpy as np
 
-from ._secure_noise import (discrete_laplace, rounded_gaussian_table, stream_nonce,
-    walk_noise)
+from ._discrete_laplace import discrete_laplace
+from ._secure_noise import rounded_gaussian_table, stream_nonce, walk_noise
 
 
 def noise_schedule(noise, n_permutations, batch_permutations=1):
@@ -127,8 +127,7 @@ def gaussian_noise(key, kind, lo, hi, std, out):
     Every Gaussian release draws its noise here: one place to read, and one
     place for the audits to halve.
     """
-    table = rounded_gaussian_table(float(std))
-    walk_noise(key, kind, lo, hi, table.cdf, table.guide, table.shift, out)
+    walk_noise(key, kind, lo, hi, rounded_gaussian_table(float(std)), out)
     return out
 
 

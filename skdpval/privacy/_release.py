@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._secure_noise import NO_GRID
+from ._grid import NO_GRID
 
 # The kernels' compilation options (see skdpval/kernels/_math.py).
 _jit = dict(cache=True, nogil=True, error_model="numpy", no_cfunc_wrapper=True,
@@ -144,7 +144,7 @@ def release_stream(noise=None, grid=NO_GRID):
     ``(n_walks, n_parties, ...)`` (float64, C-contiguous, writeable: with a
     rolling mean the release step writes raw releases into it), viewed as
     ``(n_walks, n_parties, dimension)``, and ``grid`` (a
-    :class:`~skdpval.privacy._secure_noise.Grid`, or ``(gamma, bound)``:
+    :class:`~skdpval.privacy._grid.Grid`, or ``(gamma, bound)``:
     ``NO_GRID`` releases ``value + noise``, for tests that pass their own
     noise). ``noise`` None: no noise."""
     gamma, bound = (grid.gamma, grid.bound) if hasattr(grid, "gamma") else grid

@@ -12,16 +12,22 @@ Mironov 2012 finds nothing to exploit).
   post-processing of the continuous Gaussian mechanism ``a + N``, whose L2
   sensitivity is that of ``a`` in grid units, so the mu-GDP accounting of
   :mod:`skdpval.privacy._accounting` holds exactly with that sensitivity
-  (:func:`grid_sensitivity`). The discrete Gaussian would need another
-  accountant and more noise. Drawn by inversion of a 63-bit fixed-point
-  table of ``|m|`` (and one bit for the sign), within total variation
-  ``eta`` of the exact law (:class:`RoundedGaussianTable`); ``k``
-  coordinates drawn for a party are within ``k eta``, which adds
-  ``(1 + e^eps) k eta`` to delta (:func:`sampler_delta`).
+  (:func:`skdpval.privacy._grid.grid_sensitivity`). The discrete Gaussian would need another
+  accountant and more noise. ``|m|`` is drawn by inverting its cumulative
+  distribution ``F`` at a uniform ``U``: a 63-bit table with a proven error
+  bound (:class:`RoundedGaussianTable`) decides almost every draw exactly;
+  a draw within that bound of an entry takes 512 more bits of ``U`` from its
+  own stream and ``F`` to 45-200 digits (:mod:`skdpval.privacy._exact_law`),
+  past the table too. The law drawn is within total variation ``eta =
+  (29 sigma + 4) 2^-574`` of the exact one per draw
+  (:func:`rounded_gaussian_eta`); ``k`` coordinates drawn for a party are
+  within ``k eta``, which adds ``(1 + e^eps) k eta`` to delta
+  (:func:`sampler_delta`). The proof is in the user guide's privacy model
+  page (doc/user_guide/privacy_model.rst).
 - **Discrete Laplace** (pure eps-DP releases): the exact sampler of Canonne,
-  Kamath and Steinke (2020, Algorithms 1-2) in integer arithmetic; with an
-  integer L1 sensitivity ``Delta`` and scale ``t`` it is exactly
-  ``(Delta / t)``-DP.
+  Kamath and Steinke (2020, Algorithms 1-2) in integer arithmetic
+  (:mod:`skdpval.privacy._discrete_laplace`); with an integer L1 sensitivity
+  ``Delta`` and scale ``t`` it is exactly ``(Delta / t)``-DP.
 
 The bits come from ChaCha20 (RFC 8439), keyed with 32 bytes of OS entropy
 (:func:`noise_key`), or, as an explicit opt-in, with the SHA-256 of a
@@ -43,7 +49,8 @@ from functools import lru_cache
 
 import numpy as np
 from numba import njit
-from scipy.special import log_ndtr
+
+from ._exact_law import abs_cdf, gauss_legendre_doubles, probability
 
 _jit = dict(cache=True, nogil=True)
 # The stream's kernels: no reference counting and no error checks (they
@@ -153,93 +160,371 @@ def uniform_coins(key, nonce, size):
     return (draws >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
-# --- the rounded Gaussian ---------------------------------------------------------
+# --- the rounded Gaussian: the table and its proven bound ---------------------------
 
-# Relative error of each computed probability P(m) (Gauss-Legendre on the
-# density over [m - 1/2, m + 1/2]; tests/test_secure_noise.py checks it
-# against a 40-digit computation).
-PROBABILITY_RELATIVE_ERROR = 1e-13
-# The table covers |m| <= TAIL_SIGMAS * sigma_g (mass outside < 2e-23).
+# Each computed probability P~(m) of a table is within its proven relative error
+# ``RoundedGaussianTable.relative_error <= R_MAX`` of P(m); the table's entries
+# are then within E_k = ((2^63 - C[k]) >> R_SHIFT) + e0 units of 2^63 F(k),
+# 2^-R_SHIFT >= R_MAX / (1 - R_MAX) (doc/user_guide/privacy_model.rst).
+R_MAX = 2.0**-42
+R_SHIFT = 41
+# The one assumption of the bound: numpy's float64 exp within 2^-46 (64 ulp)
+# of the exact exp on the table's arguments. tests/test_secure_noise.py
+# measures it on the tables' own arguments; the bound would still hold with
+# exp several hundred ulp off.
+EXP_RELATIVE_ERROR = 2.0**-46
+_UNIT = 2.0**-53  # the unit roundoff of float64
+# The table is computed to this many sigmas; past it a draw is decided by the
+# exact path (probability 2 Phi(-10), 1.5e-23, a draw). Its entries below
+# 2^63 stop near 9.15 sigma whatever the reach (2^63 times the mass beyond is
+# then below 1/2), so a longer reach would only cost build time.
 TAIL_SIGMAS = 10.0
+# The exact path: 512 more bits of the uniform (one ChaCha20 block of the
+# exact stream, exact_nonce), so U is known to 63 + 512 bits; F(k) is bounded
+# at 45 digits, then at 200.
+EXTRA_BITS = 512
+U_BITS = 63 + EXTRA_BITS
+_GUARD = 8
+PRECISIONS = (45, 200)
+# The exact path's stream for draw j = 8 b + d of stream (kind, t): nonce
+# (EXACT_STREAM | d << 16 | kind, t mod 2^32, t >> 32), block b.
+EXACT_STREAM = 1 << 31
+_TWO63 = 1 << 63
 
 
-def _legendre_nodes(spread):
-    """Gauss-Legendre nodes for an integrand whose log varies by ``spread``."""
-    n = 4 if spread < 1e-4 else 8 if spread < 1e-2 else 16 if spread < 1 else 32
-    return np.polynomial.legendre.leggauss(n)
+def exact_nonce(kind, t, d):
+    """The nonce of the exact path's stream for draws ``8 b + d`` of stream
+    ``(kind, t)`` (``d < 8``): its block ``b`` holds the 512 further bits of
+    that draw's uniform. Disjoint from every main stream (whose first word is
+    a kind below ``2**16``) and from one another."""
+    if not (0 <= kind < 1 << 16 and 0 <= d < 8):
+        raise ValueError(f"kind must be below 2**16 and d below 8, got {kind}, {d}.")
+    return np.array([EXACT_STREAM | d << 16 | kind, t & 0xFFFFFFFF, t >> 32], np.uint64)
 
 
-def rounded_gaussian_probabilities(sigma, magnitudes):
-    """``P(m) = Phi((m + 1/2) / sigma) - Phi((m - 1/2) / sigma)`` for ``m >= 0``.
+def _gamma(n):
+    """Higham's ``gamma_n = n u / (1 - n u)``."""
+    return n * _UNIT / (1.0 - n * _UNIT)
 
-    As the integral of the density over ``[m - 1/2, m + 1/2]`` (every term
-    positive: relative accuracy, unlike a difference of ``ndtr`` values).
+
+@lru_cache(maxsize=None)
+def _rule(n):
+    """The ``n``-point Gauss-Legendre rule on [-1/2, 1/2] (weights summing to
+    1): the doubles nearest the exact nodes and weights."""
+    nodes, weights = gauss_legendre_doubles(n)
+    return np.array(nodes), np.array(weights)
+
+
+_RHOS = np.geomspace(1.001, 1e12, 3000)
+
+
+def quadrature_bound(c, d, n):
+    """A bound on the relative error of the exact ``n``-point Gauss rule for
+    ``int_{-1}^{1} exp(-c t - d t^2) dt`` (``c, d >= 0``).
+
+    The integrand is entire; on the Bernstein ellipse ``E_rho`` (semi-axes
+    ``a = (rho + 1/rho) / 2``, ``b = (rho - 1/rho) / 2``) it is at most ``M =
+    exp(c a + d b^2)``, so its Chebyshev coefficients are at most ``2 M
+    rho^-k`` (Trefethen, ATAP Thm 8.1). The rule integrates degree ``2n - 1``
+    exactly and odd ``T_k`` to 0 (symmetric nodes), and ``|I(T_k)|,
+    |I_n(T_k)| <= 2``: the error is at most ``8 M rho^-2n / (1 - rho^-2)``.
+    The integral is at least ``e^-d 2 sinh(c) / c``. The least over a grid
+    of ``rho`` (each gives a valid bound), plus 1% for this computation's
+    rounding.
     """
+    rho = _RHOS
+    a = 0.5 * (rho + 1.0 / rho)
+    b = 0.5 * (rho - 1.0 / rho)
+    if c > 1e-8:
+        log_sinhc_over_c = c + math.log1p(-math.exp(-2.0 * c)) - math.log(2.0 * c)
+    else:
+        log_sinhc_over_c = 0.0  # sinh(c) / c >= 1
+    log_integral = -d + math.log(2.0) + max(log_sinhc_over_c, 0.0)
+    log_bound = (math.log(8.0) + c * a + d * b * b - log_integral
+                 - 2.0 * n * np.log(rho) - np.log1p(-rho**-2.0))
+    best = float(np.min(log_bound))
+    return math.exp(best) * 1.01 if best < 700.0 else math.inf
+
+
+def evaluation_bound(y_max, n, slope):
+    """The relative error of :func:`rounded_gaussian_probabilities` against
+    the exact ``n``-point rule, from floating point (Higham's ``gamma_n``).
+
+    ``y_max``: the largest ``((m + t) / sigma)^2 / 2`` of the table;
+    ``slope``: ``(top + 1) / sigma^2``, the largest ``|d log f / dt|``.
+    Each exponent is within ``gamma_7`` (relative) of its exact value,
+    moving ``exp`` by ``e^(gamma_7 y_max) - 1``; ``exp`` itself is within
+    :data:`EXP_RELATIVE_ERROR` (the assumption); the weighted sum of
+    positive terms and the prefactor within ``gamma_(n+6)``; the double
+    nodes (within ``u/2``) and weights (within ``u``) within ``u (1 + slope)``.
+    """
+    argument = math.expm1(_gamma(7) * y_max)
+    nodes = math.expm1(_UNIT * (1.0 + slope)) * 1.01
+    return ((1.0 + EXP_RELATIVE_ERROR) * (1.0 + _gamma(n + 6)) * (1.0 + argument)
+            * (1.0 + nodes) - 1.0)
+
+
+RULE_SIZES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+# Below this sigma (grid steps) no rule proves R_MAX: exact values instead.
+_SMALLEST_RULE_SIGMA = 0.25
+
+
+def choose_rule(sigma, top):
+    """``(n, r)``: the fewest nodes whose proven relative error ``r`` is at
+    most :data:`R_MAX` for every ``P(m)``, ``m <= top`` (``n`` None: none
+    is, and the table takes exact values, within ``2 u``)."""
+    if sigma < _SMALLEST_RULE_SIGMA:
+        return None, 2.0 * _UNIT
+    w = 1.0 / sigma
+    margin = 1.0 + 1e-12
+    c, d = 0.5 * top * w * w * margin, 0.125 * w * w * margin
+    y_max = 0.5 * ((top + 0.5) * w) * ((top + 0.5) * w) * margin
+    slope = (top + 1.0) * w * w * margin
+    for n in RULE_SIZES:
+        r = ((1.0 + quadrature_bound(c, d, n))
+             * (1.0 + evaluation_bound(y_max, n, slope)) - 1.0)
+        if r <= R_MAX:
+            return n, r
+    return None, 2.0 * _UNIT
+
+
+def rounded_gaussian_probabilities(sigma, magnitudes, n_nodes, scratch=None):
+    """``P(m) = Phi((m + 1/2) / sigma) - Phi((m - 1/2) / sigma)`` for ``m >= 0``
+    by the ``n_nodes``-point rule on the density over ``[m - 1/2, m + 1/2]``
+    (every term positive: relative accuracy), exactly the operations
+    :func:`evaluation_bound` counts. ``scratch``: two float64 buffers of
+    ``len(magnitudes)``."""
     w = 1.0 / sigma
     m = np.asarray(magnitudes, dtype=np.float64)
-    spread = (m.max() + 1.0) * w * w
-    nodes, weights = _legendre_nodes(spread)
+    nodes, weights = _rule(n_nodes)
     total = np.zeros(len(m))
-    for u, weight in zip(0.5 * nodes, 0.5 * weights):
-        x = (m + u) * w
-        total += weight * np.exp(-0.5 * x * x)
-    return total * (w / math.sqrt(2.0 * math.pi))
+    x, y = scratch if scratch is not None else (np.empty(len(m)), np.empty(len(m)))
+    for t, weight in zip(nodes, weights):
+        np.add(m, t, out=x)
+        x *= w
+        np.multiply(x, -0.5, out=y)
+        y *= x
+        np.exp(y, out=y)
+        y *= weight
+        total += y
+    total *= w / math.sqrt(2.0 * math.pi)
+    return total
+
+
+_NEGLIGIBLE = Fraction(1, 10**80)
+
+
+def _exact_probabilities(sigma, top):
+    """``(p, slack)`` for a small sigma: ``P(m)``, ``m <= top``, each the
+    double nearest a 20-digit value, except where ``P(|M| >= m) < 10^-80``:
+    0 there, and ``slack`` bounds the absolute error those leave in the sums."""
+    p, slack = np.zeros(top + 1), Fraction(0)
+    for m in range(top + 1):
+        if m > 0:
+            value, error = abs_cdf(sigma, m - 1, 90)
+            if 1 - Fraction(value) + error < _NEGLIGIBLE:
+                slack += 1 - Fraction(value) + error
+                continue
+        p[m] = float(probability(sigma, m, 20)[0])
+    return p, float(slack) * 1.01
+
+
+def _tail_units(sigma, top):
+    """An upper bound of ``2^63 P(|M| > top) = 2^64 Q((top + 1/2) / sigma)``
+    (Mills: ``Q(x) <= phi(x) / x``), plus 1% for rounding."""
+    x = (top + 0.5) / sigma
+    if x > 1e150:
+        return 0.0
+    return 2.0**64 * math.exp(-0.5 * x * x) / (math.sqrt(2.0 * math.pi) * x) * 1.01
 
 
 class RoundedGaussianTable:
-    """The law of ``|round(N(0, sigma^2))|`` as a 63-bit fixed-point CDF.
+    """The law of ``|round(N(0, sigma^2))|`` as a 63-bit table with a proven bound.
 
-    ``cdf[i]`` is ``2**63`` times ``P(|m| <= i)`` rounded, the entries'
-    probabilities ``P(0)``, ``2 P(i)`` rounded to integers and ``P(0)``
-    set so that the total is exactly ``2**63``. A draw takes 63 uniform
-    bits ``u`` and returns the first ``i`` with ``cdf[i] > u``, starting
-    from ``guide[u >> shift]``; one more bit gives the sign.
+    ``cdf[k]`` (``C[k]``) approximates ``2^63 F(k)``, ``F(k) = P(|M| <= k)``,
+    within ``E_k = ((2^63 - C[k]) >> rshift) + e0`` (:meth:`bound`): the
+    probabilities by a Gauss-Legendre rule with a proven relative error
+    (:func:`choose_rule`), the tail sums accumulated in integers. ``cdf_s``
+    is ``cdf`` after a leading 0 (the kernel reads the entry below its answer
+    without a branch); entries stop at the first ``C[k] = 2^63``. A draw
+    whose 63 bits lie within ``E`` of an entry is decided exactly
+    (:meth:`invert`).
 
     Attributes
     ----------
+    sigma, top : float, int
+        The scale (grid steps) and the last magnitude computed.
+    n_nodes : int or None
+        The rule's size (None: exact values).
+    relative_error : float
+        The proven relative error of each computed probability.
+    e0, rshift : int
+        The bound's constants.
+    cdf_s, cdf, guide, shift
+        The table, and the guide to its first entry above ``u >> shift``.
     eta : float
-        A bound on the total variation distance between the law drawn and
-        the exact rounded Gaussian: the probabilities' relative error, the
-        rounding of each entry (``2**-64``) and the tail left out.
+        The total variation from the exact law per draw,
+        :func:`rounded_gaussian_eta`.
+    n_exact, n_ties : int
+        Exact evaluations of ``F`` and ties (``U`` within ``2^-575`` of
+        ``F(k)``) met so far.
     """
 
-    def __init__(self, sigma):
+    def __init__(self, sigma, tail_sigmas=TAIL_SIGMAS):
         if not (np.isfinite(sigma) and sigma > 0):
             raise ValueError(f"the noise std on the grid must be finite and > 0, "
                              f"got {sigma!r}.")
         self.sigma = float(sigma)
-        top = int(math.ceil(TAIL_SIGMAS * self.sigma)) + 1
-        magnitudes = np.arange(top + 1)
-        p = rounded_gaussian_probabilities(self.sigma, magnitudes)
-        p[1:] *= 2.0
-        scaled = np.rint(p * 2.0**63)
-        counts = scaled.astype(np.uint64)
-        counts[0] = 0
-        rest = int(counts.sum(dtype=np.uint64))
-        if rest >= 2**63:
+        top = int(math.ceil(tail_sigmas * self.sigma)) + 1
+        if top >= 1 << 31:
+            raise ValueError(f"the noise std on the grid, {sigma!r} steps, would need "
+                             f"a table of {top} entries: give a smaller "
+                             "noise_multiplier or epsilon closer to the budget.")
+        self.top = top
+        self.n_nodes, self.relative_error = choose_rule(self.sigma, top)
+        m = np.arange(top + 1, dtype=np.float64)
+        x, y = np.empty(top + 1), np.empty(top + 1)
+        slack = 0.0  # absolute error of the sums beyond the relative one
+        if self.n_nodes is None:
+            s, slack = _exact_probabilities(self.sigma, top)
+        else:
+            s = rounded_gaussian_probabilities(self.sigma, m, self.n_nodes, (x, y))
+        # s[m] ~ 2^63 P(|M| = m) = 2^64 P(m), m >= 1 (an exact scaling); P(0)
+        # is the remainder: only the sums over m > k are used.
+        s *= 2.0**64
+        s[0] = 0.0
+        np.floor(s, out=x)  # the integer parts
+        s -= x  # the fractions, exactly
+        s *= 2.0**32
+        np.floor(s, out=s)
+        h = m.view(np.uint64)
+        np.copyto(h, x, casting="unsafe")
+        g = y.view(np.uint64)
+        np.copyto(g, s, casting="unsafe")  # floor(2^32 frac): within 2^-32 of it
+        # D[k] = sum_{m > k} h[m] + round(sum_{m > k} frac[m]), in integers.
+        np.cumsum(h, out=h)
+        np.subtract(h[-1], h, out=h)
+        np.cumsum(g, out=g)
+        np.subtract(g[-1], g, out=g)
+        g += np.uint64(1 << 31)
+        g >>= np.uint64(32)
+        h += g
+        if int(h[0]) >= _TWO63:
             raise ValueError(f"sigma {sigma!r}: the table's mass exceeds one")
-        counts[0] = np.uint64(2**63 - rest)
-        # Drop the entries past the last one with any mass.
-        last = int(np.flatnonzero(counts)[-1])
-        self.cdf = np.cumsum(counts[:last + 1], dtype=np.uint64)
-        assert int(self.cdf[-1]) == 2**63
+        cdf = np.subtract(np.uint64(_TWO63), h, out=h)
+        last = int(np.argmax(cdf == np.uint64(_TWO63)))
+        self.cdf_s = np.empty(last + 2, np.uint64)
+        self.cdf_s[0] = 0
+        self.cdf_s[1:] = cdf[:last + 1]
+        self.cdf = self.cdf_s[1:]
+        # |C[k] - 2^63 F(k)| <= (r D_k + c0) / (1 - r): c0 is the rounding of
+        # the sums (1/2 and top 2^-32) and the mass past top.
+        c0 = 0.5 + top * 2.0**-32 + _tail_units(self.sigma, top) + 2.0**64 * slack
+        self.rshift = R_SHIFT
+        self.e0 = 1 + int(math.ceil(c0 * (1.0 + 2.0**-40)))
         self.eta = rounded_gaussian_eta(self.sigma)
-        # A guide cell holds at most 2 / len(cdf) of the mass, about half of a
-        # central entry's (1 / (2.5 sigma)): one or two steps of the scan.
-        bits = max(1, int(math.ceil(math.log2(len(self.cdf)))) - 1)
+        # The guide has as many cells as the entries up to where 2^64 P(m)
+        # rounds to 0 (P(m) < 2^-65): a cell holds about half a central
+        # entry's mass, one or two steps of the scan.
+        reach = math.sqrt(max(2.0 * math.log(2.0**65 / (self.sigma
+                                                        * math.sqrt(2 * math.pi))), 1.0))
+        cells = min(len(self.cdf_s), reach * self.sigma + 2.0)
+        bits = max(1, int(math.ceil(math.log2(cells))) - 1)
         self.shift = 63 - bits
         starts = np.arange(2**bits, dtype=np.uint64) << np.uint64(self.shift)
-        self.guide = np.searchsorted(self.cdf, starts, side="right").astype(np.int64)
+        self.guide = np.searchsorted(self.cdf_s, starts, side="right").astype(np.int64)
+        self._exact = {}
+        self.n_exact = 0
+        self.n_ties = 0
+
+    def bound(self, k):
+        """``E_k`` (units of 2^-63): ``|C[k] - 2^63 F(k)| <= E_k``, ``k < len(cdf)``."""
+        return ((_TWO63 - int(self.cdf[k])) >> self.rshift) + self.e0
+
+    def exact_bounds(self, k, digits):
+        """Integers ``(lo, hi)``: ``lo <= F(k) 2^(575 + 8) <= hi`` (``F`` to
+        ``digits`` digits; kept)."""
+        key = (k, digits)
+        if key not in self._exact:
+            self.n_exact += 1
+            value, error = abs_cdf(self.sigma, k, digits)
+            exact = Fraction(value)
+            scale = 1 << (U_BITS + _GUARD)
+            self._exact[key] = (math.floor((exact - error) * scale),
+                                math.ceil((exact + error) * scale))
+        return self._exact[key]
+
+    def greater(self, k, u, v, use_table=True):
+        """Is ``F(k) > U``, for ``U`` in ``[v, v + 1) 2^-575`` (``u = v >> 512``)?
+
+        By the table when ``u`` is ``E_k`` away from ``C[k]``, else by
+        ``F(k)``'s exact bounds; a tie (``F(k)``'s 200-digit bounds meet
+        ``U``'s interval) counts as True and in ``n_ties``.
+        """
+        if k < 0:
+            return False
+        if use_table and k < len(self.cdf):
+            c, e = int(self.cdf[k]), self.bound(k)
+            if c - u > e:
+                return True
+            if u - c >= e:
+                return False
+        low, high = v << _GUARD, (v + 1) << _GUARD
+        for digits in PRECISIONS:
+            lo, hi = self.exact_bounds(k, digits)
+            if lo >= high:
+                return True
+            if hi <= low:
+                return False
+        self.n_ties += 1
+        return True
+
+    def invert(self, u, v, guess, use_table=True):
+        """The exact inversion ``min {k : F(k) > U}`` searched from ``guess``
+        (galloping, then bisection: any ``guess``, past the table too)."""
+        return _first_true(lambda k: self.greater(k, u, v, use_table), guess)
+
+
+def _first_true(predicate, guess):
+    """The least ``k >= 0`` with ``predicate(k)``, for a monotone predicate
+    (``predicate(-1)`` False), searched from ``guess``."""
+    if predicate(guess):
+        high, step = guess, 1
+        while True:
+            low = high - step
+            if low < 0:
+                low = -1
+                break
+            if not predicate(low):
+                break
+            high, step = low, 2 * step
+    else:
+        low, step = guess, 1
+        while True:
+            high = low + step
+            if predicate(high):
+                break
+            low, step = high, 2 * step
+    while high - low > 1:
+        middle = (low + high) // 2
+        if predicate(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def rounded_gaussian_eta(sigma):
-    """The table's total variation bound ``eta`` for ``sigma``, without
-    building the table: the probabilities' relative error, the rounding of
-    each of its ``ceil(10 sigma) + 2`` entries (``2**-64``) and the mass of
-    ``|m| > top`` in the exact law, ``2 Phi(-(top + 1/2) / sigma)``."""
-    top = int(math.ceil(TAIL_SIGMAS * sigma)) + 1
-    tail = 2.0 * math.exp(float(log_ndtr(-(top + 0.5) / sigma)))
-    return PROBABILITY_RELATIVE_ERROR + (top + 1) * 2.0**-64 + tail
+    """The sampler's total variation from ``round(N(0, sigma^2))``, per draw.
+
+    Only a tie separates the draw from the exact inversion: ``U`` within
+    ``2^-575`` of ``F(k)`` for some ``k`` with ``1 - F(k) >= 2^-575`` (at
+    most ``28.24 sigma + 1`` of them, each meeting at most two of ``U``'s
+    ``2^-575`` cells), or ``U`` in the last two cells:
+    ``eta = (29 sigma + 4) 2^-574`` (the user guide's privacy model page has
+    the proof). No table needed.
+    """
+    return (29.0 * float(sigma) + 4.0) * 2.0**-574
 
 
 @lru_cache(maxsize=8)
@@ -253,28 +538,63 @@ def rounded_gaussian(key, nonce, sigma, out):
     from stream ``nonce`` (:func:`stream_nonce`)."""
     table = rounded_gaussian_table(float(sigma))
     t = int(nonce[1]) | int(nonce[2]) << 32
-    walk_noise(key, int(nonce[0]), t, t + 1, table.cdf, table.guide, table.shift,
-               out.reshape(1, -1))
+    walk_noise(key, int(nonce[0]), t, t + 1, table, out.reshape(1, -1))
     return out
 
 
-def walk_noise(key, kind, lo, hi, cdf, guide, shift, out):
-    """``out[i]`` (flat per permutation) from stream ``(kind, lo + i)``:
-    rounded Gaussian integers (as doubles), 2 words (63 bits and a sign) a
-    draw, 8 draws a block."""
-    _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, np.empty(3, np.uint64),
-                np.empty(16, np.uint64))
-    return out
+# --- the draws --------------------------------------------------------------------
+
+_SCRATCH = 19  # the kernel's nonce (3 words) and block (16) before the pairs
+
+
+def walk_noise(key, kind, lo, hi, table, out, *, force_exact=False):
+    """``out[i]`` (``(hi - lo, n)``) from streams ``(kind, lo + i)``: rounded
+    Gaussian integers as doubles, 2 words (63 bits and a sign) a draw, 8 draws
+    a block, exact up to :func:`rounded_gaussian_eta` per draw.
+
+    The kernel decides every draw whose 63 bits are farther than the table's
+    bound from its entries; the others (rare) it records, and
+    :func:`resolve` decides them exactly. ``force_exact`` (a test hook):
+    every draw recorded and decided by exact comparisons alone, without the
+    table's shortcut: the same values, slowly. Returns how many draws took
+    the exact path.
+    """
+    e0 = _TWO63 - 1 if force_exact else table.e0
+    capacity = 64 + out.size // 1024
+    while True:
+        scratch = np.empty(_SCRATCH + 2 * capacity, np.uint64)
+        count = _walk_noise(key, kind, lo, hi, table.cdf_s, table.guide, table.shift,
+                            table.rshift, e0, out, scratch)
+        if count <= capacity:
+            break
+        capacity = count  # more undecided draws than room: run again
+    if count:
+        pairs = scratch[_SCRATCH:_SCRATCH + 2 * count]
+        resolve(key, kind, lo, table, out, pairs[0::2].astype(np.int64), pairs[1::2],
+                use_table=not force_exact)
+    return count
 
 
 @njit(**_stream)
-def _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, nonce, block):
-    """:func:`walk_noise` with its buffers (allocating them would need
-    reference counting in the kernel)."""
+def _walk_noise(key, kind, lo, hi, cdf_s, guide, shift, rshift, e0, out, scratch):
+    """:func:`walk_noise`'s kernel. ``scratch`` (uint64): the nonce (3
+    words), the block (16), then room for pairs (flat index, word) of the
+    undecided draws, each keeping the table's answer in ``out`` and recorded
+    while there is room; returns how many there were. (One buffer: every
+    array argument costs the dispatcher on small calls.)"""
+    nonce = scratch[0:3]
+    block = scratch[3:19]
+    pending = scratch[19:]
+    capacity = pending.shape[0] // 2
     nonce[0] = kind
     low63 = np.uint64(0x7FFFFFFFFFFFFFFF)
     top = np.uint64(63)
+    two63 = np.uint64(1) << top
     s = np.uint64(shift)
+    r = np.uint64(rshift)
+    e0 = np.uint64(e0)
+    emax = (two63 >> r) + e0  # at least every E_k
+    n_pending = 0
     for i in range(hi - lo):
         t = lo + i
         nonce[1] = np.uint64(t) & _M32
@@ -287,77 +607,65 @@ def _walk_noise(key, kind, lo, hi, cdf, guide, shift, out, nonce, block):
             for d in range(left if left < 8 else 8):
                 word = (block[2 * d] << np.uint64(32)) | block[2 * d + 1]
                 u = word & low63
-                k = guide[u >> s]
-                while cdf[k] <= u:
+                g = u >> s
+                k = guide[g]
+                c = cdf_s[k]
+                # below: at most C[k-1] (the cell's start, guide[g] being the
+                # first entry above it), or C[k-1] itself once the scan moves.
+                below = g << s
+                while c <= u:
+                    below = c
                     k += 1
-                row[8 * b + d] = -float(k) if (word >> top) != 0 else float(k)
+                    c = cdf_s[k]
+                # Decided unless u is within E_k of C[k] (F(k) > U not sure)
+                # or within E_{k-1} of C[k-1] (F(k-1) <= U not sure). Both E
+                # are at most emax: the common path compares with emax only,
+                # and reads C[k-1] on the rare one (one more dependent read
+                # per draw would slow a table larger than the cache).
+                if c - u <= emax or u - below < emax:
+                    undecided = c - u <= ((two63 - c) >> r) + e0
+                    if not undecided:
+                        below = cdf_s[k - 1]
+                        undecided = u - below < ((two63 - below) >> r) + e0
+                    if undecided:
+                        if n_pending < capacity:
+                            pending[2 * n_pending] = np.uint64(i * n + 8 * b + d)
+                            pending[2 * n_pending + 1] = word
+                        n_pending += 1
+                m = float(k - 1)
+                row[8 * b + d] = -m if (word >> top) != 0 else m
+    return n_pending
 
 
-# --- the grid ----------------------------------------------------------------------
-
-# ``(gamma, bound)`` of no grid: releases ``value + noise`` (tests' own noise).
-NO_GRID = (0.0, np.inf)
-
-
-def grid_sensitivity(dimension, zero_neighbour=True, finer=0):
-    """``(j, Delta)``: the grid exponent and the L2 sensitivity of the rounded
-    statistic ``a = rint(v / gamma)`` in grid units, ``gamma = S 2**-j``, for
-    statistics whose neighbours differ by at most ``S`` in L2.
-
-    ``zero_neighbour`` (zero-out adjacency, ``||v|| <= S`` and the
-    neighbour's ``v' = 0``): ``||a|| <= ||v|| / gamma + sqrt(d) / 2``; with
-    one coordinate ``a`` is clamped to ``[-2**j, 2**j]`` and ``Delta = 2**j``
-    exactly, and ``j = 6`` keeps the rounding (std ``gamma / sqrt(12)``) far
-    below any noise. Otherwise (any two statistics ``S`` apart) each
-    coordinate's rounding moves the difference by up to 1: ``Delta = 2**j +
-    sqrt(d)``. ``j`` keeps the padding below ``2**-8`` of ``2**j``; ``2**-20``
-    covers a clipped norm's overshoot of ``S`` by a few ulps (relative 1e-15).
-    ``finer`` more bits make the grid finer (when the noise is small
-    against ``S``).
-    """
-    if dimension <= 1 and zero_neighbour:
-        return 6 + finer, float(2**(6 + finer))
-    pad = math.sqrt(dimension) * (0.5 if zero_neighbour else 1.0)
-    j = max(6, int(math.ceil(math.log2(256.0 * pad)))) + finer
-    return j, 2.0**j + pad + 2.0**-20
+def extra_bits(key, kind, t, j):
+    """The 512 further bits of the uniform of draw ``j`` of stream ``(kind,
+    t)``: block ``j // 8`` of stream :func:`exact_nonce` ``(kind, t, j % 8)``,
+    its 16 words in order, most significant first."""
+    block = np.empty(16, np.uint64)
+    b, d = divmod(j, 8)
+    chacha20_block(key, b, exact_nonce(kind, t, d), block)
+    v = 0
+    for w in block:
+        v = (v << 32) | int(w)
+    return v
 
 
-class Grid:
-    """The grid of a release: ``gamma``, the clamp ``2**j`` and the padded
-    sensitivity in grid units (:func:`grid_sensitivity`), for statistics of
-    sensitivity ``clip`` in ``dimension`` coordinates."""
-
-    def __init__(self, clip, dimension, zero_neighbour=True, finer=0):
-        self.j, self.sensitivity = grid_sensitivity(dimension, zero_neighbour, finer)
-        self.gamma = math.ldexp(float(clip), -self.j)
-        self.bound = float(2**self.j) if zero_neighbour else np.inf
-        self.dimension = int(dimension)
-
-    @property
-    def padding(self):
-        """Sensitivity / ``2**j``: the factor the rounding adds to ``clip``."""
-        return self.sensitivity / 2.0**self.j
+def resolve(key, kind, lo, table, out, indices, words, use_table=True):
+    """Decide the undecided draws exactly, in Python integers: ``out``'s flat
+    index ``i n + j`` (stream ``lo + i``, draw ``j``) with its word. ``U`` is
+    known to 575 bits (:func:`extra_bits`); the search starts from the
+    kernel's answer."""
+    n = out.shape[1]
+    for index, word in zip(indices.tolist(), words.tolist()):
+        i, j = divmod(index, n)
+        u = word & (_TWO63 - 1)
+        v = (u << EXTRA_BITS) | extra_bits(key, kind, lo + i, j)
+        k = table.invert(u, v, int(abs(out[i, j])), use_table)
+        out[i, j] = -float(k) if word >> 63 else float(k)
+    return out
 
 
-def check_noise_std(noise_std, grid, parameters):
-    """Refuse a requested noise std the sampler cannot draw on ``grid``.
-
-    It draws integers of ``noise_std / gamma``: both must be positive normal
-    floats, or a release would carry no noise (``noise_multiplier`` and a
-    clip norm, each accepted alone, can have a product that underflows).
-    ``parameters`` names what set the std, for the message.
-    """
-    tiny = np.finfo(np.float64).tiny
-    with np.errstate(over="ignore", under="ignore"):
-        ratio = noise_std / grid.gamma if grid.gamma > 0 else np.inf
-    if not (noise_std >= tiny and grid.gamma >= tiny and tiny <= ratio < np.inf):
-        raise ValueError(
-            f"The noise std {float(noise_std)!r} (from {parameters}; grid step "
-            f"{float(grid.gamma)!r}) is outside the floats the sampler draws on "
-            f"its grid: both, and their ratio, must be finite and at least "
-            f"{float(tiny)!r}. Give a larger noise_multiplier or clip norm.")
-    return noise_std
-
+# --- the sampler's share of delta ---------------------------------------------
 
 def sampler_delta(eta, n_draws, epsilon):
     """What a sampler within ``eta`` (TV) per draw adds to delta: a party's
@@ -366,76 +674,3 @@ def sampler_delta(eta, n_draws, epsilon):
     if not np.isfinite(epsilon):
         return 0.0
     return float((1.0 + math.exp(min(epsilon, 700.0))) * n_draws * eta)
-
-
-# --- the discrete Laplace (Canonne, Kamath, Steinke 2020) -----------------------------
-
-
-class WordStream:
-    """32-bit words of one ChaCha20 stream, for the exact samplers below."""
-
-    def __init__(self, key, nonce):
-        self.key, self.nonce = key, nonce
-        self.counter, self.buffer = 0, []
-        self._block = np.empty(16, np.uint64)
-
-    def word(self):
-        if not self.buffer:
-            chacha20_block(self.key, self.counter, self.nonce, self._block)
-            self.counter += 1
-            self.buffer = [int(w) for w in self._block[::-1]]
-        return self.buffer.pop()
-
-    def uniform_below(self, n):
-        """Uniform integer in ``[0, n)``, exactly (rejection on whole words)."""
-        n_words = max(1, (int(n - 1).bit_length() + 31) // 32)
-        span = 1 << (32 * n_words)
-        limit = span - span % n
-        while True:
-            x = 0
-            for _ in range(n_words):
-                x = (x << 32) | self.word()
-            if x < limit:
-                return x % n
-
-
-def _bernoulli(stream, numerator, denominator):
-    return stream.uniform_below(denominator) < numerator
-
-
-def _bernoulli_exp(stream, gamma):
-    """Bernoulli(exp(-gamma)) for a rational ``gamma >= 0`` (CKS Algorithm 1)."""
-    while gamma > 1:
-        if not _bernoulli_exp(stream, Fraction(1)):
-            return False
-        gamma -= 1
-    k = 1
-    while _bernoulli(stream, gamma.numerator, gamma.denominator * k):
-        k += 1
-    return k % 2 == 1
-
-
-def _discrete_laplace_one(stream, s, t):
-    """One draw of P(x) proportional to exp(-|x| s / t): scale ``t / s``,
-    integers ``s, t > 0`` (CKS Algorithm 2)."""
-    while True:
-        u = stream.uniform_below(t)
-        if not _bernoulli_exp(stream, Fraction(u, t)):
-            continue
-        v = 0
-        while _bernoulli_exp(stream, Fraction(1)):
-            v += 1
-        y = (u + t * v) // s
-        negative = stream.uniform_below(2) == 1
-        if negative and y == 0:
-            continue
-        return -y if negative else y
-
-
-def discrete_laplace(key, nonce, scale, size):
-    """``size`` exact draws of the discrete Laplace of rational ``scale`` (a Fraction):
-    ``P(x) proportional to exp(-|x| / scale)``, as int64."""
-    scale = Fraction(scale)
-    stream = WordStream(key, nonce)
-    return np.array([_discrete_laplace_one(stream, scale.denominator, scale.numerator)
-                     for _ in range(size)], dtype=np.int64)

@@ -21,7 +21,7 @@ exactly in 64-bit integers (:func:`fixed_point_unit`: the sum is the same
 however the rows are split, in memory or over Dask blocks; the clip shrunk by
 ``u sqrt(D)``, ``D`` the parameters, keeps each rounded gradient within
 ``C``), with ``m_t`` rounded Gaussian integers on the grid ``gamma``
-(:class:`~skdpval.privacy._secure_noise.Grid`), drawn by the fit's
+(:class:`~skdpval.privacy._grid.Grid`), drawn by the fit's
 :class:`~skdpval.privacy._mechanism.PrivacyMechanism` (stream kind ``PUBLIC_FIT``),
 and steps ``theta_{t+1} = theta_t - f P^-1 S~_t / n`` (``f =
 FIT_STEP_FACTOR``), ``P`` a public preconditioner: the loss's curvature bound
