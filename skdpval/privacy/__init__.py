@@ -2,7 +2,8 @@
 
 Accounting (:mod:`~skdpval.privacy._accounting`), the mechanism of a fit
 (calibration, composition, the draws and the report), the secure noise
-(ChaCha20, the samplers, the grid), the release arithmetic the kernels call
+(ChaCha20, the samplers, the rounded Gaussian's exact law, the grid), the
+release arithmetic the kernels call
 (clipping and the release on the grid, with an opaque stream), the noise
 policies, the threat models and :func:`~skdpval.privacy_spent`. Nothing
 outside this package reads the key, draws noise or a secret coin, or

@@ -12,8 +12,8 @@ Mironov 2012 finds nothing to exploit).
   post-processing of the continuous Gaussian mechanism ``a + N``, whose L2
   sensitivity is that of ``a`` in grid units, so the mu-GDP accounting of
   :mod:`skdpval.privacy._accounting` holds exactly with that sensitivity
-  (:func:`skdpval.privacy._grid.grid_sensitivity`). The discrete Gaussian would need another
-  accountant and more noise. ``|m|`` is drawn by inverting its cumulative
+  (:func:`skdpval.privacy._grid.grid_sensitivity`). The discrete Gaussian
+  would need another accountant and more noise. ``|m|`` is drawn by inverting its cumulative
   distribution ``F`` at a uniform ``U``: a 63-bit table with a proven error
   bound (:class:`RoundedGaussianTable`) decides almost every draw exactly;
   a draw within that bound of an entry takes 512 more bits of ``U`` from its
@@ -33,7 +33,8 @@ The bits come from ChaCha20 (RFC 8439), keyed with 32 bytes of OS entropy
 (:func:`noise_key`), or, as an explicit opt-in, with the SHA-256 of a
 ``noise_seed``. Stream ``(kind, t)`` is the block sequence of nonce
 ``(kind, t mod 2**32, t >> 32)``: the walk's permutation ``t`` draws from its
-own stream, so its noise does not depend on scheduling.
+own stream, so its noise does not depend on scheduling. The exact path's
+further bits come from streams of their own (:func:`exact_nonce`).
 
 References: I. Mironov, "On significance of the least significant bits for
 differential privacy", CCS 2012. C. Canonne, G. Kamath, T. Steinke, "The
