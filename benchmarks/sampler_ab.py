@@ -93,7 +93,7 @@ def sampler_cases(old, new, sigmas, pairs, reps):
         load_before = load()
         inner = 1 if sigma >= 1e5 else 20 if sigma >= 1e3 else 200
         build = {"old": [], "new": []}
-        for r in range(3 if sigma >= 1e5 else reps):
+        for r in range(5 if sigma >= 1e5 else reps):
             for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
                 module = old if name == "old" else new
                 build[name].append(timed(lambda: module.RoundedGaussianTable(sigma), inner))
@@ -200,7 +200,7 @@ def walk_cases(old, reps):
                         X, y, X_val=X_val, y_val=y_val)))
             steps = k * len(X)
             print(json.dumps({
-                "case": "walk", "walk": name, "steps": steps,
+                "case": "walk", "name": name, "steps": steps,
                 "ns_per_step_old": statistics.median(times["old"]) / steps * 1e9,
                 "ns_per_step_new": statistics.median(times["new"]) / steps * 1e9,
                 "walk": ratios(times["new"], times["old"]),
