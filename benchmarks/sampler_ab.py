@@ -149,7 +149,6 @@ def sampler_cases(old, new, sigmas, pairs, reps):
             "n_nodes_new": t_new.n_nodes,
             "load_before": load_before, "load_after": load()}
         print(json.dumps(case), flush=True)
-        del t_old, t_new, out_old, out_new
         gc.collect()
 
 
