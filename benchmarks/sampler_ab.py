@@ -3,7 +3,7 @@ double-precision table) against this code (the proven table with the exact
 path), in one run, one thread, old and new alternated.
 
     NUMBA_NUM_THREADS=1 python benchmarks/sampler_ab.py [--quick] \
-        > benchmarks/results/sampler_ab.jsonl
+        [--cases sampler walk] [--walk-reps 15] > benchmarks/results/sampler_ab.jsonl
 
 The old sampler is ``skdpval/privacy/_secure_noise.py`` at ``--base`` (default
 9dc041b), read with ``git show`` into a temporary module (it imports nothing
@@ -66,6 +66,7 @@ def old_module(base):
         path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # numba's disk cache re-imports it by name
     spec.loader.exec_module(module)
     return module
 
@@ -216,6 +217,10 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sigmas", type=float, nargs="*",
                         default=[1.0, 10.0, 1e3, 3e4, 1e6])
+    parser.add_argument("--cases", nargs="+", choices=["sampler", "walk"],
+                        default=["sampler", "walk"])
+    parser.add_argument("--walk-reps", type=int, default=None,
+                        help="pairs of whole fits (default 7, 3 with --quick)")
     args = parser.parse_args()
     if os.environ.get("NUMBA_NUM_THREADS") != "1":
         sys.exit("run with NUMBA_NUM_THREADS=1 (one thread)")
@@ -224,8 +229,11 @@ def main():
     old = old_module(args.base)
     print(json.dumps({"case": "setup", "base": args.base, "python": sys.version.split()[0],
                       "cpus": os.cpu_count(), "load": load()}), flush=True)
-    sampler_cases(old, new, args.sigmas, 7 if args.quick else 25, 3 if args.quick else 7)
-    walk_cases(old, 3 if args.quick else 7)
+    if "sampler" in args.cases:
+        sampler_cases(old, new, args.sigmas, 7 if args.quick else 25,
+                      3 if args.quick else 7)
+    if "walk" in args.cases:
+        walk_cases(old, args.walk_reps or (3 if args.quick else 7))
 
 
 if __name__ == "__main__":
