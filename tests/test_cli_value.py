@@ -734,7 +734,7 @@ def test_errors_and_warnings_name_command_line_options(files, capsys, monkeypatc
         val.assign(label="good").to_csv(folder / "val.csv", index=False)
         args += ["--epsilon", "3"]
     elif case == "out of the sampler's reach":
-        args += ["--epsilon", "300"]
+        args += ["--epsilon", "400"]
     elif case == "many classes":
         # 60 integer classes, each in the validation rows
         train.assign(label=np.arange(len(train)) % 60).to_csv(
@@ -749,7 +749,7 @@ def test_errors_and_warnings_name_command_line_options(files, capsys, monkeypatc
         assert "has a single class in the validation rows ('good')" in err
     elif case == "out of the sampler's reach":
         assert code == 2 and len(err.splitlines()) == 1
-        assert err.startswith("skdpval value: error: --epsilon 300.0 at --delta 5e-05"
+        assert err.startswith("skdpval value: error: --epsilon 400.0 at --delta 5e-05"
                               " is out of reach of the noise sampler")
         assert "lower --epsilon" in err and "raise --delta" in err
     elif case == "default epsilon":
