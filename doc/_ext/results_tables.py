@@ -1,9 +1,10 @@
 """``.. results-table:: NAME``: a table of committed benchmark results.
 
 Renders ``benchmarks/tables.py``'s table NAME (quality, quality_by_dataset,
-audit, audit_paths, mutations, cold_fit, joint) when the site is built, from
-the result lines under ``benchmarks/results/``, with the file it read: the
-page cannot quote a figure that the results do not hold. The README's quality
+audit, audit_paths, mutations, cold_fit, joint, seed_paper, sampler_ab) when
+the site is built, from the result lines under ``benchmarks/results/``, with
+the files it read: the page cannot quote a figure that the results do not
+hold. The README's quality
 table is the same function's Markdown (tests/test_docs.py checks both).
 """
 
