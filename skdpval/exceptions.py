@@ -1,4 +1,5 @@
-"""Warnings that name their remedy, and the checks that raise them.
+"""Warnings that name their remedy, the checks that raise them, and errors
+a user may catch.
 
 Every warning is a :class:`UserWarning` subclass, so that it can be
 filtered on its own (``warnings.filterwarnings("ignore",
@@ -19,6 +20,7 @@ import numpy as np
 
 __all__ = [
     "DefaultEpsilonWarning",
+    "DirectScatterError",
     "FirstCompileWarning",
     "ManyClassesWarning",
     "NoiseSeedWarning",
@@ -39,6 +41,16 @@ SCALE_TOLERANCE = 10.0
 # (13x at 10 classes: c margins and exponentials per validation row), and
 # the target is more often a regression target than class labels.
 MAX_CLASSES = 50
+
+
+class DirectScatterError(RuntimeError):
+    """A Dask client cannot reach a worker directly.
+
+    The walk sends each Dask worker the fit's secret noise key straight from
+    the client, never through the scheduler (Dask's route when the client
+    cannot reach the workers): run the client where it reaches the
+    workers' addresses, or fit without a distributed Client.
+    """
 
 
 class SkdpvalWarning(UserWarning):

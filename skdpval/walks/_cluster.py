@@ -10,6 +10,7 @@ from concurrent.futures import CancelledError
 
 import numpy as np
 
+from ..exceptions import DirectScatterError
 from ..kernels._reduction import NodeSums, tree_nodes
 from ._waves import (WalkState, _blocks, _diverged_walks_are_reported_later, _wave_sums,
                      advanced_mean, end_wave, walk_node)
@@ -79,10 +80,41 @@ def _scatter_directly(client):
     """True when the scheduler runs in this process (a LocalCluster's): data
     then go to a worker directly, which the others copy, not through the
     scheduler, which would hold another copy in the client's memory. Else
-    None: Dask's default (the workers of a
-    remote cluster may not be reachable from the client)."""
+    None: Dask's default (the workers of a remote cluster may not be
+    reachable from the client). For the rows' arguments of a Dask
+    collection's blocks; the walk's draws always go directly
+    (:func:`_scatter`)."""
     cluster = getattr(client, "cluster", None)
     return True if getattr(cluster, "scheduler", None) is not None else None
+
+
+def _scatter(client, data, worker):
+    """``data`` sent from this client straight to ``worker``, never through
+    the scheduler: the draws hold the fit's secret noise key
+    (:class:`~skdpval.privacy._mechanism.NoiseStream`), which the workers
+    that walk need and the scheduler does not (the user guide's "Data held
+    by Dask": whom the key trusts). Dask's default scatter from a client
+    whose scheduler runs elsewhere sends the data through the scheduler; a
+    client that cannot reach the worker is refused
+    (:class:`~skdpval.exceptions.DirectScatterError`); a worker that left raises
+    :class:`WorkerLeftError` (the walk starts again)."""
+    try:
+        return client.scatter(data, workers=[worker], hash=False, direct=True)
+    except (OSError, TimeoutError) as error:
+        # A worker lost while it receives its copy (a closed connection), or
+        # before (Dask waits for it, then finds no valid worker).
+        if worker not in client.scheduler_info()["workers"]:
+            raise WorkerLeftError("a Dask worker of the walk left the cluster"
+                                  ) from None
+        raise DirectScatterError(
+            f"This client cannot reach the Dask worker {worker} directly "
+            f"({type(error).__name__}: {error}). The walk sends each worker its "
+            "data and the fit's secret noise key directly from the client, "
+            "never through the scheduler, which Dask would otherwise route "
+            "them through: the key is shared with the workers that walk, not "
+            "with the scheduler. Run the client where it reaches the workers' "
+            "addresses (in the cluster's network), or walk in this process "
+            "(without a Dask client and joblib's dask backend).") from None
 
 
 def _run_on_dask(client, box, draw, waves, x_tt, counted, initial, progress):
@@ -185,14 +217,7 @@ def _walk_on_workers(client, problem, draw, waves, x_tt, counted, initial,
     if getattr(problem, "reads_int32_orders", False) and n_parties < 2**31:
         draw = draw.with_orders(np.int32)  # a worker's walk: half its orders
     # Scattered in lists: a bare tuple (WalkProblem) would be split up.
-    try:
-        sent = [client.scatter([problem, draw], workers=[worker], hash=False,
-                               direct=_scatter_directly(client))
-                for worker in workers]
-    except (OSError, TimeoutError):
-        # A worker lost while it receives its copy (a closed connection), or
-        # before (Dask waits for it, then finds no valid worker).
-        raise WorkerLeftError("a Dask worker of the walk left the cluster") from None
+    sent = [_scatter(client, [problem, draw], worker) for worker in workers]
 
     def on(i):
         return dict(workers=[workers[i % len(workers)]], allow_other_workers=False,
