@@ -98,6 +98,26 @@ def test_frame_is_indexed_by_group_labels(data, name):
     assert frame.loc[first, "value"] == valuator.values_[0]
 
 
+@pytest.mark.parametrize("name", ["DPDataValuator", "DPLabelQuality",
+                                  "LayeredShapleyValuator"])
+@pytest.mark.parametrize("held_out", [False, True])
+def test_frame_keeps_the_index_of_a_data_frame(data, name, held_out):
+    """A DataFrame X: to_frame() is indexed by X's own row labels (it was
+    0..n-1), held-out rows included; a later fit on an array resets it."""
+    X, y = data
+    index = pd.Index(np.random.RandomState(0).permutation(1000)[:60] * 7 + 3,
+                     name="row_id")
+    frame_X = pd.DataFrame(X[:60], index=index, columns=list("abcd"))
+    fit_params = {} if held_out else dict(X_val=X[60:], y_val=y[60:])
+    valuator = _fit(_valuators()[name], frame_X, y[:60], **fit_params)
+    frame = valuator.to_frame()
+    assert frame.index.equals(index) and frame.index.name == "row_id"
+    np.testing.assert_array_equal(frame["value"], valuator.values_)
+    assert frame["held_out"].any() == held_out
+    refit = _fit(valuator, X[:60], y[:60], **fit_params).to_frame()
+    assert isinstance(refit.index, pd.RangeIndex)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_unfitted_valuator_refuses(name):
     valuator = _valuators()[name]

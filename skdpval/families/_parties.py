@@ -87,6 +87,27 @@ def encode_training_labels(y, classes):
     return index
 
 
+# What an X_val that a Pipeline's steps did not transform looks like to the
+# valuator at its end: text where X had numbers, other columns than X's.
+UNTRANSFORMED = (
+    "If the valuator is the last step of a Pipeline, X_val reaches it as "
+    "given, without the transforms X went through: pass the Pipeline "
+    "transform_input=['X_val'] (with sklearn.set_config("
+    "enable_metadata_routing=True) and the valuator's set_fit_request("
+    "X_val=True, y_val=True)), and fit the preprocessing on the public rows "
+    "as FrozenEstimator(preprocessor.fit(X_val)) (a preprocessing fitted on "
+    "the private X is a release without noise: privacy_spent lists it). See "
+    "the user guide's \"Pipelines and preprocessing\".")
+
+
+def _untransformed(message):
+    """``message`` and :data:`UNTRANSFORMED`, on a line of its own after a list."""
+    message = message.rstrip()
+    if "\n" in message:
+        return message + "\n" + UNTRANSFORMED
+    return message + ("" if message.endswith(".") else ".") + " " + UNTRANSFORMED
+
+
 def check_validation_features(estimator, X_val, stacklevel=3, **check_params):
     """``X_val`` checked against the ``X`` that ``estimator`` was just fitted on.
 
@@ -96,27 +117,37 @@ def check_validation_features(estimator, X_val, stacklevel=3, **check_params):
     its warnings naming ``X_val`` too; ``stacklevel`` counts from the caller
     of this function (3: a ``fit`` under ``_fit_context``, called by the user).
     ``check_params`` go to :func:`~sklearn.utils.check_array` (e.g.
-    ``dtype=np.float64, order="C"``).
+    ``dtype=np.float64, order="C"``). Where ``X_val`` looks like the raw
+    input of a Pipeline whose steps transformed ``X`` (text where numbers
+    are expected, columns other than ``X``'s, a frame where ``X`` had no
+    column names), the message says how to transform it
+    (:data:`UNTRANSFORMED`).
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _check_feature_names(estimator, X_val, reset=False)
+        try:
+            _check_feature_names(estimator, X_val, reset=False)
+        except ValueError as error:  # names other than X's
+            raise ValueError(_untransformed(f"X_val: {error}")) from None
+    try:
+        X_val = check_array(X_val, input_name="X_val", **check_params)
+    except ValueError as error:  # some of check_array's messages name no input
+        text = str(error) if "X_val" in str(error) else f"X_val: {error}"
+        if "convert" in text or "dtype" in text:  # text where numbers are expected
+            raise ValueError(_untransformed(text)) from error
+        raise ValueError(text) from error
+    if X_val.shape[1] != estimator.n_features_in_:  # its warnings then moot
+        raise ValueError(
+            f"X_val has {X_val.shape[1]} features, but X has "
+            f"{estimator.n_features_in_}: the validation set needs the same "
+            f"columns as the training data. " + UNTRANSFORMED)
     for warning in caught:  # scikit-learn's text says X
         message = str(warning.message)
         if message.startswith("X "):
             message = "X_val " + message[2:]
+        if "fitted without feature names" in message:  # a frame, X an array
+            message = _untransformed(message)
         warnings.warn(message, warning.category, stacklevel=stacklevel + 1)
-    try:
-        X_val = check_array(X_val, input_name="X_val", **check_params)
-    except ValueError as error:  # some of check_array's messages name no input
-        if "X_val" in str(error):
-            raise
-        raise ValueError(f"X_val: {error}") from error
-    if X_val.shape[1] != estimator.n_features_in_:
-        raise ValueError(
-            f"X_val has {X_val.shape[1]} features, but X has "
-            f"{estimator.n_features_in_}: the validation set needs the same "
-            f"columns as the training data.")
     return flush_subnormals(X_val)  # as the private rows are
 
 

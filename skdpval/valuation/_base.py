@@ -115,6 +115,8 @@ class BaseValuator(OwnerValues, BaseEstimator):
         values = self._value(parties, groups, model, seeds, mechanism, **fit_params)
         mechanism.write(self, parties.n_unprotected)
         self._set_values(values, parties, groups, tie_seed)
+        # to_frame's index: the rows' own labels when X is a DataFrame.
+        self._row_index = _frame_index(X) if groups is None else None
         return self
 
     # The word for a party that is a group, in reports and messages.
@@ -216,8 +218,13 @@ class BaseValuator(OwnerValues, BaseEstimator):
             ``values_``: with ``groups`` (and for
             :class:`~skdpval.DPFederatedValuator`, whose parties are
             clients) the index holds their labels (``groups_``) and is named
-            ``"group"`` (``"client"``); otherwise it is a RangeIndex over the
-            samples.
+            ``"group"`` (``"client"``); otherwise it is the index of ``X``
+            when ``fit`` got a pandas DataFrame, else a RangeIndex over the
+            samples (in a Pipeline, a step's ``set_output(transform="pandas")``
+            passes the index on). The index of ``X`` is the caller's, not a
+            release: the fitted valuator keeps it, so that a pickle of it
+            names the training rows, which the privacy model does not
+            protect (as the rows' order is not).
 
         Examples
         --------
@@ -240,8 +247,10 @@ class BaseValuator(OwnerValues, BaseEstimator):
         stderr = (np.full(len(values), np.nan) if stderr is None
                   else np.asarray(stderr, dtype=np.float64))
         groups = getattr(self, "groups_", None)
-        index = (pd.RangeIndex(len(values)) if groups is None
-                 else pd.Index(groups, name=self._group_name))
+        row_index = getattr(self, "_row_index", None)
+        index = (pd.Index(groups, name=self._group_name) if groups is not None
+                 else pd.RangeIndex(len(values)) if row_index is None
+                 else row_index)
         return pd.DataFrame({"value": values, "stderr": stderr,
                              "rank": np.asarray(self.rank_),
                              "held_out": np.asarray(self.rank_) == 0},
@@ -291,6 +300,14 @@ class BaseValuator(OwnerValues, BaseEstimator):
         return ValuationResult(values=frame_values[train], variances=variances,
                                counts=counts, indices=train, data_names=names,
                                algorithm=f"skdpval.{type(self).__name__}")
+
+
+def _frame_index(X):
+    """The index of ``X`` when it is a pandas DataFrame (the rows' labels, as
+    the caller gave them), else None."""
+    if type(X).__module__.split(".")[0] == "pandas" and getattr(X, "ndim", 0) == 2:
+        return X.index  # immutable
+    return None
 
 
 def _import_optional(module, method, extra):

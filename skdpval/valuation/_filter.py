@@ -290,6 +290,10 @@ class _BaseFiltered(MetaEstimatorMixin, BaseEstimator):
         "drop_fraction": [Interval(Real, 0.0, 1.0, closed="left")],
     }
 
+    # Routed to fit when metadata routing is on (a Pipeline's
+    # transform_input=["X_val"] needs it), as the filter's are.
+    __metadata_request__fit = {"X_val": True, "y_val": True}
+
     def __init__(self, valuator=None, estimator=None, *, drop_fraction=0.1):
         self.valuator = valuator
         self.estimator = estimator
