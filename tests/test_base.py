@@ -116,8 +116,9 @@ def test_federated_groups_given_third_is_an_error_naming_the_new_order():
 
 @pytest.mark.parametrize("n", [1, 7, 1000, 70_000])
 def test_ranks_are_scipys_ordinal_ranks_written_in_blocks(n):
-    """rank_ as scipy's rankdata(-values, "ordinal") (ties, signed zeros),
-    over blocks of parties that split them unevenly; NaN ranks last."""
+    """rank_ as scipy's rankdata(-values) up to ties (signed zeros tie),
+    which take their ranks in the seed's order, over blocks of parties that
+    split them unevenly; NaN ranks last."""
     from scipy.stats import rankdata
 
     from skdpval.valuation._base import ordinal_rank
@@ -126,10 +127,18 @@ def test_ranks_are_scipys_ordinal_ranks_written_in_blocks(n):
     values = rng.integers(-3, 4, n) * 0.5 * rng.choice([-1.0, 1.0], n)
     values[rng.random(n) < 0.1] = -0.0
     train = np.sort(rng.choice(n + 9, n, replace=False)).astype(np.int32)
-    expected = np.zeros(n + 9, dtype=np.int64)
-    expected[train] = rankdata(-values, method="ordinal")
-    assert_array_equal(ordinal_rank(values, train, n + 9), expected)
+    rank = ordinal_rank(values, train, n + 9, 0)
+    assert_array_equal(np.delete(rank, train), 0)
+    assert_array_equal(np.sort(rank[train]), np.arange(1, n + 1))
+    assert np.all(rankdata(-values, method="min") <= rank[train])
+    assert np.all(rank[train] <= rankdata(-values, method="max"))
+    assert_array_equal(ordinal_rank(values, train, n + 9, 0), rank)
+    if n >= 1000:  # ties broken by the seed, not by the rows' order
+        assert not np.array_equal(ordinal_rank(values, train, n + 9, 1), rank)
+        expected = np.zeros(n + 9, dtype=np.int64)
+        expected[train] = rankdata(-values, method="ordinal")
+        assert not np.array_equal(rank, expected)
     values[0] = np.nan
-    rank = ordinal_rank(values, train, n + 9)
+    rank = ordinal_rank(values, train, n + 9, 0)
     assert rank[train[0]] == n
     assert_array_equal(np.sort(rank[train]), np.arange(1, n + 1))
