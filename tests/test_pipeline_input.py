@@ -140,3 +140,23 @@ def test_to_frame_keeps_the_rows_index_through_a_pipeline(frame):
     table = pipe[-1].to_frame()
     assert table.index.equals(X.index) and table.index.name == "customer"
     assert_array_equal(table["value"], pipe[-1].values_)
+
+
+def test_text_or_sparse_training_rows_name_the_encoder(frame):
+    """A frame with text columns given to the valuator itself, and an
+    encoder's sparse output: the errors say how to encode (quoting no
+    private value)."""
+    X, y, X_val, y_val = frame
+    with pytest.raises(ValueError, match="could not convert") as error:
+        DPLabelQuality(epsilon=3.0, random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+    message = str(error.value)
+    assert "transform_input" in message and "FrozenEstimator" in message
+    assert not any(f"'{word}'" in message for word in ("basic", "plus", "pro", "north"))
+    sparse = ColumnTransformer([("text", OneHotEncoder(), ["plan", "region"])],
+                               sparse_threshold=1.0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = Pipeline([("pre", FrozenEstimator(sparse.fit(X_val))),
+                         ("val", _requesting(_valuators()["DPLabelQuality"]))],
+                        transform_input=["X_val"])
+        with pytest.raises(TypeError, match="sparse_output=False"):
+            pipe.fit(X, y, X_val=X_val, y_val=y_val)

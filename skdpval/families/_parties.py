@@ -263,12 +263,29 @@ def call_on_private_data(function, describe, catch=(TypeError, ValueError)):
     raise kind(message)
 
 
+# Where text or sparse rows come from, most often: a frame's text columns,
+# and an encoder's sparse output in a Pipeline in front of the valuator.
+TEXT_COLUMNS = (
+    " If X has text columns, encode them in a Pipeline in front of the "
+    "valuator, the encoder fitted on the public rows: "
+    "FrozenEstimator(encoder.fit(X_val)) with the Pipeline's "
+    "transform_input=['X_val'] (the user guide's \"Pipelines and "
+    "preprocessing\").")
+SPARSE_ROWS = (
+    " An encoder in a Pipeline gives dense rows with "
+    "OneHotEncoder(sparse_output=False) or ColumnTransformer(sparse_threshold=0).")
+
+
 def _first_line_without_value(error):
     message = str(error).split("\n", 1)[0].rstrip(":")
+    hint = ""
     if message.startswith(("could not convert", "invalid literal")):
         message = message.split(":", 1)[0]  # the rest is the value
+        hint = TEXT_COLUMNS
+    elif message.startswith("Sparse data was passed"):
+        hint = SPARSE_ROWS
     return (f"{message} (in the training data X, y; the values of private data "
-            f"are not shown).{OUTSIDE_DOMAIN}")
+            f"are not shown).{OUTSIDE_DOMAIN}{hint}")
 
 
 def validate_private_data(estimator, X, y, **check_params):
