@@ -27,7 +27,8 @@ send the fit's block sums, the client adds them, draws the step's noise and
 takes the step); the walk's noise is drawn where its
 waves run: with a distributed Client, on its workers, which then hold the
 key (as with ``joblib.parallel_config(backend="dask")``) and must be as
-trusted as the client.
+trusted as the client. The key goes from the client straight to each
+worker, never through the scheduler (:func:`skdpval.walks._cluster._scatter`).
 
 Not supported on Dask input (a clear error before any work): ``groups``
 (a group's rows are summed in an order read from their content; the
