@@ -10,6 +10,7 @@ An output that resolves to an input file is refused (:func:`check_outputs`).
 import bz2
 import contextlib
 import csv
+import glob
 import gzip
 import io
 import itertools
@@ -180,3 +181,82 @@ def column_list(table, limit=12):
     names = [repr(str(c)) for c in table.columns]
     more = f", ... ({len(names)} in all)" if len(names) > limit else ""
     return ", ".join(names[:limit]) + more
+
+
+# The values of a folder or glob of Parquet files: one file per input
+# partition, in the input order, in the --output folder.
+PART_NAME = "part-{:05d}.parquet"
+_PART = re.compile(r"part-(\d{5,})\.parquet")
+
+
+def parquet_files(pattern):
+    """The Parquet files of TRAIN given as a folder (its ``*.parquet`` and
+    ``*.pq`` files), a glob or one file, sorted by name (the input order)."""
+    if os.path.isdir(pattern):
+        names = [os.path.join(pattern, name) for name in os.listdir(pattern)
+                 if file_kind(name) == "parquet"]
+    elif any(c in pattern for c in "*?["):
+        names = [name for name in glob.glob(pattern) if os.path.isfile(name)]
+    else:
+        names = [pattern] if os.path.isfile(pattern) else []
+    return sorted(names)
+
+
+def check_dask_arguments(args):
+    """What ``skdpval value`` checks before any import when TRAIN is read
+    with Dask (a folder, a glob, ``--scheduler`` or ``--workers``)."""
+    what = (f"TRAIN {args.train!r} (a folder or glob)"
+            if os.path.isdir(args.train) or any(c in args.train for c in "*?[")
+            else "--scheduler" if args.scheduler is not None
+            else "--workers")
+    if args.memory_limit is not None and args.workers is None:
+        raise InputError("--memory-limit applies with --workers only")
+    if args.sep is not None:
+        raise InputError(f"--sep applies to CSV files only, and {what} reads "
+                         "Parquet")
+    files = parquet_files(args.train)
+    if not os.path.isdir(args.train) and not any(c in args.train for c in "*?["):
+        if check_file_type(args.train, "TRAIN") != "parquet":
+            raise InputError(f"{what} reads Parquet files: TRAIN {args.train!r} is "
+                             "CSV (convert it, or leave out --scheduler and "
+                             "--workers)")
+    if not files:
+        raise InputError(f"TRAIN {args.train!r} names no Parquet file "
+                         "(.parquet, .pq)")
+    if args.validation is None:
+        raise InputError(f"{what} needs --validation FILE: holding out training "
+                         "rows as the validation set would gather them in one "
+                         "process")
+    check_file_type(args.validation, "--validation")
+    if args.groups is not None:
+        raise InputError(f"--groups is not supported with {what} (a group's rows "
+                         "may lie in several files)")
+    if args.output is None:
+        raise InputError(f"{what} writes one Parquet file per input partition: "
+                         "pass --output FOLDER")
+    if file_kind(args.output) is not None or os.path.isfile(args.output):
+        raise InputError(f"--output {args.output!r} must be a folder with {what} "
+                         "(it gets one Parquet file per input partition)")
+    parent = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(parent):
+        raise InputError(f"--output: no such folder {parent!r}")
+    folder = os.path.realpath(args.output)
+    for name, path in [("TRAIN", file) for file in files] + [
+            ("--validation", args.validation)]:
+        if os.path.dirname(os.path.realpath(path)) == folder:
+            raise InputError(f"--output {args.output!r} holds the input file {name} "
+                             f"({path!r}): name another folder")
+    if args.report is not None:
+        check_outputs({"--validation": args.validation}, {"--report": args.report})
+        if os.path.dirname(os.path.realpath(args.report)) == folder and _PART.fullmatch(
+                os.path.basename(args.report)):
+            raise InputError("--report names a file of --output")
+
+
+def stale_parts(folder, n_parts):
+    """The ``part-NNNNN.parquet`` files in ``folder`` numbered ``n_parts`` or
+    more (an earlier run's, on more partitions)."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(os.path.join(folder, name) for name in os.listdir(folder)
+                  if _PART.fullmatch(name) and int(_PART.fullmatch(name)[1]) >= n_parts)

@@ -73,13 +73,27 @@ categories found in the validation rows only, plus one for a missing value:
 a training value outside them encodes as all zeros. Reading the types or the
 categories off the private rows would release them without noise.
 
+Data that do not fit in memory: TRAIN a folder or a glob of Parquet files
+('data/*.parquet') is read lazily with Dask, on the cluster of --scheduler
+ADDRESS or on a local one of --workers N processes (without either, Dask's
+threads in this process), one block per input partition; the rows stay where
+Dask reads them (the client holds the target and a few numbers a row). It
+needs --validation FILE (holding out training rows would gather them in the
+client) and --output FOLDER, which gets one Parquet file per input partition
+(part-00000.parquet, ... in the input order, each written atomically as
+above); --groups, and --method shapley with a network (MLPClassifier,
+MLPRegressor: its walk reads whole rows at every step), are refused there,
+before any work. The columns are checked block by block with the same
+messages as for one file, before any release.
+
 Bad input (a bad option, an unreadable file, a missing column, a bad model
 name or parameter, an output that is an input) ends with exit code 2 and one
 line on stderr, before any work. Errors name columns and options, never a
 training value.
 
 pandas is needed (pip install 'skdpval[pandas]'); Parquet files need pyarrow
-too (pip install 'skdpval[parquet]').
+too (pip install 'skdpval[parquet]'), and a folder or glob dask
+(pip install 'skdpval[dask]').
 """
 
 # The demo: its data sets; q=0.9 leaves a tenth of the permutations counted,
@@ -170,7 +184,9 @@ def _demo_options(parser):
 
 def _value_options(parser):
     parser.add_argument("train", metavar="TRAIN",
-                        help="the training rows (private): a .csv or .parquet file")
+                        help="the training rows (private): a .csv or .parquet "
+                             "file, or a folder or glob of .parquet files (read "
+                             "lazily with Dask)")
     parser.add_argument("--target", required=True, metavar="COLUMN",
                         help="the column holding the label or target")
     split = parser.add_mutually_exclusive_group()
@@ -267,6 +283,21 @@ def _value_options(parser):
     parser.add_argument("--report", default=None, metavar="FILE",
                         help="write the privacy report (JSON) to FILE; stderr "
                              "gets a one-line summary either way")
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                         help="read Parquet TRAIN with Dask and run on the "
+                              "distributed scheduler at ADDRESS (e.g. "
+                              "tcp://10.0.0.1:8786); its workers draw the walk's "
+                              "noise and must be as trusted as this machine")
+    cluster.add_argument("--workers", type=bounded(int, 1, low_closed=True),
+                         default=None, metavar="N",
+                         help="read Parquet TRAIN with Dask and run on a local "
+                              "cluster of N worker processes, one thread each")
+    parser.add_argument("--memory-limit", default=None, metavar="SIZE",
+                        help="with --workers: each worker's memory limit, a "
+                             "number of bytes or with a unit (kB, MB, GB, KiB, "
+                             "MiB, GiB; None: Dask's default, a share of this "
+                             "machine's memory)")
     parser.add_argument("--quiet", action="store_true",
                         help="print no progress (errors, warnings and the "
                              "privacy summary still go to stderr)")
@@ -306,11 +337,25 @@ def with_command(argv):
     return (["demo"] + argv if implicit else argv), implicit
 
 
+def on_dask(args):
+    """Whether ``skdpval value`` reads TRAIN with Dask: a folder, a glob, or
+    a cluster asked for."""
+    import os
+
+    return (args.scheduler is not None or args.workers is not None
+            or os.path.isdir(args.train) or any(c in args.train for c in "*?["))
+
+
 def check_value_arguments(args):
     """What ``skdpval value`` checks before any import: the options that need
     each other, the file types, the outputs (not an input, in a folder)."""
     from ._files import check_file_type, check_outputs  # standard library too
 
+    if on_dask(args):
+        from ._files import check_dask_arguments
+        return check_dask_arguments(args)
+    if args.memory_limit is not None:
+        raise InputError("--memory-limit applies with --workers only")
     if args.privacy_unit is not None and args.groups is None:
         raise InputError("--privacy-unit needs --groups")
     if args.n_permutations is not None and args.method != "shapley":
@@ -344,7 +389,10 @@ def main(argv=None):
     try:
         if args.command == "value":
             check_value_arguments(args)
-            from ._value import run
+            if on_dask(args):
+                from ._dask_files import run
+            else:
+                from ._value import run
         else:
             from ._demo import run
         return run(args, command)
