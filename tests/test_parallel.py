@@ -339,3 +339,38 @@ def test_the_public_direction_runs_on_one_blas_thread(data, monkeypatch):
     values(data, n_permutations=2)
     assert seen and set(seen) == {1}
     assert blas_threads() == before  # the limit ends with the search
+
+
+def test_the_default_wave_size_is_read_from_the_number_of_parties():
+    """``batch_permutations="auto"``: 16 up to 2**20 parties, halved while a
+    wave walks more than 2**24 party steps, never below 2 (issue 46)."""
+    from skdpval.valuation._walk_settings import wave_size
+
+    assert [wave_size("auto", n) for n in (2, 10**5, 10**6, 2**20)] == [16] * 4
+    assert [wave_size("auto", n) for n in (2**20 + 1, 2**21 + 1, 3 * 10**6,
+                                           10**7, 10**9)] == [8, 4, 4, 2, 2]
+    assert wave_size(5, 10**9) == 5
+
+
+def test_the_auto_wave_size_is_the_wave_size_everywhere(data, monkeypatch):
+    """A smaller auto wave (its threshold lowered) gives the values, standard
+    errors and burn-in of that wave size passed by hand: the noise
+    schedule, the burn-in and the runner all read it."""
+    from sklearn.base import clone
+    from skdpval.valuation import _walk_settings
+
+    X, y = data  # 40 parties valued, 10 held out
+    base = DPDataValuator(epsilon=1.0, n_permutations=23, random_state=0,
+                          noise_seed=3)
+    auto = clone(base).fit(X, y)
+    assert auto.batch_permutations_ == 16
+    assert_array_equal(auto.values_, clone(base).set_params(
+        batch_permutations=16).fit(X, y).values_)
+    monkeypatch.setattr(_walk_settings, "AUTO_WAVE_PARTY_STEPS", 4 * len(X))
+    small = clone(base).fit(X, y)
+    by_hand = clone(base).set_params(batch_permutations=4).fit(X, y)
+    assert small.batch_permutations_ == 4
+    assert_array_equal(small.values_, by_hand.values_)
+    assert_array_equal(small.values_stderr_, by_hand.values_stderr_)
+    assert small.q_ == by_hand.q_
+    assert not np.array_equal(small.values_, auto.values_)

@@ -209,15 +209,18 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         stratified: that would read private labels). Held-out samples are
         not valued and not protected.
 
-    batch_permutations : int >= 1, default=16
-        Wave size: the permutations of a wave run in parallel, and with
+    batch_permutations : int >= 1 or "auto", default="auto"
+        Wave size (``"auto"``: 16, halved while a wave would walk more than
+        2**24 party steps, down to 2: 16 up to about a million parties, 2 at
+        ten million; read from the number of parties only, so the values are
+        the same on every backend): the permutations of a wave run in parallel, and with
         correlated noise they all use each sample's mean of its releases as of
         the end of the previous wave (a block lower-triangular combination of
         the releases: post-processing, the same privacy). Values depend on it,
         not on ``n_jobs``; 1 gives the paper's sequential algorithm. On
         Dask workers each walks ``batch_permutations / n_workers`` of a
-        wave's permutations: with little memory a worker, lower it (the user
-        guide's "Data held by Dask" gives the memory a party needs).
+        wave's permutations (the user guide's "Data held by Dask" gives the
+        memory a party needs).
 
     n_jobs : int or None, default=None
         Number of workers walking a wave's permutations: threads (a pool kept
@@ -318,6 +321,9 @@ class DPDataValuator(PlannedLayout, BaseValuator):
 
     learning_rate_ : float
         The learning rate used.
+
+    batch_permutations_ : int
+        The wave size used.
 
     clip_norm_ : float
         The clip norm used (the sensitivity of a release).
@@ -453,7 +459,8 @@ class DPDataValuator(PlannedLayout, BaseValuator):
                           StrOptions({"auto"})],
         "utility": [StrOptions(set(UTILITY_CODES))],
         "validation_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
-        "batch_permutations": [Interval(Integral, 1, None, closed="left")],
+        "batch_permutations": [Interval(Integral, 1, None, closed="left"),
+                               StrOptions({"auto"})],
         "n_jobs": [Interval(Integral, None, -1, closed="right"),
                    Interval(Integral, 1, None, closed="left"), None],
         "classes": ["array-like", None],
@@ -481,7 +488,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         learning_rate="auto",
         utility="neg_loss",
         validation_fraction=0.2,
-        batch_permutations=16,
+        batch_permutations="auto",
         n_jobs=None,
         classes=None,
         public_model="auto",
@@ -578,23 +585,9 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         objective = family.objective(estimator, n_parties=1)  # refuses early
         check_utility(self.utility, objective.is_classifier)
         if self.threat_model == "joint":
-            self._check_joint()
+            settings.check_joint(self.subspace, self.utility)
         PublicModel.check(self, estimator, needs_line=True)
         return WrappedModel(preprocessor, estimator, family, objective)
-
-    def _check_joint(self):
-        """Refuse, before any work, what the joint walk does not cover: it
-        reads an owner's marginal along the tabulated public line only."""
-        if not (isinstance(self.subspace, str) and self.subspace == "public"):
-            raise ValueError(
-                "threat_model='joint' needs subspace='public' (the walk along the "
-                f"public line); got subspace={'None' if self.subspace is None else 'an array'}"
-                ". Use threat_model='central' for other subspaces.")
-        if self.utility == "accuracy":
-            raise ValueError(
-                "threat_model='joint' needs a utility the public line tabulates; "
-                "utility='accuracy' is not one: use utility='neg_loss' (or "
-                "threat_model='central').")
 
     def _adds_noise(self):
         return not (isinstance(self.noise, str) and self.noise == "none")
@@ -620,12 +613,13 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         public_model = PublicModel(self, model.estimator, mechanism)
         game = self._space(game, model.family, public_model, search_seed)
         self.clip_norm_ = settings.clip_norm(game, self.clip_norm)
+        self.batch_permutations_ = wave = settings.wave_size(
+            self.batch_permutations, len(game.train_parties))
         # epsilon=np.inf is noise="none": no releases to average.
         x_tt, use_rolling, _ = noise_schedule(
-            self.noise if mechanism.adds_noise else "none", self.n_permutations,
-            self.batch_permutations)
+            self.noise if mechanism.adds_noise else "none", self.n_permutations, wave)
         self.q_, counted = settings.burn_in(
-            self.semivalue, self.q, self.n_permutations, self.batch_permutations,
+            self.semivalue, self.q, self.n_permutations, wave,
             use_rolling, len(game.train_parties), stacklevel=STEP_TO_USER)
         walk = public_model.walk_part(game, self.clip_norm_, self.n_permutations)
         mechanism.details["release_dimension"] = game.space.release_dimension
@@ -633,8 +627,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
             self._declare_joint(mechanism)
         self.learning_rate_ = settings.learning_rate(
             game, self.learning_rate, self.clip_norm_,
-            released_noise_std(walk.noise_std, x_tt, counted,
-                               self.batch_permutations), search_seed)
+            released_noise_std(walk.noise_std, x_tt, counted, wave), search_seed)
         return self._walk(game, walk, mechanism, walk_seed, x_tt, use_rolling,
                           counted)
 
@@ -681,14 +674,15 @@ class DPDataValuator(PlannedLayout, BaseValuator):
                                  mechanism.noise_stream(walk), self.n_permutations,
                                  len(game.train_parties)),
             x_tt=x_tt, use_rolling=use_rolling, counted=counted,
-            batch_permutations=self.batch_permutations, n_jobs=self.n_jobs,
+            batch_permutations=self.batch_permutations_, n_jobs=self.n_jobs,
             verbose=self.verbose, client=walk_client(game.X))]
         del problem
         # Popped: the statistics free the walk's arrays as they go.
         statistics = walk_statistics(
             walked.pop(), game,
             party_noise_std=mean_release_noise_std(walk.noise_std, sizes),
-            unseen_factor=unseen_noise_factor(x_tt, counted, self.batch_permutations),
+            unseen_factor=unseen_noise_factor(x_tt, counted,
+                                              self.batch_permutations_),
             learning_rate=self.learning_rate_, utility=self.utility, q=self.q_,
             n_permutations=self.n_permutations, stacklevel=STEP_TO_USER + 1)
         self.marginal_mean_ = statistics.marginal_mean

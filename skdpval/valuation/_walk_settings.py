@@ -1,6 +1,7 @@
 """The walk's settings, chosen from public quantities only.
 
-``q="auto"`` (:func:`auto_burn_in`), ``clip_norm="auto"`` (:func:`clip_norm`),
+``batch_permutations="auto"`` (:func:`wave_size`), ``q="auto"``
+(:func:`auto_burn_in`), ``clip_norm="auto"`` (:func:`clip_norm`),
 ``learning_rate="auto"`` (:func:`learning_rate`) and the walk problem with its
 table along the public line (:func:`walk_problem`). Each reads the
 validation rows, the number of parties and the parameters, never the
@@ -14,7 +15,7 @@ from ..privacy import counted_permutations
 from ._semivalues import check_semivalue, warn_if_loo_misses_parties
 
 __all__ = ["auto_burn_in", "burn_in", "check_semivalue", "clip_norm",
-           "learning_rate", "walk_problem"]
+           "check_joint", "learning_rate", "walk_problem", "wave_size"]
 
 # Candidates of learning_rate="auto", ascending (ties go to the smaller rate).
 AUTO_LEARNING_RATES = np.logspace(-4, 0, 13)
@@ -45,6 +46,44 @@ AUTO_COUNTED_FRACTION = 0.02
 LINE_NOISE_REACH = 4
 LINE_MIN_INTERVALS = 512
 NEG_LOSS = 0
+# batch_permutations="auto": a wave of at most AUTO_WAVE permutations, fewer
+# (halved, down to AUTO_MIN_WAVE) while the wave walks more than
+# AUTO_WAVE_PARTY_STEPS party steps: a wave's orders, noise and marginals
+# grow with its permutations times the parties, and all of them may be walked
+# on one Dask worker (benchmarks/results/speed_dask.jsonl, dask_scale).
+# A power of two: it splits evenly over 2, 4, ... workers or threads.
+AUTO_WAVE = 16
+AUTO_MIN_WAVE = 2
+AUTO_WAVE_PARTY_STEPS = 2**24
+
+
+def check_joint(subspace, utility):
+    """Refuse, before any work, what the joint walk does not cover: it reads an
+    owner's marginal along the tabulated public line only."""
+    if not (isinstance(subspace, str) and subspace == "public"):
+        raise ValueError(
+            "threat_model='joint' needs subspace='public' (the walk along the "
+            f"public line); got subspace={'None' if subspace is None else 'an array'}"
+            ". Use threat_model='central' for other subspaces.")
+    if utility == "accuracy":
+        raise ValueError(
+            "threat_model='joint' needs a utility the public line tabulates; "
+            "utility='accuracy' is not one: use utility='neg_loss' (or "
+            "threat_model='central').")
+
+
+def wave_size(batch_permutations, n_parties):
+    """``batch_permutations``, or for ``"auto"`` the wave size from the number
+    of parties (public): ``AUTO_WAVE`` up to about a million parties, halved
+    while a wave walks more than ``AUTO_WAVE_PARTY_STEPS`` party steps, at
+    least ``AUTO_MIN_WAVE``. The same on every backend, so values are too
+    (a wave longer than the walk is the whole walk)."""
+    if batch_permutations != "auto":
+        return int(batch_permutations)
+    wave = AUTO_WAVE
+    while wave > AUTO_MIN_WAVE and wave * n_parties > AUTO_WAVE_PARTY_STEPS:
+        wave //= 2
+    return wave
 
 
 def auto_burn_in(semivalue, n_permutations, batch_permutations):
