@@ -241,6 +241,24 @@ def test_the_walk_runs_on_the_cluster_with_the_same_values(binary):
     assert_array_equal(got.final_utilities_, expected.final_utilities_)
 
 
+def test_the_learning_rate_search_runs_on_the_workers_with_the_same_rate(binary):
+    """learning_rate="auto" on Dask rows with a distributed Client: the
+    search's passes (validation rows only) run on the workers (issue 46,
+    item 1), and the rate and the values are the numpy path's."""
+    X, y, X_val, y_val = binary
+    expected = valuator(learning_rate="auto").fit(X, y, X_val=X_val, y_val=y_val)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        with distributed.get_task_stream() as stream:
+            got = valuator(learning_rate="auto").fit(*chunked(X, y, 30), X_val=X_val,
+                                                     y_val=y_val)
+    passes = [task for task in stream.data if "_search_pass" in str(task["key"])]
+    assert len(passes) == 26 and len({task["worker"] for task in passes}) == 2
+    assert got.learning_rate_ == expected.learning_rate_
+    assert_array_equal(got.values_, expected.values_)
+
+
 def test_more_nodes_per_worker_change_no_value(binary, monkeypatch):
     """Two nodes a worker (a deeper tree of the same merges): the same bits."""
     import skdpval.walks._cluster as cluster_module

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..kernels import LINE_MAX_INTERVALS
 from ..privacy import counted_permutations
+from ..walks import map_on_workers, walk_client
 from ._semivalues import check_semivalue, warn_if_loo_misses_parties
 
 __all__ = ["auto_burn_in", "burn_in", "check_semivalue", "clip_norm",
@@ -179,6 +180,11 @@ def _mean_clipped_step(game, clip):
     return drift if np.isfinite(drift) else 0.0
 
 
+def _search_pass(space, X_val, T_val, model, orders, i, rate):
+    """One pass of the learning-rate search: rate ``rate``, order ``i``."""
+    return space.sgd_pass(X_val, T_val, **model, learning_rate=rate, order=orders[i])
+
+
 def learning_rate(game, learning_rate, clip, step_noise, seed):
     """``learning_rate``, or "auto": a search on the validation set, capped by the noise.
 
@@ -207,11 +213,15 @@ def learning_rate(game, learning_rate, clip, step_noise, seed):
               for train, _ in halves]
     scores = np.zeros(len(AUTO_LEARNING_RATES))
     model = _settings(game, clip_norm=clip, row_weights=game.val_weights)
-    for (_, test), order in zip(halves, orders):
-        thetas = [game.space.sgd_pass(game.X_val, game.T_val, **model,
-                                      learning_rate=rate, order=order)
-                  for rate in AUTO_LEARNING_RATES]
-        scores += utilities(game, thetas, test, NEG_LOSS)
+    # The passes read the validation rows only: with the training rows on a
+    # Dask cluster they run on its workers, the same passes.
+    calls = [(i, rate) for i in range(len(orders)) for rate in AUTO_LEARNING_RATES]
+    thetas = map_on_workers(walk_client(game.X), _search_pass, calls, game.space,
+                            game.X_val, game.T_val, model, orders)
+    for i, (_, test) in enumerate(halves):
+        scores += utilities(game, thetas[i * len(AUTO_LEARNING_RATES):
+                                         (i + 1) * len(AUTO_LEARNING_RATES)],
+                            test, NEG_LOSS)
     scores[~np.isfinite(scores)] = -np.inf
     rate = float(AUTO_LEARNING_RATES[int(np.argmax(scores))])
     if step_noise > 0:

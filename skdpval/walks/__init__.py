@@ -8,9 +8,10 @@ Imports the families, the kernels and the privacy layer; the estimators
 import it.
 """
 
-from ._dask import any_dask, map_row_blocks, prepare_parties, walk_client
+from ._dask import (any_dask, map_on_workers, map_row_blocks, prepare_parties,
+                    walk_client)
 from ._runner import run_walks
 from ._waves import SeededDraws
 
-__all__ = ["SeededDraws", "any_dask", "map_row_blocks", "prepare_parties",
-           "run_walks", "walk_client"]
+__all__ = ["SeededDraws", "any_dask", "map_on_workers", "map_row_blocks",
+           "prepare_parties", "run_walks", "walk_client"]

@@ -56,7 +56,7 @@ from sklearn.utils.validation import (
 from ..families._parties import (Parties, _first_line_without_value, _standardized,
     call_on_private_data, check_public_targets, check_validation_features,
     flush_subnormals, standardize_by_validation, standardize_targets)
-from ._cluster import LOST_WORKER_RETRIES
+from ._cluster import LOST_WORKER_RETRIES, _scatter_directly
 
 # The label score's model scores rows in blocks of this many, aligned at
 # row 0, on Dask and in memory alike (see the module docstring).
@@ -452,3 +452,20 @@ def walk_client(X):
         return default_client()
     except (ImportError, ValueError):
         return None
+
+
+def map_on_workers(client, function, calls, *shared):
+    """``[function(*shared, *call) for call in calls]``: on the workers of
+    ``client`` (the ``shared`` arguments sent to every worker once) or,
+    without one, here in order. Only where the calls run changes, not their
+    results; with a worker lost on the way they run here."""
+    if client is None or len(calls) < 2:
+        return [function(*shared, *call) for call in calls]
+    try:
+        sent = client.scatter(list(shared), broadcast=True, hash=False,
+                              direct=_scatter_directly(client))
+        futures = [client.submit(function, *sent, *call, pure=False)
+                   for call in calls]
+        return client.gather(futures)
+    except (CancelledError, OSError, TimeoutError):
+        return [function(*shared, *call) for call in calls]
