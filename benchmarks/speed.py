@@ -894,9 +894,11 @@ def _wave_timings(tasks, n_nodes):
                 if gaps else None)
 
 
-def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
+def dask_input(ns=(100_000, 1_000_000), k=128, rounds=5, chunks=8):
     """Dask-array input on a LocalCluster of 2 processes x 1 thread against
-    numpy input in one process with n_jobs=1: the default walk.
+    numpy input in one process with n_jobs=1: the library's defaults (the
+    public model's choice and private fit, the learning-rate search, the
+    wave size), ``n_permutations=k``, ``epsilon=1`` and a ``noise_seed``.
 
     The rows live on the workers (``persist``), in ``chunks`` blocks; the
     Dask fit projects them there, gathers one number a party, and walks the
@@ -931,13 +933,8 @@ def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
             X_dask = client.persist(da.from_array(X, chunks=(rows, X.shape[1])))
             y_dask = client.persist(da.from_array(y, chunks=rows))
             distributed.wait([X_dask, y_dask])
-            # public_model="validation": the private fit of the public model
-            # does not run on Dask blocks yet ("auto" keeps the validation
-            # model there and fits privately on numpy input).
             make = lambda **kw: DPDataValuator(
-                n_permutations=k, learning_rate=CLASSIFICATION_LEARNING_RATE,
-                epsilon=1.0, random_state=0, noise_seed=0,
-                public_model="validation", **kw)
+                n_permutations=k, epsilon=1.0, random_state=0, noise_seed=0, **kw)
             local, on_dask = make(n_jobs=1), make()
             local.fit(X[:2000], y[:2000], X_val=X_val, y_val=y_val)  # compiles
             on_dask.fit(X_dask[:2000], y_dask[:2000], X_val=X_val, y_val=y_val)
@@ -965,7 +962,13 @@ def dask_input(ns=(100_000, 1_000_000), k=128, rounds=2, chunks=8):
             client_cpu = np.array(cpu["dask_client"])
             worker_cpu = np.array(cpu["dask_workers"])
 
-            emit(case="dask_input", walk="default", n=n, k=k, d=X.shape[1],
+            emit(case="dask_input", walk="default", settings="library defaults",
+                 public_model_fitted_privately=bool(
+                     on_dask.public_model_fitted_privately_),
+                 learning_rate=on_dask.learning_rate_,
+                 batch_permutations=on_dask.batch_permutations_,
+                 ratios=[round(float(r), 3) for r in one / two],
+                 n=n, k=k, d=X.shape[1],
                  n_val=len(X_val), chunks=chunks, workers="2 processes x 1 thread",
                  baseline="numpy input, one process, n_jobs=1", repeats=rounds,
                  seconds_1_job=median(one), walk_seconds_1_job=median(walk_seconds),
@@ -1017,8 +1020,8 @@ def main():
         fits = dict(
             label=lambda: DPLabelQuality(epsilon=1.0, random_state=0),
             valuator=lambda: DPDataValuator(
-                n_permutations=k, learning_rate=0.005, epsilon=1.0, random_state=0,
-                batch_permutations={batch_permutations}, public_model="validation"))
+                n_permutations=k, epsilon=1.0, random_state=0,
+                batch_permutations={batch_permutations!r}, **{settings!r}))
         fitted = []
         for name, make in fits.items():
             reset_peak()
@@ -1043,12 +1046,15 @@ if __name__ == "__main__":
 
 def dask_scale(ns=(10_000, 100_000, 1_000_000, 10_000_000), k=100,
                memory_limit="1GiB", chunk_rows=250_000, n_workers=(2,),
-               batch_permutations=16):
+               batch_permutations="auto", defaults=True):
     """Dask input read from Parquet on disk (written by the workers), a
     LocalCluster of ``n_workers`` processes x 1 thread with ``memory_limit``
     each: the label score and the default walk; time and peak memory per
     process (the client's in a fresh process: it runs the scheduler too),
-    for each fit and over the run."""
+    for each fit and over the run. ``defaults``: the library's (else the
+    earlier runs' ``public_model="validation"``, learning rate 0.005)."""
+    settings = {} if defaults else dict(learning_rate=0.005,
+                                        public_model="validation")
     from dask_data import D, run_script
 
     for workers in n_workers:
@@ -1059,7 +1065,8 @@ def dask_scale(ns=(10_000, 100_000, 1_000_000, 10_000_000), k=100,
                     f.write(DASK_SCALE.format(
                         n=n, k=k, chunk_rows=min(chunk_rows, n),
                         memory_limit=memory_limit, directory=directory,
-                        n_workers=workers, batch_permutations=batch_permutations))
+                        n_workers=workers, batch_permutations=batch_permutations,
+                        settings=settings))
                 started = time.perf_counter()
                 out = run_script(script)
             if out.returncode != 0:
@@ -1072,6 +1079,7 @@ def dask_scale(ns=(10_000, 100_000, 1_000_000, 10_000_000), k=100,
                  memory_limit=memory_limit, chunk_rows=min(chunk_rows, n),
                  workers=f"{workers} processes x 1 thread", source="Parquet on disk",
                  batch_permutations=batch_permutations,
+                 settings="library defaults" if defaults else settings,
                  run_seconds=round(time.perf_counter() - started, 1),
                  **{key: (round(value, 1) if isinstance(value, float) else
                           [round(v, 1) for v in value] if isinstance(value, list)
@@ -1094,19 +1102,31 @@ if __name__ == "__main__":
                         help="dask_scale: the numbers of parties")
     parser.add_argument("--scale-workers", type=int, nargs="*",
                         help="dask_scale: the numbers of workers")
-    parser.add_argument("--scale-batch", type=int, default=16,
-                        help="dask_scale: batch_permutations")
+    parser.add_argument("--scale-batch", default="auto",
+                        help="dask_scale: batch_permutations ('auto': the default)")
+    parser.add_argument("--scale-old-settings", action="store_true",
+                        help="dask_scale: public_model='validation' and learning "
+                             "rate 0.005, as before issue 46")
+    parser.add_argument("--input-n", type=float, nargs="*",
+                        help="dask_input: the numbers of parties")
+    parser.add_argument("--input-rounds", type=int, default=5,
+                        help="dask_input: alternating pairs of fits")
     parser.add_argument("--scale-memory", default="1GiB",
                         help="dask_scale: each worker's memory_limit")
     arguments = parser.parse_args()
     for name in arguments.cases or list(CASES):
         if name == "dask_scale":
-            options = dict(batch_permutations=arguments.scale_batch,
+            batch = arguments.scale_batch
+            options = dict(batch_permutations=batch if batch == "auto" else int(batch),
+                           defaults=not arguments.scale_old_settings,
                            memory_limit=arguments.scale_memory)
             if arguments.scale_n:
                 options["ns"] = [int(n) for n in arguments.scale_n]
             if arguments.scale_workers:
                 options["n_workers"] = arguments.scale_workers
             dask_scale(**options)
+        elif name == "dask_input":
+            dask_input(ns=[int(n) for n in arguments.input_n or (1e5, 1e6)],
+                       rounds=arguments.input_rounds)
         else:
             CASES[name]()
