@@ -162,6 +162,19 @@ def test_bad_input_exits_2_with_one_line_before_any_work(small, capsys, extra, m
     assert not (small / "out").exists()
 
 
+def test_a_glob_matching_other_files_and_a_report_over_an_input_are_refused(
+        small, capsys):
+    (small / "data" / "notes.csv").write_text("a,label\n1,0\n")
+    common = ["--target", "label", "--validation", small / "val.parquet",
+              "--output", small / "out"]
+    code, _, err = _value(capsys, small / "data" / "*", *common)
+    assert code == 2 and "matches files that are not Parquet" in err
+    code, _, err = _value(capsys, small / "data" / "*.parquet", *common, "--report",
+                          small / "data" / "rows-01.parquet")
+    assert code == 2 and "is the input file TRAIN" in err
+    assert not (small / "out").exists()
+
+
 @pytest.mark.parametrize("option", [["--workers", "1"], ["--scheduler", "x:1"]])
 def test_a_csv_train_with_a_cluster_is_refused(tmp_path, capsys, option):
     pd.DataFrame({"a": [1.0, 2.0], "label": [0, 1]}).to_csv(tmp_path / "t.csv")

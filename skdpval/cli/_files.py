@@ -197,6 +197,10 @@ def parquet_files(pattern):
                  if file_kind(name) == "parquet"]
     elif any(c in pattern for c in "*?["):
         names = [name for name in glob.glob(pattern) if os.path.isfile(name)]
+        others = [name for name in names if file_kind(name) != "parquet"]
+        if others:
+            raise InputError(f"TRAIN {pattern!r} matches files that are not Parquet "
+                             f"(.parquet, .pq), e.g. {others[0]!r}: narrow the glob")
     else:
         names = [pattern] if os.path.isfile(pattern) else []
     return sorted(names)
@@ -247,6 +251,8 @@ def check_dask_arguments(args):
             raise InputError(f"--output {args.output!r} holds the input file {name} "
                              f"({path!r}): name another folder")
     if args.report is not None:
+        for file in files:
+            check_outputs({"TRAIN": file}, {"--report": args.report})
         check_outputs({"--validation": args.validation}, {"--report": args.report})
         if os.path.dirname(os.path.realpath(args.report)) == folder and _PART.fullmatch(
                 os.path.basename(args.report)):
