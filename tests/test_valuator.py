@@ -105,6 +105,7 @@ def test_fitted_attributes_are_the_documented_ones(classification):
     fitted = {name for name in vars(valuator) if name.endswith("_")
               and not name.startswith("_")}
     assert fitted == {"values_", "rank_", "classes_", "learning_rate_", "epsilon_",
+                      "batch_permutations_",
                       "delta_", "noise_multiplier_", "n_releases_",
                       "privacy_report_", "n_features_in_", "marginal_mean_",
                       "marginal_var_", "n_marginals_", "initial_utility_",

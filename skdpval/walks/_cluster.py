@@ -6,6 +6,7 @@ import math
 import pickle
 import sys
 import threading
+import time
 from concurrent.futures import CancelledError
 
 import numpy as np
@@ -103,7 +104,7 @@ def _scatter(client, data, worker):
     except (OSError, TimeoutError) as error:
         # A worker lost while it receives its copy (a closed connection), or
         # before (Dask waits for it, then finds no valid worker).
-        if worker not in client.scheduler_info()["workers"]:
+        if _worker_left(client, worker):
             raise WorkerLeftError("a Dask worker of the walk left the cluster"
                                   ) from None
         raise DirectScatterError(
@@ -162,6 +163,24 @@ class WorkerLeftError(CancelledError):
     """A worker a walk's tasks are pinned to left the cluster with its data
     moved elsewhere (retired: adaptive scaling, a graceful shutdown): its
     tasks would wait for it forever, so the walk starts again."""
+
+
+# A worker the walk could not send its copy to is waited for at most this
+# many seconds to leave the scheduler's list (a killed worker's nanny tells
+# the scheduler soon after; a walk started again before would pick it
+# again), else it is taken for unreachable.
+LOST_WORKER_WAIT_SECONDS = 5.0
+
+
+def _worker_left(client, worker):
+    """Whether ``worker`` is (or, within ``LOST_WORKER_WAIT_SECONDS``, comes
+    to be) absent from the scheduler's workers."""
+    deadline = time.monotonic() + LOST_WORKER_WAIT_SECONDS
+    while worker in client.scheduler_info()["workers"]:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(WORKER_CHECK_SECONDS / 10)
+    return True
 
 
 def _gather_from(client, futures, workers):
