@@ -13,6 +13,7 @@ from ..privacy import (LABEL_SCORE, PRIVACY_CONSTRAINTS, THREAT_MODEL_CONSTRAINT
                        with_threat_model_doc)
 from ..walks import map_row_blocks
 from ._base import STEP_TO_USER, BaseValuator
+from ._noisy_share import reference_scores
 from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, budget_mu,
                             check_public_model, declare_fit, document_public_model,
                             fit_on_validation, labels_model, labels_problem,
@@ -391,6 +392,13 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
             self.residual_scale_ = _residual_scale(self.public_model_, parties)
         self.margin_scale_ = self._margin_scale(parties)
         scores = self._party_scores(parties, record_level, centre)
+        if is_classifier(self.estimator_) and not joint:
+            # What a clean and a flipped label score (public): for the
+            # estimate of the share of flipped labels.
+            self.validation_scores_, self.validation_flipped_scores_ = (
+                reference_scores(self, parties.X_val, parties.y_val, estimator,
+                                 model_seed,
+                                 score.grid.gamma if score.noise_std > 0 else 0.0))
         if joint:
             mechanism.details["release"] = (
                 "to each owner alone, its own score (its label's margin under the "
@@ -486,9 +494,10 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
                 "it may quote private values. Check that the estimator accepts "
                 "every value the training features can take.")
 
-    def _row_scores(self, X, y):
-        """Margin of each row's label under ``public_model_``, before clipping."""
-        model = self.public_model_
+    def _row_scores(self, X, y, model=None):
+        """Margin of each row's label under ``model`` (``public_model_``),
+        before clipping."""
+        model = self.public_model_ if model is None else model
         if not is_classifier(model):
             # The residual in units of REGRESSION_CAP_SDS residual sds of the
             # public model on the validation set, so that clip caps it there.
