@@ -1,13 +1,11 @@
 """Measures of how well data values find bad data."""
 
-import warnings
 from collections import namedtuple
 from numbers import Integral, Real
 
 import numpy as np
 from scipy.integrate import quad
 from scipy.stats import norm, spearmanr
-from scipy.stats import t as t_dist
 from sklearn.base import clone, is_classifier
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import roc_auc_score
@@ -260,143 +258,6 @@ def noisy_label_auc(values, is_noisy):
         raise ValueError("values must be finite: drop held-out (NaN) samples "
                          "before scoring.")
     return float(roc_auc_score(is_noisy, -values))
-
-
-NoisyShare = namedtuple("NoisyShare", ["share", "low", "high", "n_noisy"])
-NoisyShare.__doc__ = """The estimated share of bad labels and its interval."""
-
-
-def estimate_noisy_share(scorer, *, level=0.9):
-    """How many labels are bad: the share of flipped labels, from the releases.
-
-    The private counterpart of cleanlab's ``num_label_issues``, computed
-    from a fitted :class:`~skdpval.DPLabelQuality` classifier's released
-    scores and two public arrays only: post-processing, which spends no
-    privacy. It reads exactly three attributes: ``values_`` (the releases),
-    ``validation_scores_`` (each validation row's score with its own, clean
-    label) and ``validation_flipped_scores_`` (its mean score with another
-    label), both from the validation rows under a model not fitted on them
-    (:class:`~skdpval.DPLabelQuality` says which).
-
-    A released score is a party's clipped score plus noise of mean zero, so
-    the releases' mean is ``(1 - share) c + share f``, ``c`` and ``f`` the
-    mean scores of a clean and a flipped label, which the validation rows
-    estimate. Hence ``share = (c - mean(values_)) / (c - f)``, with a
-    Fieller interval for the ratio of means: the releases' and the
-    validation rows' sampling spread (each from the arrays' own spread:
-    the noise law is not needed, and the validation scores lie on the
-    releases' grid, so that rounding is the same on both sides), a Student
-    ``t`` quantile with ``n_val - 1`` degrees of freedom.
-
-    Assumptions: the validation rows are drawn like the training rows; a
-    flipped label is drawn uniformly among the other classes (for two
-    classes: the other one) whatever the class. When flips depend on the
-    class and the public model was fitted on the training rows (which
-    learns the flips), the estimate is low; ``benchmarks/noise_rate.py``
-    measures it (``benchmarks/results/noise_rate.jsonl``). With groups,
-    the share is the mean over the parties of each party's share of bad
-    labels.
-
-    Parameters
-    ----------
-    scorer : fitted :class:`~skdpval.DPLabelQuality`
-        Of a classifier, under the central threat model.
-    level : float in (0, 1), default=0.9
-        Coverage of the interval.
-
-    Returns
-    -------
-    estimate : NoisyShare
-        ``share`` (clipped to [0, 1]; NaN when the public model scores a
-        flipped label no lower than a clean one, with a warning), ``low`` and
-        ``high`` (the interval, clipped to [0, 1]: ``[0, 1]`` when the
-        public model does not tell the two apart beyond doubt) and
-        ``n_noisy``, the estimated number of bad labels among the valued
-        parties (``share`` times their number, rounded; 0 when ``share`` is
-        NaN).
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_breast_cancer
-    >>> from skdpval import DPLabelQuality
-    >>> from skdpval.datasets import flip_labels
-    >>> from skdpval.metrics import estimate_noisy_share
-    >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> y_noisy, flipped = flip_labels(y[150:], 0.25, random_state=0)
-    >>> scorer = DPLabelQuality(epsilon=3.0, random_state=0).fit(
-    ...     X[150:], y_noisy, X_val=X[:150], y_val=y[:150])
-    >>> estimate = estimate_noisy_share(scorer)
-    >>> bool(estimate.low <= flipped.mean() <= estimate.high)
-    True
-    """
-    if not isinstance(level, Real) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}.")
-    values = getattr(scorer, "values_", None)
-    if values is None:
-        raise ValueError("estimate_noisy_share needs a fitted DPLabelQuality "
-                         f"(got {type(scorer).__name__} without values_).")
-    clean = getattr(scorer, "validation_scores_", None)
-    flipped = getattr(scorer, "validation_flipped_scores_", None)
-    if clean is None or flipped is None:
-        raise ValueError(_no_share_reason(scorer))
-    values = np.asarray(values, dtype=np.float64)
-    values = values[~np.isnan(values)]
-    return _noisy_share(values, np.asarray(clean, dtype=np.float64),
-                        np.asarray(flipped, dtype=np.float64), level)
-
-
-def _no_share_reason(scorer):
-    """Why ``scorer`` has no reference scores."""
-    name = type(scorer).__name__
-    if getattr(scorer, "threat_model_", "central") == "joint":
-        return (f"{name} was fitted with threat_model='joint': its values_ are "
-                "not released, so no estimate may be computed from them.")
-    if hasattr(scorer, "residual_scale_"):
-        return (f"{name} scored a regressor: a corrupted target follows no known "
-                "law, so what a bad label scores is unknown and the share of bad "
-                "targets cannot be estimated (only classifiers: a flipped label "
-                "scores what the validation rows score with another label).")
-    return (f"estimate_noisy_share needs a DPLabelQuality classifier; {name} "
-            "releases no score whose law for a bad label is known (use "
-            "DPLabelQuality to count bad labels).")
-
-
-def _noisy_share(values, clean, flipped, level):
-    """:func:`estimate_noisy_share` of the releases ``values`` (finite) and
-    the validation rows' ``clean`` and ``flipped`` scores."""
-    n, m = len(values), len(clean)
-    if n < 2 or m < 2 or len(flipped) != m:
-        raise ValueError(f"estimate_noisy_share needs at least 2 released values "
-                         f"and 2 validation rows, got {n} and {m}.")
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(clean))
-            and np.all(np.isfinite(flipped))):
-        raise ValueError("estimate_noisy_share: the released values and the "
-                         "validation scores must be finite.")
-    # share = a / b, a = mean(clean) - mean(values), b = mean(clean) - mean(flipped).
-    a = clean.mean() - values.mean()
-    b = clean.mean() - flipped.mean()
-    cov = np.cov(np.vstack([clean, flipped]))
-    var_a = cov[0, 0] / m + values.var(ddof=1) / n
-    var_b = (cov[0, 0] + cov[1, 1] - 2 * cov[0, 1]) / m
-    cov_ab = (cov[0, 0] - cov[0, 1]) / m
-    q = float(t_dist.ppf((1 + level) / 2, m - 1)) ** 2
-    # Fieller: the shares s with (a - s b)^2 <= q var(a - s b), a quadratic.
-    quad_a, half_b, quad_c = b * b - q * var_b, a * b - q * cov_ab, a * a - q * var_a
-    low, high = 0.0, 1.0
-    if quad_a > 0:  # b is told from 0: a bounded interval around a / b
-        root = np.sqrt(max(half_b * half_b - quad_a * quad_c, 0.0))
-        low = min(max((half_b - root) / quad_a, 0.0), 1.0)
-        high = min(max((half_b + root) / quad_a, 0.0), 1.0)
-    if b > 0:
-        share = min(max(a / b, 0.0), 1.0)
-    else:
-        warnings.warn("estimate_noisy_share: the public model scores a flipped "
-                      "label no lower than a clean one on the validation rows, so "
-                      "the releases cannot tell how many labels are bad (share "
-                      "NaN, interval [0, 1]).", UserWarning, stacklevel=3)
-        share = np.nan
-    n_noisy = 0 if np.isnan(share) else int(round(share * n))
-    return NoisyShare(float(share), float(low), float(high), n_noisy)
 
 
 def removal_curve(X, y, X_test, y_test, values, estimator, fractions, *,

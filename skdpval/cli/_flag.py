@@ -1,7 +1,7 @@
 """``--flag-fraction auto``: how many rows to flag, from the estimated share
-of bad labels (:func:`skdpval.metrics.estimate_noisy_share`, post-processing
-of the releases). Imports nothing heavy until a fit's estimate is read, so
-the parser that takes ``flag_fraction_type`` stays fast.
+of bad labels (:class:`~skdpval.DPLabelQuality`'s ``noisy_share_``,
+post-processing of the releases). Standard library only: the parser takes
+:func:`flag_fraction_type`.
 
 - the 90% interval excludes 0 and is at most ``WIDE`` wide: flag the
   estimate's share of the valued rows;
@@ -15,7 +15,6 @@ the parser that takes ``flag_fraction_type`` stays fast.
 
 import argparse
 import math
-import warnings
 
 __all__ = ["flag_fraction_type", "auto_flag_fraction", "FALLBACK", "WIDE"]
 
@@ -33,32 +32,40 @@ def flag_fraction_type(text):
         raise argparse.ArgumentTypeError(
             f"{text!r} is neither auto nor a number") from None
     if not 0 < value < 1:  # NaN fails too
-        raise argparse.ArgumentTypeError(f"{text} is outside (0, 1)")
+        raise argparse.ArgumentTypeError(f"{text} is outside (0, 1), and not auto")
     return value
 
 
-def auto_flag_fraction(valuator, level=0.9):
-    """``(fraction, line)``: the fraction of the valued parties that ``auto``
-    flags for the fitted ``valuator``, and one line saying why."""
-    from ..metrics import estimate_noisy_share  # not at import: the parser stays light
-
-    if not hasattr(valuator, "validation_scores_"):
+def auto_flag_fraction(valuator, unit="rows"):
+    """``(fraction, line, record)``: the fraction of the valued parties that
+    ``auto`` flags for the fitted ``valuator``, one line saying why, and the
+    estimate and the rule as a dict for the report (``record["share"]`` is
+    None when there is no estimate)."""
+    estimate = getattr(valuator, "noisy_share_", None)
+    record = dict(level=None, share=None, low=None, high=None, n_bad=None,
+                  source="DPLabelQuality.noisy_share_: post-processing of the "
+                         "released scores and the validation rows")
+    if estimate is None:
         why = ("regression: a bad target follows no known law"
                if hasattr(valuator, "residual_scale_") else
-               "--method shapley: values have no known law for a bad label; "
+               "--method shapley: its values have no known law for a bad label; "
                "--method label-quality estimates it")
-        return FALLBACK, (f"flag fraction auto: no estimate of the share of bad "
-                          f"labels ({why}); flagging the lowest {FALLBACK:.0%}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a NaN share is said below
-        estimate = estimate_noisy_share(valuator, level=level)
-    low, high = estimate.low, estimate.high
-    said = (f"estimated share of bad labels {estimate.share:.3f} "
-            f"({level:.0%} interval {low:.3f}-{high:.3f}, from the releases)")
-    if low <= 0 or math.isnan(estimate.share):
-        return 0.0, (f"{said}: the interval contains 0, so flagging none (pass "
-                     "--flag-fraction F to flag a fixed share)")
-    if high - low > WIDE:
-        return low, (f"{said}: the interval is wider than {WIDE:g}, so flagging "
-                     f"its low end, the lowest {low:.1%}")
-    return estimate.share, f"{said}: flagging the lowest {estimate.share:.1%}"
+        record.update(flag_fraction=FALLBACK, rule="no estimate: the fixed fallback")
+        return FALLBACK, (f"bad labels: no estimate ({why}); --flag-fraction auto "
+                          f"flags the lowest {FALLBACK:.0%}"), record
+    share, low, high = estimate.share, estimate.low, estimate.high
+    record.update(level=estimate.level, share=None if math.isnan(share) else share,
+                  low=low, high=high, n_bad=estimate.n_noisy)
+    said = (f"bad labels: estimated share {share:.3f} of the {unit} (about "
+            f"{estimate.n_noisy}; {estimate.level:.0%} interval {low:.3f}-{high:.3f}, "
+            "from the released scores)")
+    if low <= 0 or math.isnan(share):
+        fraction, rule = 0.0, ("the interval contains 0: flagging none (pass "
+                               "--flag-fraction F to flag a fixed share)")
+    elif high - low > WIDE:
+        fraction, rule = low, (f"the interval is wider than {WIDE:g}: flagging "
+                               f"its low end, the lowest {low:.1%}")
+    else:
+        fraction, rule = share, f"flagging the lowest {share:.1%}"
+    record.update(flag_fraction=fraction, rule=rule)
+    return fraction, f"{said}; {rule}", record

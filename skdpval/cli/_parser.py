@@ -9,6 +9,8 @@ arguments parse.
 import argparse
 import sys
 
+from ._flag import flag_fraction_type
+
 PROG = "skdpval"
 COMMANDS = ("demo", "value")
 
@@ -50,7 +52,8 @@ Values every training row (or group) with DPDataValuator (--method shapley)
 or DPLabelQuality (--method label-quality) and writes one line per training
 row, in the input order: value, stderr (empty where the method has none),
 rank (1 = most valuable, 0 = held out), flagged (among the lowest
---flag-fraction of the values), held_out and, with --groups, the row's group
+--flag-fraction of the values; auto: the estimated share of bad labels),
+held_out and, with --groups, the row's group
 (whose value, rank and flag the row carries). Progress and a one-line privacy
 summary go to stderr; --report FILE writes the full privacy report (JSON).
 
@@ -257,9 +260,17 @@ def _value_options(parser):
                         help="--method shapley: permutations of the valuation walk; "
                              "more cost more time, not more privacy (None: the "
                              "valuator's default)")
-    parser.add_argument("--flag-fraction", type=bounded(float, 0.0, 1.0), default=0.1,
+    parser.add_argument("--flag-fraction", type=flag_fraction_type, default="auto",
+                        metavar="F",
                         help="flag this fraction of the valued rows (groups) "
-                             "with the lowest values, in (0, 1)")
+                             "with the lowest values, in (0, 1), or auto: "
+                             "--method label-quality on classes estimates the "
+                             "share of bad labels from the released scores "
+                             "(post-processing, with a 90%% interval, printed) "
+                             "and flags that share; its low end when the "
+                             "interval is wider than 0.2; none when the interval "
+                             "contains 0; the lowest 10%% when there is no "
+                             "estimate (--method shapley, regression)")
     columns = parser.add_mutually_exclusive_group()
     columns.add_argument("--features", nargs="+", default=None, metavar="COLUMN",
                          help="the feature columns (None: every column but the "

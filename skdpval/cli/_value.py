@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from ._files import describe_separator, file_kind, read_table, write_atomically
+from ._flag import auto_flag_fraction
 from ._models import DEFAULT_MODELS, make_model, parse_model_params
 from ._parser import InputError
 from ._table import choose_features, encode, targets
@@ -272,15 +273,21 @@ def run(args, parser=None):
         except (ValueError, TypeError, FloatingPointError) as error:
             # the valuators' errors quote no private value
             raise InputError(cli_words(error)) from None
+    unit = "groups" if groups is not None else "rows"
+    fraction, estimate = args.flag_fraction, None
+    if fraction == "auto":
+        fraction, line, estimate = auto_flag_fraction(valuator, unit)
+        progress(line)
     columns, n_flagged = _row_results(valuator, fitted_rows, groups, n_rows,
-                                      args.flag_fraction)
+                                      fraction)
     result = pd.DataFrame(columns)
     if groups is not None:
         result[args.groups] = groups
-    unit = "groups" if groups is not None else "rows"
-    progress(f"done: {n_flagged} {unit} flagged (the lowest "
-             f"{args.flag_fraction:g} of the values)")
+    progress(f"done: {n_flagged} {unit} flagged (the lowest {fraction:.3g} of "
+             f"the values{'; --flag-fraction auto' if estimate is not None else ''})")
     report = dict(valuator.privacy_report_)
+    if estimate is not None:
+        report["bad_labels"] = estimate
     if args.validation is None:
         report["validation_set"] = (
             f"{n_rows - len(fitted_rows)} rows of {args.train} held out as the "

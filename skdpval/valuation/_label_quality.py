@@ -13,7 +13,7 @@ from ..privacy import (LABEL_SCORE, PRIVACY_CONSTRAINTS, THREAT_MODEL_CONSTRAINT
                        with_threat_model_doc)
 from ..walks import map_row_blocks
 from ._base import STEP_TO_USER, BaseValuator
-from ._noisy_share import reference_scores
+from ._noisy_share import noisy_share, reference_scores
 from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, budget_mu,
                             check_public_model, declare_fit, document_public_model,
                             fit_on_validation, labels_model, labels_problem,
@@ -232,6 +232,25 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         Root mean squared residual of ``estimator_`` on the validation set
         (regressors only; public).
 
+    noisy_share_ : NoisyShare
+        How many labels are bad (classifiers, central threat model): the
+        estimated ``share`` of the valued parties' labels that are flipped,
+        a 90% interval ``low``-``high`` and ``n_noisy``, the estimated
+        number (the private counterpart of cleanlab's
+        ``num_label_issues``). Post-processing: it reads the released
+        scores, the validation rows and the public model only, and spends
+        no privacy. It compares the releases' mean with what the validation
+        rows score with their own label and with another one: exact in
+        expectation when a flipped label is drawn uniformly among the
+        other classes; the interval holds every share that class-dependent
+        flip rates could give, plus the sampling spread of the releases and
+        of the validation rows (a bootstrap from ``random_state``).
+        ``share`` is NaN (interval ``[0, 1]``) when the model does not
+        score a flipped label lower than a clean one on the validation
+        rows. With groups, the mean over the groups of each one's share of
+        bad labels. ``benchmarks/noise_rate.py`` measures coverage and
+        error (``benchmarks/results/noise_rate.jsonl``).
+
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -392,13 +411,12 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
             self.residual_scale_ = _residual_scale(self.public_model_, parties)
         self.margin_scale_ = self._margin_scale(parties)
         scores = self._party_scores(parties, record_level, centre)
+        references = None
         if is_classifier(self.estimator_) and not joint:
-            # What a clean and a flipped label score (public): for the
-            # estimate of the share of flipped labels.
-            self.validation_scores_, self.validation_flipped_scores_ = (
-                reference_scores(self, parties.X_val, parties.y_val, estimator,
-                                 model_seed,
-                                 score.grid.gamma if score.noise_std > 0 else 0.0))
+            # What a clean and a flipped label score (public): for noisy_share_.
+            references = reference_scores(
+                self, parties.X_val, parties.y_val, estimator, model_seed,
+                score.grid.gamma if score.noise_std > 0 else 0.0)
         if joint:
             mechanism.details["release"] = (
                 "to each owner alone, its own score (its label's margin under the "
@@ -416,6 +434,9 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
             mean_release_noise_std(score.noise_std,
                                    np.diff(parties.offsets) if record_level else None))
         scores += centre  # in place: the released copy (an array of n)
+        if references is not None:  # post-processing of the releases
+            self.noisy_share_ = noisy_share(scores, *references, parties.y_val,
+                                            model_seed)
         return scores
 
     def _public_model_problem(self, estimator, parties, record_level, mechanism,

@@ -1,42 +1,118 @@
-"""What a clean and a flipped label score, from the validation rows (public).
+"""How many labels are bad: :class:`~skdpval.DPLabelQuality`'s
+``noisy_share_``, from its releases and the validation rows only.
 
-:class:`~skdpval.DPLabelQuality` releases each training party's clipped
-score. Its mean over the parties is the mix ``(1 - share) E[clean] + share
-E[flipped]`` of the scores a clean and a flipped label get (the noise has
-mean zero), so the share of flipped labels is a ratio of means once those
-two are known (:func:`skdpval.metrics.estimate_noisy_share`). The
-validation rows stand for them: each row's score with its own (clean)
-label, and its mean score over the other classes (a flipped label, drawn
-uniformly among them; for two classes the negated score). The rows must be
-scored by a model not fitted on them, as the training rows are:
+A released score is a party's clipped score plus noise of mean zero, so
+the releases' mean ``M`` is the mix, over the classes ``j`` (shares
+``pi_j``), of what a clean label of class ``j`` scores (``c_j``) and what a
+flipped one scores (``f_j``, a label drawn uniformly among the others):
+``M = sum_j pi_j ((1 - rho_j) c_j + rho_j f_j)``, ``rho_j`` the share of
+class ``j``'s labels that are flipped. The validation rows (public) give
+``pi_j``, ``c_j`` and ``f_j``: each row's score with its own label, and its
+mean score with the other labels. With ``C = sum_j pi_j c_j`` and gaps
+``d_j = c_j - f_j``, the share of bad labels ``s = sum_j pi_j rho_j``
+satisfies ``sum_j pi_j rho_j d_j = C - M``:
 
-- a public model fitted privately on the training rows scores the
-  validation rows as it is (``public_model_``, with its margin scale);
-- a public model fitted on the validation rows would score them higher than
-  it scores new rows (it has seen their labels), so each row is scored by a
-  clone fitted on the other folds (``N_FOLDS``, stratified, from the public
-  seed; their warnings are those of the model fitted on all the rows, which
-  ``fit`` already issued, and are not repeated).
+- the estimate is ``(C - M) / sum_j pi_j d_j`` (within the interval),
+  exact when every class's
+  labels are flipped at one rate;
+- the interval holds every share that some class-dependent rates
+  ``rho_j`` in ``[0, 1]`` reach (from ``(C - M) / max d`` to
+  ``(C - M) / min d``, when the gaps differ: a model fitted on flipped
+  labels tells some classes' flips worse than others), widened by the
+  sampling spread of ``M`` (the releases' own spread over their number)
+  and of the validation rows (a bootstrap of them, ``N_BOOTSTRAP`` draws
+  from the public seed): its ends are the ``(1 -+ level) / 2`` quantiles
+  of the bootstrap's lowest and highest shares.
 
-The scores are clipped as the releases are and put on the release's grid
-(``gamma``), so that their means are what the releases' means estimate.
-Everything here reads the validation rows and public models only.
+The validation rows must be scored by a model not fitted on them, as the
+training rows are: a public model fitted privately on the training rows
+scores them as it is (``public_model_``, with its margin scale); a public
+model fitted on the validation rows would score them higher than it scores
+new rows (it has seen their labels), so each row is scored by a clone
+fitted on the other folds (``N_FOLDS``, stratified, from the public seed;
+their warnings are those of the model fitted on all the rows, which ``fit``
+already issued). The scores are clipped as the releases are and put on the
+release's grid.
+
+Everything here reads the releases, the validation rows and public models
+only: post-processing, which spends no privacy.
 """
 
 import warnings
+from collections import namedtuple
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold
 
-__all__ = ["reference_scores"]
+__all__ = ["NoisyShare", "noisy_share", "reference_scores"]
 
-# Folds of the validation rows for the out-of-fold scores: a model fitted on
-# four fifths of them stands for the one fitted on all (on breast_cancer and
-# sep_0.8, 5 and 10 folds and leave-one-out gave mean clean scores within the
-# validation rows' own sampling spread of each other; the model fitted on all
-# the rows scored them 0.05-0.25 higher than the training rows' clean labels).
-N_FOLDS = 5
+# Folds of the validation rows for the out-of-fold scores.
+N_FOLDS = 10
+N_BOOTSTRAP = 2000
+LEVEL = 0.9
+# Shares on which the class-dependent rates' reach is read (1 / 2000 apart).
+_GRID = np.linspace(0.0, 1.0, 2001)
+
+NoisyShare = namedtuple("NoisyShare", ["share", "low", "high", "n_noisy", "level"])
+NoisyShare.__doc__ = """The estimated share of bad labels, its interval (at
+``level``), and the estimated number of bad labels among the valued parties."""
+
+
+def noisy_share(values, clean, flipped, labels, seed, level=LEVEL):
+    """:class:`NoisyShare` of the finite releases ``values``, and the
+    validation rows' ``clean`` and ``flipped`` scores and class ``labels``
+    (``0..K-1``); ``seed`` is public."""
+    values = values[np.isfinite(values)]
+    n, m = len(values), len(clean)
+    if n < 2 or m < 2:
+        return NoisyShare(np.nan, 0.0, 1.0, 0, level)
+    n_classes = int(labels.max()) + 1
+    mean_values, se_values = values.mean(), values.std(ddof=1) / np.sqrt(n)
+    clean_mean = clean.mean()
+    gap = clean_mean - flipped.mean()
+    share = min(max((clean_mean - mean_values) / gap, 0.0), 1.0) if gap > 0 else np.nan
+    rng = np.random.default_rng(seed)
+    means = mean_values + se_values * rng.standard_normal(N_BOOTSTRAP)
+    # Per draw and class: pi_j, pi_j c_j, pi_j d_j (in chunks of draws).
+    pi, pi_c, pi_f = (np.empty((N_BOOTSTRAP, n_classes)) for _ in range(3))
+    chunk = max(1, 2**20 // m)
+    for start in range(0, N_BOOTSTRAP, chunk):
+        stop = min(start + chunk, N_BOOTSTRAP)
+        rows = rng.integers(0, m, size=(stop - start, m))
+        cell = (np.arange(stop - start)[:, None] * n_classes + labels[rows]).ravel()
+        size = (stop - start) * n_classes
+        for out, weights in ((pi, None), (pi_c, clean[rows].ravel()),
+                             (pi_f, flipped[rows].ravel())):
+            out[start:stop] = np.bincount(cell, weights, minlength=size).reshape(
+                stop - start, n_classes) / m
+    lows, highs = _reach(pi, pi_c - pi_f, pi_c.sum(axis=1) - means)
+    tail = (1 - level) / 2
+    low, high = float(np.quantile(lows, tail)), float(np.quantile(highs, 1 - tail))
+    if not np.isnan(share):  # the symmetric estimate, within the interval
+        share = min(max(share, low), high)
+    n_noisy = 0 if np.isnan(share) else int(round(share * n))
+    return NoisyShare(float(share), low, high, n_noisy, level)
+
+
+def _reach(pi, pi_d, target):
+    """Per draw, the lowest and highest ``s = sum_j w_j`` with ``0 <= w_j <=
+    pi_j`` and ``sum_j w_j d_j = target`` (``pi_d = pi_j d_j``): the shares
+    some class-dependent rates reach. The reachable ``sum_j w_j d_j`` at share
+    ``s`` runs from filling the classes by increasing gap to filling them by
+    decreasing gap; a target out of reach counts as its nearest end."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(pi > 0, pi_d / pi, 0.0)
+    lows, highs = np.empty(len(pi)), np.empty(len(pi))
+    for i in range(len(pi)):
+        order = np.argsort(d[i])
+        least, most = (np.interp(_GRID, np.concatenate([[0.0], np.cumsum(pi[i][o])]),
+                                 np.concatenate([[0.0], np.cumsum(pi_d[i][o])]))
+                       for o in (order, order[::-1]))  # convex, concave in s
+        t = min(max(target[i], least.min()), most.max())
+        ok = (least <= t + 1e-12) & (most >= t - 1e-12)
+        lows[i], highs[i] = (_GRID[ok][0], _GRID[ok][-1]) if ok.any() else (0.0, 1.0)
+    return lows, highs
 
 
 def reference_scores(scorer, X_val, y_val, estimator, seed, gamma):
@@ -49,21 +125,19 @@ def reference_scores(scorer, X_val, y_val, estimator, seed, gamma):
     ``seed`` the public seed of the folds, ``gamma`` the release's grid (0:
     none, no noise).
     """
-    if scorer.public_model_fitted_privately_:
+    n_folds = min(N_FOLDS, int(np.bincount(y_val).min()))
+    if scorer.public_model_fitted_privately_ or n_folds < 2:
+        # Not fitted on them, or a class too rare to leave out of a fold.
         return _scores(scorer, scorer.public_model_, X_val, y_val, gamma)
-    n_folds = min(N_FOLDS, int(np.bincount(y_val).max()))
     clean, flipped = np.empty(len(y_val)), np.empty(len(y_val))
-    if n_folds < 2:  # one row a class: no fold to leave out
-        return _scores(scorer, scorer.public_model_, X_val, y_val, gamma)
     folds = StratifiedKFold(n_folds, shuffle=True, random_state=seed % 2**32)
     with warnings.catch_warnings():
-        # The folds' warnings repeat those of the fit on all the rows (issued);
-        # a class with fewer rows than folds is left out of some folds.
+        # The folds' warnings repeat those of the fit on all the rows (issued).
         warnings.simplefilter("ignore")
         for fit_rows, score_rows in folds.split(X_val, y_val):
             model = clone(estimator)
             if "random_state" in model.get_params() and model.random_state is None:
-                model.set_params(random_state=seed)
+                model.set_params(random_state=seed % 2**32)
             model.fit(X_val[fit_rows], y_val[fit_rows])
             clean[score_rows], flipped[score_rows] = _scores(
                 scorer, model, X_val[score_rows], y_val[score_rows], gamma)
