@@ -21,7 +21,6 @@ from sklearn.datasets import make_classification
 from skdpval import DPDataValuator, DPLabelQuality
 from skdpval.cli import main
 from skdpval.cli._flag import FALLBACK, WIDE, auto_flag_fraction, flag_fraction_type
-from skdpval.datasets import flip_labels
 from skdpval.valuation import _label_quality
 from skdpval.valuation._noisy_share import NoisyShare, _reach, noisy_share
 
@@ -133,8 +132,8 @@ def test_reach_matches_a_linear_program():
         expect = [linprog(sign * np.ones(k), A_eq=d[None], b_eq=[t], bounds=bounds)
                   for sign in (1, -1)]
         assert all(e.status == 0 for e in expect)
-        assert low[0] == pytest.approx(expect[0].x.sum(), abs=1e-3)
-        assert high[0] == pytest.approx(expect[1].x.sum(), abs=1e-3)
+        assert low[0] == pytest.approx(expect[0].x.sum(), abs=1e-6)
+        assert high[0] == pytest.approx(expect[1].x.sum(), abs=1e-6)
 
 
 def test_no_estimate_without_a_known_law_for_a_bad_label():
