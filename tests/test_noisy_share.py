@@ -213,3 +213,29 @@ def test_value_flags_the_estimated_share_by_default(tmp_path, capsys):
     assert bad["low"] <= flipped.mean() <= bad["high"]
     # the flagged rows are mostly flipped ones
     assert flipped[out["flagged"].to_numpy()].mean() > 0.5
+
+
+def test_a_refit_without_an_estimate_keeps_no_old_one():
+    X, y, X_val, y_val, _ = _flipped_table(200, 60, 0.2, 0)
+    scorer = DPLabelQuality(epsilon=3.0).fit(X, y, X_val=X_val, y_val=y_val)
+    assert hasattr(scorer, "noisy_share_")
+    scorer.set_params(threat_model="joint").fit(X, y, X_val=X_val, y_val=y_val)
+    assert not hasattr(scorer, "noisy_share_")
+
+
+def test_a_failed_fold_fit_is_said_not_dropped():
+    from sklearn.linear_model import LogisticRegression
+
+    class Picky(LogisticRegression):
+        def fit(self, X, y, sample_weight=None):
+            if len(X) < 60:
+                raise ValueError("too few rows")
+            return super().fit(X, y, sample_weight)
+
+    X, y, X_val, y_val, _ = _flipped_table(200, 60, 0.2, 0)
+    with pytest.warns(UserWarning, match="no noisy_share_.*too few rows"):
+        scorer = DPLabelQuality(Picky(), epsilon=3.0, public_model="validation").fit(
+            X, y, X_val=X_val, y_val=y_val)
+    assert not hasattr(scorer, "noisy_share_")
+    fraction, line, _ = auto_flag_fraction(scorer)
+    assert fraction == FALLBACK and "see the warning above" in line

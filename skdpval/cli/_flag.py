@@ -46,10 +46,13 @@ def auto_flag_fraction(valuator, unit="rows"):
                   source="DPLabelQuality.noisy_share_: post-processing of the "
                          "released scores and the validation rows")
     if estimate is None:
-        why = ("regression: a bad target follows no known law"
-               if hasattr(valuator, "residual_scale_") else
-               "--method shapley: its values have no known law for a bad label; "
-               "--method label-quality estimates it")
+        if hasattr(valuator, "residual_scale_"):
+            why = "regression: a bad target follows no known law"
+        elif hasattr(valuator, "public_model_"):
+            why = "the label scores gave none: see the warning above"
+        else:
+            why = ("--method shapley: its values have no known law for a bad "
+                   "label; --method label-quality estimates it")
         record.update(flag_fraction=FALLBACK, rule="no estimate: the fixed fallback")
         return FALLBACK, (f"bad labels: no estimate ({why}); --flag-fraction auto "
                           f"flags the lowest {FALLBACK:.0%}"), record

@@ -411,6 +411,7 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
             self.residual_scale_ = _residual_scale(self.public_model_, parties)
         self.margin_scale_ = self._margin_scale(parties)
         scores = self._party_scores(parties, record_level, centre)
+        self.__dict__.pop("noisy_share_", None)  # an earlier fit's
         references = None
         if is_classifier(self.estimator_) and not joint:
             # What a clean and a flipped label score (public): for noisy_share_.

@@ -138,7 +138,8 @@ def _reach(pi, pi_d, target):
 
 def reference_scores(scorer, X_val, y_val, estimator, seed, gamma):
     """``(clean, flipped)``: each validation row's clipped score on the grid
-    with its label, and its mean one with another label.
+    with its label, and its mean one with another label (None, with a
+    warning, when a fit on the folds fails).
 
     ``scorer`` is the fitted :class:`~skdpval.DPLabelQuality` (its
     ``public_model_``, ``clip`` and ``classes_``), ``X_val`` and ``y_val``
@@ -155,14 +156,25 @@ def reference_scores(scorer, X_val, y_val, estimator, seed, gamma):
     with warnings.catch_warnings():
         # The folds' warnings repeat those of the fit on all the rows (issued).
         warnings.simplefilter("ignore")
-        for fit_rows, score_rows in folds.split(X_val, y_val):
-            model = clone(estimator)
-            if "random_state" in model.get_params() and model.random_state is None:
-                model.set_params(random_state=seed % 2**32)
-            model.fit(X_val[fit_rows], y_val[fit_rows])
-            clean[score_rows], flipped[score_rows] = _scores(
-                scorer, model, X_val[score_rows], y_val[score_rows], gamma)
-    return clean, flipped
+        try:
+            for fit_rows, score_rows in folds.split(X_val, y_val):
+                model = clone(estimator)
+                if ("random_state" in model.get_params()
+                        and model.random_state is None):
+                    model.set_params(random_state=seed % 2**32)
+                model.fit(X_val[fit_rows], y_val[fit_rows])
+                clean[score_rows], flipped[score_rows] = _scores(
+                    scorer, model, X_val[score_rows], y_val[score_rows], gamma)
+        except Exception as error:  # the validation rows are public: quoted
+            failure = error
+        else:
+            return clean, flipped
+    warnings.warn(
+        f"DPLabelQuality has no noisy_share_: fitting {type(estimator).__name__} "
+        f"on {n_folds - 1} of {n_folds} folds of the validation rows, to score "
+        f"each row by a model that did not see it, failed "
+        f"({type(failure).__name__}: {failure}).", UserWarning, stacklevel=2)
+    return None
 
 
 def _scores(scorer, model, X, y, gamma):
