@@ -2,6 +2,8 @@
 46, item 3): the values of the Python API row for row, one file per input
 partition, every bad input refused in one line before any release."""
 
+import json
+import math
 import os
 
 import numpy as np
@@ -130,7 +132,11 @@ def test_a_folder_in_this_process_labels_and_stale_parts(tmp_path, capsys, seede
     np.testing.assert_array_equal(result["value"].to_numpy(), expected.values_)
     np.testing.assert_array_equal(result["stderr"].to_numpy(),
                                   expected.values_stderr_)
-    assert (tmp_path / "report.json").exists()
+    # --flag-fraction auto (the default): the Python API's estimate, flagged
+    bad = json.loads((tmp_path / "report.json").read_text())["bad_labels"]
+    assert bad["share"] == expected.noisy_share_.share
+    assert result["flagged"].sum() == math.ceil(bad["flag_fraction"] * len(result)
+                                                - 1e-9)
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ import numpy as np
 
 from ._files import (PART_NAME, parquet_files, read_table, stale_parts,
                      write_atomically)
+from ._flag import auto_flag_fraction
 from ._models import DEFAULT_MODELS, make_model, parse_model_params
 from ._parser import InputError
 from ._table import choose_features, encode, targets
@@ -265,11 +266,17 @@ def run(args, parser=None):
             except (ValueError, TypeError, FloatingPointError) as error:
                 raise InputError(cli_words(error)) from None
     report = dict(valuator.privacy_report_)
+    fraction, estimate = args.flag_fraction, None
+    if fraction == "auto":
+        fraction, line, estimate = auto_flag_fraction(valuator)
+        progress(line)
+        report["bad_labels"] = estimate
     unprotected = f"the validation rows ({args.validation}), used without noise"
     try:
-        n_flagged = _write_parts(valuator, starts, args.output, args.flag_fraction, pd)
-        progress(f"done: {n_flagged} rows flagged (the lowest {args.flag_fraction:g} "
-                 f"of the values); wrote {len(lengths)} file(s) to {args.output}")
+        n_flagged = _write_parts(valuator, starts, args.output, fraction, pd)
+        progress(f"done: {n_flagged} rows flagged (the lowest {fraction:.3g} of the "
+                 f"values{'; --flag-fraction auto' if estimate is not None else ''}); "
+                 f"wrote {len(lengths)} file(s) to {args.output}")
         if args.report is not None:
             _write_report(report, args.report)
             progress(f"wrote {args.report}")
