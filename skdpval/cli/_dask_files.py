@@ -34,7 +34,7 @@ from ._files import (PART_NAME, parquet_files, read_table, stale_parts,
 from ._flag import auto_flag_fraction
 from ._models import DEFAULT_MODELS, make_model, parse_model_params
 from ._parser import InputError
-from ._table import choose_features, encode, targets
+from ._table import choose_features, columns_line, encode, targets
 from ._value import (NOT_PRIVATE, PROG, _import, _show_warning, _valuator,
                      _write_report, cli_words, privacy_summary)
 
@@ -251,12 +251,8 @@ def run(args, parser=None):
                             dtype=np.float64)
             for p, length in zip(parts, lengths) if length] or
             [da.zeros((0, X_val.shape[1]))])
-        progress(f"{args.train}: {n_rows} rows; {len(X_val)} validation rows; "
-                 f"{len(features)} feature columns"
-                 + (f" ({len(encoded)} one-hot encoded from the validation rows: "
-                    f"{', '.join(map(str, encoded))})" if encoded else "")
-                 + (f"; missing numbers filled: --impute {args.impute}"
-                    if args.impute else "") + f"; {task}")
+        progress(f"{args.train}: {n_rows} rows; "
+                 + columns_line(len(X_val), features, encoded, args.impute, task))
         if args.epsilon == math.inf:  # every input checked; before any release
             print(NOT_PRIVATE, file=sys.stderr)
         progress(f"valuing with {type(valuator).__name__}({name}) on Dask ...")

@@ -228,6 +228,17 @@ def encode(train_X, val_X, impute, pd, *, typed=False):
             np.hstack([encoder.transform(val_text), X_val]), text)
 
 
+def columns_line(n_val, features, encoded, impute, task):
+    """The progress line's account of the columns: the validation rows, the
+    feature columns and which were one-hot encoded, the imputation, the task
+    (the one-file and the Dask paths say it alike)."""
+    return (f"{n_val} validation rows; {len(features)} feature columns"
+            + (f" ({len(encoded)} one-hot encoded from the validation rows: "
+               f"{', '.join(map(str, encoded))})" if encoded else "")
+            + (f"; missing numbers filled: --impute {impute}" if impute else "")
+            + f"; {task}")
+
+
 def targets(train_y, val_y, args, pd, note):
     """``(y, y_val, task)``: the task (``--task``, or from the validation
     target), the targets in one type, every training label in the validation

@@ -22,7 +22,7 @@ from ._files import describe_separator, file_kind, read_table, write_atomically
 from ._flag import auto_flag_fraction
 from ._models import DEFAULT_MODELS, make_model, parse_model_params
 from ._parser import InputError
-from ._table import choose_features, encode, targets
+from ._table import choose_features, columns_line, encode, targets
 
 PROG = "skdpval value"
 NOT_PRIVATE = (f"{PROG}: WARNING: --epsilon inf adds no privacy noise: the output "
@@ -256,11 +256,8 @@ def run(args, parser=None):
     read_with = ("" if separators <= {","} else "; separator " + ", ".join(
         sorted(map(describe_separator, separators))))
     progress(f"{args.train}: {n_rows} rows{held_note}; "
-             f"{len(X_val)} validation rows; {len(features)} feature columns"
-             + (f" ({len(encoded)} one-hot encoded from the validation rows: "
-                f"{', '.join(map(str, encoded))})" if encoded else "")
-             + (f"; missing numbers filled: --impute {args.impute}"
-                if args.impute else "") + f"; {task}{read_with}")
+             + columns_line(len(X_val), features, encoded, args.impute, task)
+             + read_with)
     if args.epsilon == math.inf:  # every input checked; before any work
         print(NOT_PRIVATE, file=sys.stderr)
     progress(f"valuing with {type(valuator).__name__}({name}) ...")
