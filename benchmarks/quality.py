@@ -785,15 +785,16 @@ def regime_reference(d, epsilon, seed):
 
 
 def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0,
-               paired=False):
+               paired=False, flip_rate=0.3):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from regime_data import regime_split
     fractions = {}
     for name in datasets:
         for n_val in n_vals:
             for seed in range(first_seed, first_seed + seeds):
-                d = regime_split(name, seed, n_val)
+                d = regime_split(name, seed, n_val, flip_rate=flip_rate)
                 base = dict(case="regime", dataset=name, n=len(d["y_train"]),
+                            flip_rate=flip_rate,
                             n_features=d["X_train"].shape[1], n_val=n_val,
                             seed=seed, delta=DELTA)
                 for epsilon in epsilons:
@@ -832,6 +833,12 @@ def run_regime(datasets, methods, epsilons, seeds, n_vals, first_seed=0,
                                         estimator.public_model_fitted_privately_),
                                     seconds=round(seconds, 3), paired=paired,
                                     load=round(os.getloadavg()[0], 2))
+                        fit = estimator.privacy_report_["details"].get(
+                            "public_model_fit", {})
+                        if fit.get("rule"):  # the "auto" rule's public statistic
+                            case.update(rule_difference=round(
+                                fit["rule"]["difference"], 4),
+                                rule_se=round(fit["rule"]["standard_error"], 4))
                         if isinstance(estimator, DPLabelQuality):
                             predicted = estimator.public_model_.predict(
                                 _standardized(d["X_train"], d["X_val"]))
@@ -1050,6 +1057,9 @@ if __name__ == "__main__":
     parser.add_argument("--paired", action="store_true",
                         help="regime only: fixed noise streams (noise_seed, not "
                              "private) to compare code versions on the same noise")
+    parser.add_argument("--flip-rates", nargs="+", type=float, default=[0.3],
+                        help="regime only: the training labels' flip rate, or "
+                             "those of class 0 and class 1 (class-dependent)")
     args = parser.parse_args()
     if args.suite == "regime_summary":  # lines of regime runs on stdin
         summarize_regime(sys.stdin)
@@ -1063,7 +1073,9 @@ if __name__ == "__main__":
         epsilons = [1.0, 3.0] if args.epsilons == [1.0, 3.0, 10.0] else args.epsilons
         if args.suite == "regime":
             run_regime(datasets, methods, epsilons, args.seeds, args.n_vals,
-                       args.first_seed, args.paired)
+                       args.first_seed, args.paired,
+                       args.flip_rates[0] if len(args.flip_rates) == 1
+                       else tuple(args.flip_rates))
         elif args.suite == "regime_rule":
             run_regime_rule(datasets, epsilons, args.seeds)
         elif args.suite == "regime_small":

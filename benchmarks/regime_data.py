@@ -64,6 +64,10 @@ CATEGORIES = {
 REAL_TABLES = ("diamonds", "cps1988", "rwm5yr", "gss7402")
 SYNTHETIC = ("sep_0.8", "sep_1.2")
 REGIME_DATASETS = SYNTHETIC + REAL_TABLES
+# Non-linear tables (issue 44): 10 standard normal features, the label the
+# sign of a linear part plus pairwise interactions and a square (no label
+# noise before the suite's flips).
+NONLINEAR = ("inter_12k", "inter_20k")
 
 
 def _one_hot(frame, name):
@@ -98,6 +102,8 @@ def load_regime(name):
                                    class_sep=float(name.split("_")[1]),
                                    random_state=0)
         return X.astype(np.float64), y.astype(np.int64)
+    if name in NONLINEAR:
+        return _interactions(name)
     if name == "diamonds":
         df = _rdata("ggplot2", "diamonds")
         y = (df["price"] > df["price"].median()).to_numpy()
@@ -126,11 +132,27 @@ def load_regime(name):
     return X, y.astype(np.int64)
 
 
+def _interactions(name):
+    """``inter_12k``: 12,000 rows, ``x0 - x1 + 0.5 x2 + 2 x3 x4 + 2 x5 x6 -
+    (x7^2 - 1)``; ``inter_20k``: 20,000 rows, ``0.5 x0 + 1.5 x1 x2 - 1.5 x3
+    x4 + 1.5 x5 x6 + (x8^2 - 1) - |x9| + 0.8``; the label is its sign."""
+    n = 12_000 if name == "inter_12k" else 20_000
+    rng = np.random.default_rng(sum(map(ord, name)))
+    X = rng.standard_normal((n, 10))
+    if name == "inter_12k":
+        f = (X[:, 0] - X[:, 1] + 0.5 * X[:, 2] + 2 * X[:, 3] * X[:, 4]
+             + 2 * X[:, 5] * X[:, 6] - (X[:, 7] ** 2 - 1))
+    else:
+        f = (0.5 * X[:, 0] + 1.5 * X[:, 1] * X[:, 2] - 1.5 * X[:, 3] * X[:, 4]
+             + 1.5 * X[:, 5] * X[:, 6] + (X[:, 8] ** 2 - 1) - np.abs(X[:, 9]) + 0.8)
+    return X, (f > 0).astype(np.int64)
+
+
 def regime_split(name, seed, n_val, flip_rate=0.3, n_test=5000):
     """One seed's split of ``name``: a clean test set (``n_test`` rows, at
     most a fifth of the table, for accuracies), ``n_val`` clean validation rows from the held-out part, the
     rest for training with each label flipped independently at
-    ``flip_rate``. Stratified by nothing: the validation rows are a plain
+    ``flip_rate`` (a pair: the rates of class 0 and of class 1). Stratified by nothing: the validation rows are a plain
     random draw, as a user's would be (redrawn until both classes appear).
 
     Returns a dict of arrays: X_train, y_train (noisy), y_train_clean,
@@ -147,7 +169,9 @@ def regime_split(name, seed, n_val, flip_rate=0.3, n_test=5000):
             break
         rest = rng.permutation(rest)
     train = rest[n_val:]
-    flipped = rng.random(len(train)) < flip_rate
+    rates = (np.asarray(flip_rate)[y[train]] if np.ndim(flip_rate)
+             else flip_rate)
+    flipped = rng.random(len(train)) < rates
     y_train = np.where(flipped, 1 - y[train], y[train])
     return dict(X_train=X[train], y_train=y_train, y_train_clean=y[train],
                 flipped=flipped, X_val=X[val], y_val=y[val], X_test=X[test],

@@ -366,7 +366,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         subspace.
 
     public_model_fitted_privately_ : bool
-        Whether the public model was fitted privately on the training rows.
+        Whether the model kept is its private fit (a fit not kept: see reason).
 
     public_model_reason_ : str
         Why (the option, or what ``"auto"`` decided and why).
@@ -638,7 +638,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         public_model.choose(game, line=isinstance(self.subspace, str))
         space = family.space(game, self.subspace,
                              validation_objective=game.validation_objective,
-                             seed=seed, refine=public_model.refine(game))
+                             seed=seed, refine=public_model.refine(game, seed))
         self.subspace_, self.public_model_ = space.basis, space.public_model
         return game._replace(space=space)
 

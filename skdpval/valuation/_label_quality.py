@@ -16,7 +16,8 @@ from ._base import STEP_TO_USER, BaseValuator
 from ._noisy_share import noisy_share, reference_scores
 from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, budget_mu,
                             check_public_model, declare_fit, document_public_model,
-                            fit_on_validation, labels_model, labels_problem,
+                            fit_on_validation, keep_private_fit, labels_model,
+                            labels_problem,
                             layout_inputs, resolve_public_model, run_fit)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -187,7 +188,9 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         units (as ``estimator_``'s).
 
     public_model_fitted_privately_ : bool
-        Whether ``public_model_`` was fitted privately on the training rows.
+        Whether ``public_model_`` is the private fit on the training rows
+        (``"auto"`` may make that fit and not keep it: its share of the
+        budget is spent all the same, ``public_model_reason_`` says why).
 
     public_model_reason_ : str
         Why (the option, or what ``"auto"`` decided and why).
@@ -404,9 +407,19 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         if problem is not None:
             theta, mechanism.details["public_model_fit"] = run_fit(
                 family_of(estimator), problem, fit, mechanism)
-            self.public_model_ = labels_model(self.estimator_, estimator, theta,
-                                              problem)
+            fitted = labels_model(self.estimator_, estimator, theta, problem)
             problem = None  # its targets and weights (n numbers each): freed
+            classifier = is_classifier(fitted)
+            keep, self.public_model_reason_, rule = keep_private_fit(
+                self, estimator, fitted.predict(parties.X_val) if classifier
+                else None, parties.X_val, parties.y_val, model_seed,
+                fitted.predict_proba(parties.X_val)
+                if classifier and hasattr(fitted, "predict_proba") else None)
+            mechanism.details["public_model"] = self.public_model_reason_
+            mechanism.details["public_model_fit"].update(kept=keep, rule=rule)
+            self.public_model_fitted_privately_ = keep
+            if keep:
+                self.public_model_ = fitted
         if not is_classifier(self.estimator_):
             self.residual_scale_ = _residual_scale(self.public_model_, parties)
         self.margin_scale_ = self._margin_scale(parties)

@@ -63,6 +63,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..families import family_of
 from ..privacy import PUBLIC_FIT, WALK, PrivacyMechanism, gdp_mu
+from ._keep_rule import design_labels, keep_private_fit
 
 PUBLIC_MODEL_OPTIONS = ("auto", "validation", "private")
 
@@ -236,14 +237,20 @@ PUBLIC_MODEL_DOCS = {
         mu_fit / sqrt(100 d)`` is at least 6 (measured: benchmarks/quality.py
         --suite regime_rule and --suite regime_small, with a fit of 100 plain
         steps: the index keeps that normalisation); otherwise, and for
-        models the fit does not cover, the validation model
-        (``privacy_report_["details"]["public_model"]`` says which and why).
-        A private fit learns from the noisy training labels: where the label
-        noise depends on the class it inherits that bias, and the validation
-        model finds the bad labels better (``benchmarks/cleaning.py``:
-        class-dependent flips, 20,000 rows, epsilon 3: cleaning with the
-        validation model beat both the noisy and the validation-only model,
-        with the private fit it did not). Pass ``"validation"`` there.
+        models the fit does not cover, the validation model. A private fit
+        that ``"auto"`` made is then kept only if it passes two checks on
+        the validation rows (public, no privacy spent): its balanced
+        accuracy there is at most 0.05 below the validation model's
+        cross-validated one, and (where it gives class probabilities) their
+        mean lies within 1.5 standard errors of class shares that symmetric
+        label noise could have left (between the validation rows' shares
+        and ``1 / K``). Label noise that depends on the class makes the
+        private fit learn it, and then the validation model finds the bad
+        labels better (``benchmarks/quality.py --suite regime
+        --flip-rates 0.15 0.45``); a fit that is not kept has still spent its
+        share (``privacy_report_["parts"]``). ``privacy_report_["details"]
+        ["public_model"]`` says which model was kept and why, and
+        ``["public_model_fit"]["rule"]`` gives the checks' numbers.
 """,
     "public_model_share": """\
     public_model_share : float in (0, 1), default=0.05
@@ -519,23 +526,36 @@ class PublicModel:
             share=1.0 - valuator.public_model_share)
         mechanism.calibrate()
 
-    def refine(self, game):
+    def refine(self, game, seed):
         """None, or ``refine(theta_val) -> (unit direction, norm)``: the
         objective fitted privately on the training rows from the validation
         model's parameters ``theta_val`` (its direction kept when the fit's
-        released parameters give none)."""
+        released parameters give none, or when ``"auto"`` does not keep the
+        fit: :func:`keep_private_fit`, with the public ``seed``)."""
         if self.fit is None:
             return None
-        family = game.objective.family
+        family, valuator = game.objective.family, self.valuator
 
         def refine(theta_val):
             problem = family.fit_problem(
                 game, theta_val.reshape(game.T.shape[1], -1),
                 record_level=game.record_level)
-            theta, self.mechanism.details["public_model_fit"] = run_fit(
+            details = self.mechanism.details
+            theta, details["public_model_fit"] = run_fit(
                 family, problem, self.fit, self.mechanism)
             norm = float(np.linalg.norm(theta))
-            if not np.isfinite(norm) or norm == 0:  # from noisy releases: public
+            labels, proba = (design_labels(game.X_val, theta, game.loss)
+                             if game.objective.is_classifier else (None, None))
+            keep, reason, rule = keep_private_fit(
+                valuator, self.estimator, labels, game.X_val, game.labels_val, seed,
+                proba)
+            details["public_model_fit"].update(kept=keep, rule=rule)
+            if keep and (not np.isfinite(norm) or norm == 0):  # noisy releases: public
+                keep, reason = False, (reason + "; its released parameters give "
+                                       "no direction: the validation model's kept")
+            valuator.public_model_fitted_privately_ = keep
+            valuator.public_model_reason_ = details["public_model"] = reason
+            if not keep:
                 return (theta_val.ravel() / np.linalg.norm(theta_val),
                         float(np.linalg.norm(theta_val)))
             return theta.ravel() / norm, norm
