@@ -61,13 +61,17 @@ def scaled(factor):
     return draw
 
 
-def main():
+def main(cases=None):
+    """Every audit (or the ``cases`` named: ``python benchmarks/audit_paths.py
+    NAME ...``) at the claimed noise and at half of it."""
     warnings.simplefilter("ignore")
     sites = draw_sites()
     for factor in (1.0, 0.5):
         for module, name in sites:
             setattr(module, name, scaled(factor))
         for case, statistic in AUDITS.items():
+            if cases and case not in cases:
+                continue
             start = time.perf_counter()
             bounds = audit(statistic, n_fits=N_FITS)
             print(json.dumps(dict(
@@ -79,4 +83,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

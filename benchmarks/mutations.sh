@@ -24,7 +24,8 @@ declare -A edits=(
 )
 # Every Gaussian draw goes through the mechanism's NoiseStream.integers: the
 # walks' (per permutation, on any worker), the label score, the federated
-# rounds and the private fit of the public model (tests/test_public_model.py);
+# rounds and the private fit of the public model (tests/test_public_model.py;
+# a network's: tests/test_public_model_network.py);
 # the Laplace draw serves LayeredShapleyValuator.
 for factor in $factors; do
   for site in gaussian laplace; do
@@ -44,6 +45,7 @@ for factor in $factors; do
     fi
     output=$(cd "$copy" && PYTHONPATH="$copy" "$python" -m pytest -p no:cacheprovider \
        -o addopts="" -q -rf tests/test_secure_noise.py tests/test_public_model.py \
+       tests/test_public_model_network.py \
        ${AUDIT_FILES:-tests/test_audit.py tests/test_audit_paths.py tests/test_audit_joint.py} \
        -k "calibrated_scale or passes_at_the_claimed or claimed_laplace or passes_at_the_true_noise" 2>&1)
     summary=$(echo "$output" | grep -E "^FAILED|passed|failed" | sed "s/ - .*//")

@@ -106,6 +106,17 @@ def label_quality_fit(canary, noise_seed, kind):
     elif kind == "regressor":
         estimator, y_val = Ridge(), X_VAL[:, 0]
         X, y = np.array([[1.0], [-0.5]]), np.array([0.8 if canary else 9.0, -0.4])
+    elif kind == "private network":
+        # The private fit of a network public model (its own part, 5% of
+        # mu^2, NETWORK_FIT_STEPS releases of its packed parameters), then
+        # the canary's score under it: the network fit's draw site.
+        others = np.tile([1.0, -1.0], 1000)
+        X = np.r_[3.0, others][:, None]
+        y = np.r_[1 if canary else 0, (others > 0).astype(int)]
+        scorer = DPLabelQuality(MLPClassifier((2,), random_state=0), epsilon=EPSILON,
+                                clip=0.5, public_model="private", random_state=0,
+                                noise_seed=noise_seed)
+        return scorer.fit(X, y, X_val=X_val, y_val=y_val)
     elif kind == "private public model":
         # The public model fitted privately on the training rows (a part of
         # its own, 5% of mu^2), then the canary's score under it (the rest).
@@ -216,6 +227,8 @@ FITS = {
     "DPLabelQuality groups": functools.partial(label_quality_fit, kind="groups"),
     "DPLabelQuality private public model": functools.partial(
         label_quality_fit, kind="private public model"),
+    "DPLabelQuality private network": functools.partial(
+        label_quality_fit, kind="private network"),
     "federated randk": functools.partial(federated_fit, noise="iid", q=0.0,
                                          compression=("randk", 1)),
     "federated quantize": functools.partial(federated_fit, n_features=2, noise="iid",

@@ -142,8 +142,9 @@ def test_line_loss_derivatives(activation, loss, hidden):
 # --- the walks ---------------------------------------------------------------------
 
 from skdpval import DPDataValuator, DPLabelQuality  # noqa: E402
+from skdpval.families._network_table import MIDPOINT_TOLERANCE  # noqa: E402
 from skdpval.families.network import (  # noqa: E402
-    MIDPOINT_TOLERANCE, NetworkSpace, make_network, public_direction, run_walk)
+    NetworkSpace, make_network, public_direction, run_walk)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression, Ridge
-from sklearn.neural_network import MLPClassifier
+from sklearn.neural_network import MLPClassifier, MLPRegressor
 
 from skdpval import DPDataValuator, DPLabelQuality, DPValueFilter, privacy_spent
 from skdpval.privacy._accounting import gdp_epsilon, gdp_mu
@@ -223,7 +223,8 @@ def test_bad_public_model_parameters_fail_before_any_work(Valuator, params, matc
 @pytest.mark.parametrize("valuator, match", [
     (DPLabelQuality(RandomForestClassifier(), public_model="private", epsilon=1.0),
      "RandomForestClassifier"),
-    (DPLabelQuality(MLPClassifier(), public_model="private", epsilon=1.0), "network"),
+    (DPLabelQuality(MLPRegressor(), public_model="private", epsilon=1.0),
+     "network regressor"),
     (DPDataValuator(MLPClassifier(), public_model="private", epsilon=1.0), "network"),
     (DPDataValuator(public_model="private", subspace=None, epsilon=1.0),
      "subspace='public'"),

@@ -221,8 +221,13 @@ def _value_options(parser):
                              "limit when the goal is only to find bad labels). "
                              "shapley is the default because it is what the "
                              "command promises: each row's value")
-    parser.add_argument("--model", default=None, metavar="NAME",
-                        help="the scikit-learn estimator, by class name. --method "
+    parser.add_argument("--model", default="auto", metavar="NAME",
+                        help="the scikit-learn estimator, by class name, or auto "
+                             "(the default: for classification without "
+                             "--model-params, LogisticRegression or "
+                             "MLPClassifier((64,)), chosen on the validation rows "
+                             "by cross-validated log loss, which costs no "
+                             "privacy; otherwise as below). --method "
                              "shapley: a model the valuators map (the linear "
                              "models, e.g. LogisticRegression, SGDClassifier, "
                              "Ridge, and MLPClassifier, MLPRegressor; a wrong "
@@ -230,8 +235,9 @@ def _value_options(parser):
                              "classifier or regressor of scikit-learn "
                              "(sklearn.utils.all_estimators, e.g. "
                              "HistGradientBoostingClassifier) that needs no other "
-                             "estimator (None: LogisticRegression for "
-                             "classification, Ridge for regression)")
+                             "estimator (auto with --model-params: "
+                             "LogisticRegression for classification; Ridge for "
+                             "regression)")
     parser.add_argument("--model-params", nargs="+", default=None,
                         metavar="KEY=VALUE",
                         help="the model's parameters: one JSON object "

@@ -207,7 +207,7 @@ def run(args, parser=None):
     if any(path is not None and file_kind(path) == "parquet" for path in paths):
         _import("pyarrow", "parquet")
     params = parse_model_params(args.model_params)
-    if args.model is not None:  # its name and parameters, before reading data
+    if args.model not in (None, "auto"):  # its name and parameters, before reading data
         make_model(args.model, params, args.method)
 
     train, train_sep = read_table(args.train, public=False, sep=args.sep, pd=pd)
@@ -232,9 +232,12 @@ def run(args, parser=None):
                                typed=typed)
     y, y_val, task = targets(fitted[args.target], val[args.target], args, pd,
                              progress)
-    name = args.model or DEFAULT_MODELS[task]
+    name = (DEFAULT_MODELS[task] if args.model in (None, "auto") else args.model)
     model = make_model(name, params, args.method, task)
-    if args.method == "shapley":
+    if args.model in (None, "auto") and not params and task == "classification":
+        # The library's default: the family chosen on the validation rows.
+        name, model = "a linear model or a network, chosen on the validation rows", None
+    elif args.method == "shapley":
         from ..families import family_of
         try:  # the valuator's support of the model and its parameters
             family_of(model).objective(model, n_parties=len(fitted_rows))

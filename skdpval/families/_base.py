@@ -101,10 +101,17 @@ own parameter and an L1 term are divided.
 FitProblem = namedtuple("FitProblem", [
     "theta0", "X", "T", "offsets", "X_val", "loss", "loss_param", "l2", "l1",
     "n_penalized", "row_weights", "centre", "scale", "has_intercept",
-    "intercept_scaling"])
+    "intercept_scaling", "details"], defaults=(None,))
 FitProblem.__doc__ = """The private fit of the public model in its family's layout:
 ``theta0`` its start (the validation model); ``centre`` and ``scale`` of
-standardised regression targets (undone on the result)."""
+standardised regression targets (undone on the result); ``details`` the
+objective's family-specific details (a network's layers)."""
+
+
+FitDescent = namedtuple("FitDescent", ["n_steps", "step", "details"])
+FitDescent.__doc__ = """A family's private fit: ``n_steps`` releases; ``step()``
+a fresh rule ``(t, mean gradient) -> theta's change`` (post-processing of
+the releases); ``details`` for the report."""
 
 
 class Family(ABC):
@@ -256,13 +263,34 @@ class Family(ABC):
         return FitProblem(theta0, view.X, view.T, offsets, view.X_val, view.loss,
                           view.loss_param, view.l2, view.l1, view.n_penalized,
                           view.row_weights, centre, scale, has_intercept,
-                          view.objective.intercept_scaling)
+                          view.objective.intercept_scaling, view.objective.details)
 
     def gradient_sum(self, problem, *, clip, unit):
         """``f(theta) -> sum over parties`` of each party's gradient clipped to
         ``clip`` and rounded to multiples of ``unit`` (int64, exact in any
         order), for the private fit's noisy descent."""
         raise NotImplementedError(f"the {self.name} family has no private fit")
+
+    #: Whether :meth:`space` refits its public line from the private fit
+    #: (the ``refine`` argument): DPDataValuator's private fit needs it.
+    refines_line = False
+
+    #: Whether the private fit runs on rows held by Dask (on their blocks).
+    private_fit_on_dask = True
+
+    #: Whether DPDataValuator walks this family on rows held by Dask.
+    walks_on_dask = True
+
+    def n_fit_params(self, estimator, n_features, n_outputs):
+        """How many parameters the private fit releases (public)."""
+        return n_outputs * (n_features + 1)
+
+    def fit_descent(self, problem):
+        """None (the preconditioned descent of
+        :func:`skdpval.valuation._public_model.run_fit`, for models linear in
+        their parameters), or a :class:`FitDescent`: the family's own
+        number of steps and step rule for its private fit."""
+        return None
 
     def curvature(self, loss):
         """A bound on the loss's second derivative in the margin (the private

@@ -495,6 +495,8 @@ class LinearFamily(Family):
 
     # --- the private fit of the public model -------------------------------------------
 
+    refines_line = True
+
     def private_fit_unsupported(self, estimator):
         try:
             self.objective(estimator, n_parties=1)

@@ -35,6 +35,7 @@ advance), ``U`` is computed exactly from the rows (the first layer's
 pre-activations ``a + z c`` precomputed, so O(width x outputs) a row).
 """
 
+import copy
 from collections import namedtuple
 from dataclasses import dataclass
 
@@ -43,18 +44,28 @@ from scipy.optimize import minimize
 from sklearn import neural_network as nn
 from sklearn.utils import check_random_state
 
+from ..kernels import _fit_sums as fit_sums
 from ..kernels import _losses, _math, _network, _network_line
-from ..kernels._line import quintic_coefficients
 from ..kernels._linear import PartiesByOffsets
 from ..kernels._math import (_f64, _i64, pad_columns, padded_length, unit_weights,
                              validation_scratch)
 from ..privacy._release import clip_l2, release_stream, walk_stream
-from ._base import (ALTERNATIVE, Family, Objective, one_blas_thread, refuse,
-                    register_family)
+from ._network_table import NO_TABLE, _buffers, line_table
+from ._base import (ALTERNATIVE, Family, FitDescent, Objective, one_blas_thread,
+                    refuse, register_family)
 from .linear import check_basis
 
-# Largest error of the tabulated utility at the midpoints of its intervals.
-MIDPOINT_TOLERANCE = 1e-12
+# The private fit of a network: Adam on the released mean gradients from the
+# validation network (see NetworkFamily.fit_descent). Measured:
+# benchmarks/quality.py --suite regime on the non-linear tables
+# (benchmarks/results/quality_regime_network.jsonl).
+NETWORK_FIT_STEPS = 30
+NETWORK_FIT_RATE = 0.01
+ADAM_BETAS = (0.9, 0.999)
+DASK_FIT_REFUSED = ("The private fit of a network reads whole rows at every "
+                    "step and is not built for Dask input: pass numpy arrays, "
+                    "or public_model='validation'.")
+
 # The public direction's fit: L-BFGS iterations at most (scikit-learn's
 # default max_iter for an MLP).
 DIRECTION_MAX_ITER = 200
@@ -80,12 +91,6 @@ def glorot_init(sizes, activation, random_state):
 def make_network(sizes, activation, loss, random_state):
     return Network(_network.network_layout(sizes), _network.ACTIVATIONS[activation],
                    int(loss), glorot_init(sizes, activation, random_state))
-
-
-def _buffers(layout):
-    units = _network.n_units(layout)
-    return (np.zeros(units), np.zeros(units), np.zeros(units),
-            np.zeros(int(layout[-1, 1])))
 
 
 def run_walk(network, basis, X, T, offsets, X_val, T_val, labels_val, *, utility,
@@ -176,79 +181,6 @@ def _utility_affine(utility, n_val, total_sum_squares):
     if utility == _losses.R2 and total_sum_squares > 0:
         return 2.0 * n_val / total_sum_squares, 1.0
     return None
-
-
-LineTable = namedtuple("LineTable", ["nodes", "data", "first", "inv_cell"])
-LineTable.__doc__ = """The utility along the line, piecewise: interval ``i`` is
-``nodes[i], nodes[i + 1]`` with ``data[i]`` the six coefficients of its
-quintic Hermite interpolant in the local ``t`` in ``[0, 1]``
-(:func:`skdpval.kernels._line.quintic_coefficients` of its ends' ``(U, h U', h^2
-U'')``, read by :func:`skdpval.kernels._line.horner5`); ``first[b]`` the interval of the left edge of cell ``b`` of the
-uniform grid of step ``1 / inv_cell`` from ``nodes[0]`` (the look-up)."""
-
-# No table: ``U`` from the rows everywhere.
-NO_TABLE = LineTable(np.zeros(2), np.zeros((1, 6)), np.zeros(2, np.int64), 0.0)
-
-
-def _kinks(A_val, C_val, lo, hi):
-    """Where a relu unit of the first layer crosses 0 along the line (``a + z c
-    = 0``) within ``(lo, hi)``: the kinks of ``U``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = -A_val / C_val
-    return z[np.isfinite(z) & (z > lo) & (z < hi)]
-
-
-def line_table(network, direction, A_val, C_val, T_val, scale, offset, z_range,
-               max_intervals, tolerance=MIDPOINT_TOLERANCE):
-    """The :data:`LineTable` of ``U`` over ``z_range``, each interval refined
-    until the interpolant is within ``tolerance`` of ``U`` at its midpoint;
-    :data:`NO_TABLE` when that takes more than ``max_intervals``.
-
-    With relu units (one hidden layer) ``U`` has a kink where a validation
-    row's unit crosses 0 (:func:`_kinks`): every kink is a node, and each
-    interval's ends take the one-sided values from inside it, so that ``U``
-    is smooth on every interval. A deeper relu network's kinks are not known
-    in advance: no table.
-    """
-    lo, hi = float(z_range[0]), float(z_range[1])
-    relu = network.activation == _network.RELU
-    if relu and len(network.layout) > 2:
-        return NO_TABLE
-    args = (A_val, C_val, T_val, network.theta0, direction, network.layout,
-            _network.act_flag(network.activation), _network.loss_flag(network.loss), scale, offset,
-            *_buffers(network.layout))
-    nodes = np.linspace(lo, hi, 65)
-    if relu:
-        nodes = np.unique(np.concatenate([nodes, _kinks(A_val, C_val, lo, hi)]))
-    done_left, done_right, done_data = [], [], []
-    left, right = nodes[:-1], nodes[1:]
-    while len(left):
-        if sum(map(len, done_left)) + len(left) > max_intervals:
-            return NO_TABLE
-        ends, errors = np.empty((len(left), 6)), np.empty(len(left))
-        _network_line.tabulate(left, right, *args, ends, _network.depth_flag(network.layout))
-        data = quintic_coefficients(ends[:, :3], ends[:, 3:])
-        _network_line.table_errors(left, right, data, *args, errors,
-                          _network.depth_flag(network.layout))
-        good = errors <= tolerance
-        done_left.append(left[good])
-        done_right.append(right[good])
-        done_data.append(data[good])
-        # The error scales as h^6: split 20% finer than that predicts.
-        pieces = np.maximum(2, np.ceil(1.2 * (errors[~good] / tolerance) ** (1 / 6)))
-        pieces = np.minimum(pieces, max_intervals).astype(np.int64)
-        splits = [np.linspace(a, b, k + 1)
-                  for a, b, k in zip(left[~good], right[~good], pieces)]
-        left = np.concatenate([s[:-1] for s in splits]) if splits else np.empty(0)
-        right = np.concatenate([s[1:] for s in splits]) if splits else np.empty(0)
-    left, right = np.concatenate(done_left), np.concatenate(done_right)
-    order = np.argsort(left)
-    nodes = np.append(left[order], right[order][-1])
-    data = np.ascontiguousarray(np.concatenate(done_data)[order])
-    cells = len(order)
-    edges = lo + np.arange(cells + 1) * ((hi - lo) / cells)
-    first = np.clip(np.searchsorted(nodes, edges, side="right") - 1, 0, cells - 1)
-    return LineTable(nodes, data, first.astype(np.int64), cells / (hi - lo))
 
 
 class NetworkProblem(PartiesByOffsets, namedtuple("NetworkProblem", [
@@ -626,10 +558,91 @@ class NetworkFamily(Family):
                     None)
         return _network.walk, "a network's full-space walk", None
 
+    # --- the private fit of the public model -------------------------------------------
+
+    private_fit_on_dask = False
+    walks_on_dask = False
+
     def private_fit_unsupported(self, estimator):
-        return (f"{type(estimator).__name__} is a network: its private fit is not "
-                "built (a network's noisy gradient descent from the validation "
-                "model needs its own step size and clipping rule)")
+        if not isinstance(estimator, nn.MLPClassifier):
+            return (f"{type(estimator).__name__} is a network regressor: its "
+                    "private fit is not built (its targets' standardisation "
+                    "moves the output layer only); MLPClassifier's is")
+        try:
+            self.objective(estimator, n_parties=1)
+        except ValueError as error:
+            return str(error).split(". ")[0]
+        return None
+
+    def n_fit_params(self, estimator, n_features, n_outputs):
+        sizes = [n_features, *np.atleast_1d(estimator.hidden_layer_sizes), n_outputs]
+        return int(sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:])))
+
+    def fit_descent(self, problem):
+        """Adam on the released mean gradients (post-processing), from the
+        validation network: ``NETWORK_FIT_STEPS`` steps of rate
+        ``NETWORK_FIT_RATE``, scikit-learn's moment decays."""
+        def step():
+            moments = {}
+
+            def update(t, gradient):
+                first = moments.get("first", np.zeros_like(gradient))
+                second = moments.get("second", np.zeros_like(gradient))
+                first = ADAM_BETAS[0] * first + (1 - ADAM_BETAS[0]) * gradient
+                second = ADAM_BETAS[1] * second + (1 - ADAM_BETAS[1]) * gradient**2
+                moments.update(first=first, second=second)
+                corrected = first / (1 - ADAM_BETAS[0] ** (t + 1))
+                scale = np.sqrt(second / (1 - ADAM_BETAS[1] ** (t + 1))) + 1e-8
+                return NETWORK_FIT_RATE * corrected / scale
+
+            return update
+
+        return FitDescent(NETWORK_FIT_STEPS, step, dict(
+            n_steps=NETWORK_FIT_STEPS, step_rule="adam", rate=NETWORK_FIT_RATE,
+            betas=ADAM_BETAS))
+
+    def gradient_sum(self, problem, *, clip, unit):
+        """The clipped sums of :func:`skdpval.kernels._fit_sums.network_gradient_sum`
+        on the rows in memory (a network's fit on Dask input is refused)."""
+        if hasattr(problem.X, "sum_blocks"):
+            raise ValueError(DASK_FIT_REFUSED)
+        sizes = [problem.X.shape[1], *problem.details.hidden_layer_sizes,
+                 problem.T.shape[1]]
+        layout = _network.network_layout(sizes)
+        act = _network.act_flag(_network.ACTIVATIONS[problem.details.activation])
+        loss = _network.loss_flag(problem.loss)
+        X, T = _f64(problem.X), _f64(problem.T)
+        weights = (unit_weights(len(X)) if problem.row_weights is None
+                   else _f64(problem.row_weights))
+        offsets = _i64(problem.offsets)
+        units = _network.n_units(layout)
+
+        def total(theta):
+            out = np.empty(theta.size, dtype=np.int64)
+            fit_sums.network_gradient_sum(
+                _f64(theta.ravel()), layout, act, loss, X, T, weights, offsets,
+                float(problem.l2), float(clip), float(unit), np.zeros(units),
+                np.zeros(units), np.empty(theta.size), out)
+            return out.reshape(theta.shape)
+
+        return total
+
+    def parameters_of(self, model, n_outputs, n_columns, has_intercept,
+                      intercept_scaling):
+        """A fitted network's packed parameters (scikit-learn's packing)."""
+        return np.hstack([a.ravel() for a in model.coefs_ + model.intercepts_])
+
+    def with_parameters(self, model, theta, has_intercept, intercept_scaling):
+        """A copy of ``model`` whose packed parameters are ``theta``."""
+        fitted = copy.deepcopy(model)
+        theta, start = np.ravel(theta), 0
+        for name in ("coefs_", "intercepts_"):
+            arrays = []
+            for a in getattr(model, name):
+                arrays.append(theta[start:start + a.size].reshape(a.shape).copy())
+                start += a.size
+            setattr(fitted, name, arrays)
+        return fitted
 
 
 register_family(nn.MLPClassifier, nn.MLPRegressor)(NetworkFamily)

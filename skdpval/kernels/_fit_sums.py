@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from ..privacy._release import clip_l2
-from . import _linear, _losses, _math
+from . import _linear, _losses, _math, _network
 
 
 @njit(cache=True, nogil=True)
@@ -112,3 +112,22 @@ def rows_gradient_sum(X, T, row_weights, theta, offsets, loss, loss_param, l2, l
 def unweighted_rows_gradient_sum(X, T, theta, *args):
     """:func:`rows_gradient_sum` with unit row weights (made per block)."""
     return rows_gradient_sum(X, T, _math.unit_weights(len(X)), theta, *args)
+
+
+@njit(cache=True, nogil=True)
+def network_gradient_sum(theta, layout, act, loss, X, T, row_weights, offsets, l2,
+                         clip, unit, units, deltas, party, out):
+    """``out`` (int64, one per packed parameter) <- sum over parties of each
+    party's network gradient (:func:`skdpval.kernels._network.party_gradient`:
+    the mean loss of its rows plus the L2 term) clipped to L2 norm ``clip``,
+    in units of ``unit`` rounded to integers (exact, in any order)."""
+    inverse_unit = 1.0 / unit
+    for p in range(out.shape[0]):
+        out[p] = 0
+    flat = party.reshape((1, party.shape[0]))
+    for j in range(offsets.shape[0] - 1):
+        _network.party_gradient(theta, layout, X, T, row_weights, offsets[j],
+                                offsets[j + 1], act, loss, l2, units, deltas, party)
+        clip_l2(flat, clip)
+        for p in range(out.shape[0]):
+            out[p] += np.int64(np.rint(party[p] * inverse_unit))

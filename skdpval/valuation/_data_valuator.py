@@ -5,7 +5,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
-from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..families import check_sample_weight, family_of, split_pipeline
@@ -18,13 +17,13 @@ from . import _walk_settings as settings
 from ._base import STEP_TO_USER, BaseValuator
 from ._game import UTILITY_CODES, check_utility, make_game
 from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, PublicModel,
-                            document_public_model)
+                            choose_model, data_candidates, document_public_model)
 from ._statistics import walk_statistics
 
 # The wrapped model as DPDataValuator reads it: a Pipeline's transformers
 # (or None), its last step (a clone), its family and objective.
 WrappedModel = namedtuple("WrappedModel", ["preprocessor", "estimator", "family",
-                                           "objective"])
+                                           "objective", "candidates"])
 
 
 @with_threat_model_doc
@@ -46,14 +45,13 @@ class DPDataValuator(PlannedLayout, BaseValuator):
 
     By default (``subspace="public"``) the gradient is first projected on one
     public direction, that of the wrapped model fitted on the validation set
-    only; then it is clipped and noised in that one dimension, and the walk
-    moves the model along that direction. The values are then the semivalues
-    of a well-defined learning process, the model restricted to that
-    subspace, and the privacy is the same (``k`` releases of sensitivity
-    ``clip_norm``). It spends the budget where the utility reads it: a
-    flipped label moves the projected release by 86-90% of ``2 C`` against
-    26-57% when the whole gradient is clipped first, which brings the values
-    close to the best any mechanism can reach
+    only, then clipped and noised in that one dimension; the walk moves the
+    model along it. The values are the semivalues of a well-defined learning
+    process (the model restricted to that subspace), with the same privacy
+    (``k`` releases of sensitivity ``clip_norm``), spent where the utility
+    reads it: a flipped label moves the projected release by 86-90% of ``2
+    C`` against 26-57% when the whole gradient is clipped first, close to
+    the best any mechanism can reach
     (:func:`skdpval.metrics.detection_auc_limit`). ``subspace=None`` is the
     seed paper's Algorithm 1 (the full gradient clipped and noised).
 
@@ -64,7 +62,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
 
     Parameters
     ----------
-    estimator : estimator object, default=None
+    estimator : estimator object, list of them, or None, default=None
         The linear model whose per-sample objective (loss, penalty, weights)
         defines the walk: any linear model of ``sklearn.linear_model`` or
         ``sklearn.svm`` that minimises a sum of per-sample losses plus a
@@ -82,8 +80,10 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         :class:`~sklearn.pipeline.Pipeline` ending in such a model is
         accepted: its other steps are fitted on the public validation set
         only (``preprocessor_``) and applied to ``X``, and the last step is
-        walked; ``fit`` then needs ``X_val``. ``None`` means
-        ``LogisticRegression()``.
+        walked; ``fit`` then needs ``X_val``. A list: candidates, one chosen
+        on the validation rows as :class:`~skdpval.DPLabelQuality` chooses
+        (``model_choice_``). ``None``: ``[LogisticRegression(),
+        MLPClassifier((64,))]`` (the first with ``public_model="private"``).
 
     semivalue : {"shapley", "banzhaf", "loo"} or tuple ("beta", a, b), \
             default="shapley"
@@ -361,15 +361,13 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         The public model's parameters (standardised features, intercept
         last) whose direction the walk follows (``subspace="public"``):
         fitted on the validation set, or privately on the training rows
-        (``public_model_fitted_privately_``; then private output, a function
-        of noisy releases only, covered by ``epsilon_``). None for another
-        subspace.
+        (then private output, covered by ``epsilon_``). None otherwise.
 
-    public_model_fitted_privately_ : bool
-        Whether the model kept is its private fit (a fit not kept: see reason).
+    public_model_fitted_privately_, public_model_reason_ : bool, str
+        Whether the model kept is its private fit; why (a fit not kept, too).
 
-    public_model_reason_ : str
-        Why (the option, or what ``"auto"`` decided and why).
+    model_choice_ : dict or None
+        The candidates' choice (``estimator`` None or a list), else None.
 
     privacy_report_ : dict
         The guarantee in full: unit, adjacency (zero-out with n public, and
@@ -428,8 +426,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from skdpval import DPDataValuator
+    >>>     >>> from skdpval import DPDataValuator
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> valuator = DPDataValuator(LogisticRegression(), epsilon=3.0,
     ...                           n_permutations=50, random_state=0)
@@ -443,7 +440,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
 
     _parameter_constraints: dict = {
         **PRIVACY_CONSTRAINTS,
-        "estimator": [HasMethods(["fit", "get_params"]), None],
+        "estimator": [HasMethods(["fit", "get_params"]), list, None],
         "semivalue": [StrOptions({"shapley", "banzhaf", "loo"}), tuple],
         "noise": [StrOptions({"correlated", "iid", "none"}), "array-like",
                   callable],
@@ -523,11 +520,11 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         self.verbose = verbose
 
     def _get_estimator(self):
-        """``(preprocessor, model)``: clones; the transformers of a Pipeline apart."""
-        if self.estimator is None:
-            return None, LogisticRegression()
+        """``(preprocessor, candidates)``: clones; a Pipeline's transformers apart."""
+        if self.estimator is None or isinstance(self.estimator, list):
+            return None, data_candidates(self.estimator, self.public_model)
         preprocessor, model = split_pipeline(self.estimator)
-        return preprocessor, clone(model)
+        return preprocessor, [clone(model)]
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
@@ -580,14 +577,16 @@ class DPDataValuator(PlannedLayout, BaseValuator):
 
     def _check_parameters(self):
         settings.check_semivalue(self.semivalue)
-        preprocessor, estimator = self._get_estimator()
-        family = family_of(estimator)
-        objective = family.objective(estimator, n_parties=1)  # refuses early
-        check_utility(self.utility, objective.is_classifier)
+        preprocessor, candidates = self._get_estimator()
+        for estimator in candidates[::-1]:  # the first one's model kept
+            family = family_of(estimator)
+            objective = family.objective(estimator, n_parties=1)  # refuses early
+            check_utility(self.utility, objective.is_classifier)
+            PublicModel.check(self, estimator, needs_line=True)
         if self.threat_model == "joint":
             settings.check_joint(self.subspace, self.utility)
-        PublicModel.check(self, estimator, needs_line=True)
-        return WrappedModel(preprocessor, estimator, family, objective)
+        return WrappedModel(preprocessor, estimator, family, objective,
+                            candidates if len(candidates) > 1 else None)
 
     def _adds_noise(self):
         return not (isinstance(self.noise, str) and self.noise == "none")
@@ -603,6 +602,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         """The walks: the game, its space, clip norm, noise, learning rate; the
         values in the utility's units (and the walk's statistics)."""
         search_seed, walk_seed = seeds
+        model = choose_model(self, model, parties, search_seed, mechanism)
         self.chosen_params_, game = make_game(
             model.family, model.estimator, parties, utility=self.utility,
             semivalue=self.semivalue, record_level=self._record_level(groups),

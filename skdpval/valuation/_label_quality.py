@@ -4,7 +4,6 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import _fit_context, is_classifier, is_regressor
-from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..families import call_on_private_data, family_of
@@ -13,12 +12,13 @@ from ..privacy import (LABEL_SCORE, PRIVACY_CONSTRAINTS, THREAT_MODEL_CONSTRAINT
                        with_threat_model_doc)
 from ..walks import map_row_blocks
 from ._base import STEP_TO_USER, BaseValuator
+from ._family_choice import check_candidates, choose_candidate
 from ._noisy_share import noisy_share, reference_scores
 from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, budget_mu,
                             check_public_model, declare_fit, document_public_model,
-                            fit_on_validation, keep_private_fit, labels_model,
-                            labels_problem,
-                            layout_inputs, resolve_public_model, run_fit)
+                            fit_on_validation, fit_steps, keep_private_fit,
+                            labels_model, labels_problem, layout_inputs,
+                            resolve_public_model, run_fit)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 # Under the joint threat model a score is not clipped, only kept finite (a
@@ -101,10 +101,18 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
 
     Parameters
     ----------
-    estimator : estimator object, default=None
+    estimator : estimator object, list of them, or None, default=None
         The model fitted on the validation set: any scikit-learn classifier
         with ``decision_function`` or ``predict_proba`` (its log), or any
-        regressor. ``None`` means ``LogisticRegression()``.
+        regressor. A list: candidates, one chosen on the validation rows
+        (public, no privacy spent): each one's cross-validated log loss (a
+        regressor's squared error) on them, in order, a later candidate
+        replacing the current choice only when its mean loss is lower by
+        more than one standard error of the rows' paired differences (the
+        one-standard-error rule), and only with at least 100 validation
+        rows (so that a flexible model does not win by chance on few rows;
+        ``model_choice_``). ``None`` means the candidates
+        ``[LogisticRegression(), MLPClassifier((64,))]``.
 
     %(epsilon)s
     %(delta)s
@@ -178,7 +186,14 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         fitted on the validation set.
 
     estimator_ : estimator object
-        The clone of ``estimator`` fitted on the validation set.
+        The clone of ``estimator`` (the chosen candidate) fitted on the
+        validation set.
+
+    model_choice_ : dict or None
+        The choice among the candidates (None for one estimator): their
+        names, mean cross-validated losses, each later candidate's paired
+        difference and its standard error, the chosen one (also in
+        ``privacy_report_["details"]["model_choice"]``).
 
     public_model_ : estimator object
         The model whose margins are scored: ``estimator_``, or its private
@@ -285,7 +300,7 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
 
     _parameter_constraints: dict = {
         **PRIVACY_CONSTRAINTS,
-        "estimator": [HasMethods(["fit", "predict"]), None],
+        "estimator": [HasMethods(["fit", "predict"]), list, None],
         "clip": [Interval(Real, 0.0, None, closed="neither")],
         "privacy_unit": [StrOptions({"record", "group"})],
         "threat_model": THREAT_MODEL_CONSTRAINT,
@@ -345,24 +360,34 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         return self._fit(X, y, X_val, y_val, groups)
 
     def _check_parameters(self):
-        estimator = LogisticRegression() if self.estimator is None else self.estimator
-        if not (is_classifier(estimator) or is_regressor(estimator)):
-            raise TypeError(
-                f"DPLabelQuality scores labels with a classifier or a regressor; "
-                f"estimator={type(estimator).__name__} is neither.")
+        """The candidates (a list: None gives the default two), checked."""
+        candidates = check_candidates(self.estimator)
+        for estimator in candidates:
+            if not (is_classifier(estimator) or is_regressor(estimator)):
+                raise TypeError(
+                    f"DPLabelQuality scores labels with a classifier or a "
+                    f"regressor; estimator={type(estimator).__name__} is neither.")
         check_public_model(self.public_model, self.public_model_share)
         if self.public_model == "private":  # refuses before any data is read
-            resolve_public_model(self, estimator, n_parties=0, n_val=0, n_params=1,
-                                 mu=None if self.noise_multiplier is not None else 0.0)
-        return estimator
+            for estimator in candidates:
+                resolve_public_model(
+                    self, estimator, n_parties=0, n_val=0, n_params=1,
+                    mu=None if self.noise_multiplier is not None else 0.0)
+        return candidates
 
-    def _party_options(self, estimator):
-        return dict(is_classifier=is_classifier(estimator),
+    def _party_options(self, candidates):
+        return dict(is_classifier=is_classifier(candidates[0]),
                     standardize=self.standardize)
 
-    def _value(self, parties, groups, estimator, seeds, mechanism):
-        """The public model, each party's clipped score and its one release."""
+    def _value(self, parties, groups, candidates, seeds, mechanism):
+        """The model chosen on the validation rows, the public model, each
+        party's clipped score and its one release."""
         model_seed, = seeds
+        chosen, self.model_choice_ = choose_candidate(candidates, parties.X_val,
+                                                      parties.y_val, model_seed)
+        estimator = candidates[chosen]
+        if self.model_choice_ is not None:
+            mechanism.details["model_choice"] = self.model_choice_
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
                                             model_seed, "DPLabelQuality",
                                             stacklevel=STEP_TO_USER)
@@ -371,13 +396,15 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         # before the release it serves; the two share mu^2.
         problem = self._public_model_problem(estimator, parties, record_level,
                                              mechanism, model_seed)
+        self._layout_inputs_["candidate"] = chosen
         joint = self.threat_model == "joint"
         share = 1.0
         if problem is not None:
             # Under the joint threat model the fit is the whole billboard:
             # the scores go to their owners without noise.
             fit = declare_fit(mechanism, problem.theta0.size,
-                              1.0 if joint else self.public_model_share)
+                              1.0 if joint else self.public_model_share,
+                              fit_steps(family_of(estimator)))
             share = 1.0 - self.public_model_share
         # A regressor's scores lie in [-clip, 0]: released centred, in
         # [-clip/2, clip/2], their zero-out sensitivity is clip/2.
@@ -461,12 +488,18 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         classifier = is_classifier(self.estimator_)
         n_outputs = (len(self.classes_) if classifier and len(self.classes_) > 2
                      else 1)
-        self._layout_inputs_ = layout_inputs(len(parties.X_val),
-                                             n_outputs * (parties.X.shape[1] + 1))
+        try:
+            family = family_of(estimator)
+        except TypeError:  # a model no family reads: no private fit
+            family = None
+        self._layout_inputs_ = layout_inputs(
+            len(parties.X_val), n_outputs * (parties.X.shape[1] + 1) if family is None
+            else family.n_fit_params(estimator, parties.X.shape[1], n_outputs))
         fits, self.public_model_reason_ = resolve_public_model(
             self, estimator, n_parties=n_parties, mu=budget_mu(mechanism),
             share=1.0 if self.threat_model == "joint" else None,
-            **self._layout_inputs_)
+            dask=hasattr(parties.X, "sum_blocks"), n_val=self._layout_inputs_["n_val"],
+            n_params=self._layout_inputs_["n_params"])
         self.public_model_fitted_privately_ = fits
         if not fits:
             return None

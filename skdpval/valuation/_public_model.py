@@ -63,7 +63,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..families import family_of
 from ..privacy import PUBLIC_FIT, WALK, PrivacyMechanism, gdp_mu
+from ._family_choice import choose_model, data_candidates
 from ._keep_rule import design_labels, keep_private_fit
+
+# choose_model and data_candidates: DPDataValuator's, through this module.
+__all__ = ["choose_model", "data_candidates"]
 
 PUBLIC_MODEL_OPTIONS = ("auto", "validation", "private")
 
@@ -98,7 +102,7 @@ def fit_noise_index(n_parties, mu_fit, n_params, n_steps=AUTO_INDEX_STEPS):
     return float(n_parties * mu_fit / math.sqrt(n_steps * n_params))
 
 
-def auto_fits_privately(n_parties, n_val, n_params, mu, share):
+def auto_fits_privately(n_parties, n_val, n_params, mu, share, indexed=True):
     """The ``public_model="auto"`` rule, from public quantities only.
 
     Fit privately when the fit's noise index
@@ -108,11 +112,15 @@ def auto_fits_privately(n_parties, n_val, n_params, mu, share):
     validation model is kept (small training sets: the fit's noise would
     swamp what the rows add). Without noise (``mu`` infinite) the private
     fit is a plain fit on the training rows: it pays when the training set
-    is larger than the validation set by that factor.
+    is larger than the validation set by that factor. The index's threshold
+    was measured for the preconditioned descent of linear models; a family
+    with its own descent (``indexed`` False: a network's) is fitted on the
+    size condition alone, and :func:`~skdpval.valuation._keep_rule.keep_private_fit`
+    then decides on the validation rows whether the fit is kept.
     """
     if n_parties < AUTO_MIN_TRAIN_OVER_VAL * n_val:
         return False
-    if not np.isfinite(mu):
+    if not np.isfinite(mu) or not indexed:
         return True
     return fit_noise_index(n_parties, math.sqrt(share) * mu, n_params) >= AUTO_MIN_INDEX
 
@@ -177,17 +185,16 @@ def preconditioner(X_val, curvature, l2, shrinkage=FIT_SHRINKAGE):
                           hermitian=True)
 
 
-def noisy_gradient_descent(problem, gradient_sum, *, clip, learning_rate, n_steps,
-                           release):
+def noisy_gradient_descent(problem, gradient_sum, *, clip, step, n_steps, release):
     """The private fit: ``n_steps`` released clipped sums, averaged iterates.
 
     ``gradient_sum(clip, unit) -> f(theta)`` is the family's exact clipped sum
     (:meth:`~skdpval.families.Family.gradient_sum`: on the rows in memory, or
     on the blocks of rows held by Dask, each block's integer sum added in
     the client); the sums are exact (:func:`fixed_point_unit`), so both give
-    the same bits however the rows are chunked. ``learning_rate``: a
-    symmetric matrix over the columns (a preconditioner: a step is ``(S~ /
-    n) @ learning_rate``). ``release(t, total)`` is step ``t``'s release of
+    the same bits however the rows are chunked. ``step(t, mean gradient)``:
+    theta's change at step ``t`` from the released mean gradient ``S~ / n``
+    (post-processing: a preconditioned step, or a family's own rule). ``release(t, total)`` is step ``t``'s release of
     the flat sum ``total`` (the mechanism's,
     :meth:`~skdpval.privacy.PrivacyMechanism.release`: on its grid with the
     noise of stream ``t``). Returns theta.
@@ -200,8 +207,8 @@ def noisy_gradient_descent(problem, gradient_sum, *, clip, learning_rate, n_step
     first_averaged = n_steps // 2
     for t in range(n_steps):
         total = total_of(theta.copy()).astype(np.float64) * unit
-        step = release(t, total.ravel()).reshape(theta.shape)
-        theta -= (step / n_parties) @ learning_rate
+        released = release(t, total.ravel()).reshape(theta.shape)
+        theta -= step(t, released / n_parties)
         if t >= first_averaged:
             average += theta
     return average / (n_steps - first_averaged)
@@ -228,7 +235,9 @@ PUBLIC_MODEL_DOCS = {
         release(s) get the rest, so the per-party guarantee is the same
         ``(epsilon, delta)`` (exact GDP composition: the fit is the part
         "public model fit" of ``privacy_report_["parts"]``). Linear models
-        of the registry only; for others (a network, a Pipeline, a model the
+        of the registry, and for DPLabelQuality ``MLPClassifier`` (30 Adam
+        steps on the released mean gradients, not on Dask input); for
+        others (a network in DPDataValuator, a Pipeline, a model the
         valuators do not map) ``"private"`` is an error naming why.
         ``"auto"``: fit privately where it pays, from public quantities only
         (the number of training parties, the validation set's size, the
@@ -236,7 +245,8 @@ PUBLIC_MODEL_DOCS = {
         least 5 times the validation rows and the fit's noise index ``n
         mu_fit / sqrt(100 d)`` is at least 6 (measured: benchmarks/quality.py
         --suite regime_rule and --suite regime_small, with a fit of 100 plain
-        steps: the index keeps that normalisation); otherwise, and for
+        steps: the index keeps that normalisation; a network: the size
+        condition alone); otherwise, and for
         models the fit does not cover, the validation model. A private fit
         that ``"auto"`` made is then kept only if it passes two checks on
         the validation rows (public, no privacy spent): its balanced
@@ -272,7 +282,7 @@ def document_public_model(cls):
 
 
 def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu,
-                         share=None):
+                         share=None, line=False, dask=False):
     """``(fit_privately, why)`` for ``valuator.public_model`` (public only);
     ``share`` of mu^2 for the fit (default ``valuator.public_model_share``;
     1 under the joint threat model, where the fit is the whole billboard).
@@ -292,10 +302,20 @@ def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu,
         return False, ("public_model='auto' keeps the validation model: "
                        "noise_multiplier leaves no budget to share")
     try:
-        why_not = family_of(estimator).private_fit_unsupported(estimator)
+        family = family_of(estimator)
+        why_not = family.private_fit_unsupported(estimator)
     except TypeError as error:  # no family reads it (DPLabelQuality takes any model)
         why_not = (f"{type(estimator).__name__} is not a model the valuators map "
                    f"to an objective ({str(error).split('. ')[0]})")
+    else:
+        if why_not is None and line and not family.refines_line:
+            why_not = (f"{type(estimator).__name__} ({family.name}): "
+                       "DPDataValuator's walk does not follow a privately "
+                       "fitted line of this family (DPLabelQuality fits it)")
+        elif why_not is None and dask and not family.private_fit_on_dask:
+            why_not = (f"{type(estimator).__name__} on Dask input (the "
+                       f"{family.name} family's private fit reads whole rows at "
+                       "every step; pass numpy arrays)")
     if option == "private":
         if why_not is not None:
             raise ValueError(f"public_model='private' cannot fit {why_not}. Use "
@@ -304,7 +324,8 @@ def resolve_public_model(valuator, estimator, *, n_parties, n_val, n_params, mu,
     if why_not is not None:
         return False, f"public_model='auto' keeps the validation model: {why_not}"
     share = valuator.public_model_share if share is None else share
-    if auto_fits_privately(n_parties, n_val, n_params, mu, share):
+    if auto_fits_privately(n_parties, n_val, n_params, mu, share,
+                           indexed=family.fit_descent(None) is None):
         return True, "public_model='auto': the training set is large enough"
     return False, ("public_model='auto' keeps the validation model: the "
                    "training set is too small for the fit's noise (or not "
@@ -397,11 +418,41 @@ class PlannedLayout:
                       for part in others]
             if fits:
                 layout.insert(0, dict(
-                    name=FIT_PART, law="rounded Gaussian", n_releases=FIT_STEPS,
+                    name=FIT_PART, law="rounded Gaussian",
+                    n_releases=(fitted[0]["n_releases"] if fitted else
+                                self._planned_fit_steps(inputs)),
                     dimension=dimension, zero_neighbour=False, share=share,
                     n_releases_param=None))
             layouts.append(layout)
         return layouts
+
+    def _candidates(self, inputs=None):
+        """The models a fit of these parameters may use: the one the
+        parameters give, or of a list of candidates (DPLabelQuality) the
+        one a fitted sibling chose (``inputs["candidate"]``), else each."""
+        model = self._check_parameters()
+        if isinstance(model, tuple):  # DPDataValuator's WrappedModel
+            return [model.estimator]
+        if not isinstance(model, list):
+            return [model]
+        if inputs is not None and "candidate" in inputs:
+            return [model[inputs["candidate"]]]
+        return model
+
+    def _planned_fit_steps(self, inputs=None):
+        """The releases of a private fit of these parameters' model (its
+        family's steps, the most over the candidates; ``FIT_STEPS`` where
+        the parameters do not check)."""
+        steps = []
+        try:
+            for estimator in self._candidates(inputs):
+                try:
+                    steps.append(fit_steps(family_of(estimator)))
+                except TypeError:  # no family: no private fit
+                    pass
+        except (TypeError, ValueError):
+            pass
+        return max(steps, default=FIT_STEPS)
 
     def _fit_choices(self, n_units, inputs):
         """Whether a fit on ``n_units`` protected units fits the public model
@@ -409,57 +460,74 @@ class PlannedLayout:
         are not known, the choices it makes for none and for very many
         training parties (both where the parameters do not check)."""
         try:
-            model = self._check_parameters()
+            candidates = self._candidates(inputs)
         except (TypeError, ValueError):
             return [False, True]
-        # DPDataValuator's WrappedModel holds the model past its transformers.
-        estimator = model.estimator if isinstance(model, tuple) else model
         sizes = ([(n_units, inputs)] if n_units is not None and inputs is not None
                  else [(0, layout_inputs(0, 1)), (2**40, layout_inputs(0, 1))])
         choices = []
-        for n_parties, rule in sizes:
-            mechanism = PrivacyMechanism.of(self, adds_noise=self._adds_noise())
-            mechanism.protect("sample", n_parties)
-            fits, _ = resolve_public_model(self, estimator, n_parties=n_parties,
-                                           mu=budget_mu(mechanism), **rule)
-            choices += [fits] if fits not in choices else []
+        for estimator in candidates:
+            for n_parties, rule in sizes:
+                mechanism = PrivacyMechanism.of(self, adds_noise=self._adds_noise())
+                mechanism.protect("sample", n_parties)
+                fits, _ = resolve_public_model(
+                    self, estimator, n_parties=n_parties, mu=budget_mu(mechanism),
+                    line=hasattr(self, "subspace"), n_val=rule["n_val"],
+                    n_params=rule["n_params"])
+                choices += [fits] if fits not in choices else []
         return choices
 
 
-def declare_fit(mechanism, n_params, share):
-    """The fit's part of ``mechanism``: ``FIT_STEPS`` releases of the
+def declare_fit(mechanism, n_params, share, n_steps=FIT_STEPS):
+    """The fit's part of ``mechanism``: ``n_steps`` releases of the
     parameters' clipped sum (any two neighbouring sums ``FIT_CLIP`` apart)."""
-    return mechanism.gaussian(FIT_PART, PUBLIC_FIT, n_releases=FIT_STEPS,
+    return mechanism.gaussian(FIT_PART, PUBLIC_FIT, n_releases=n_steps,
                               clip=FIT_CLIP, dimension=n_params,
                               zero_neighbour=False, share=share)
+
+
+def fit_steps(family):
+    """The number of releases of ``family``'s private fit (public)."""
+    descent = family.fit_descent(None)
+    return FIT_STEPS if descent is None else descent.n_steps
 
 
 def run_fit(family, problem, part, mechanism):
     """The noisy descent of ``problem`` (of ``family``) with ``part``'s
     calibrated noise: ``(theta, details)`` (details for the report, all
-    public)."""
-    learning_rate = FIT_STEP_FACTOR * preconditioner(
-        problem.X_val, family.curvature(problem.loss), problem.l2)
+    public). The family's own descent (:meth:`~skdpval.families.Family.fit_descent`)
+    where it has one, else the preconditioned one."""
+    descent = family.fit_descent(problem)
+    if descent is None:
+        learning_rate = FIT_STEP_FACTOR * preconditioner(
+            problem.X_val, family.curvature(problem.loss), problem.l2)
+        n_steps, step = FIT_STEPS, lambda t, gradient: gradient @ learning_rate
+        details = dict(n_steps=FIT_STEPS, clip=FIT_CLIP, step_factor=FIT_STEP_FACTOR,
+                       preconditioner_shrinkage=FIT_SHRINKAGE)
+        rule = ("each step is step_factor times the preconditioned released mean "
+                "gradient (preconditioner: the loss's curvature bound times the "
+                "validation rows' second moments, shrunk toward their mean "
+                "eigenvalue by preconditioner_shrinkage, plus the L2 term)")
+    else:
+        n_steps, step = descent.n_steps, descent.step()
+        details = dict(descent.details, clip=FIT_CLIP)
+        rule = ("each step is the family's step_rule (with rate and betas: "
+                "Adam) on the released mean gradients")
     theta = noisy_gradient_descent(
         problem, lambda clip, unit: family.gradient_sum(problem, clip=clip, unit=unit),
-        clip=FIT_CLIP, learning_rate=learning_rate, n_steps=FIT_STEPS,
+        clip=FIT_CLIP, step=step, n_steps=n_steps,
         release=lambda t, total: mechanism.release(part, total, stream=t))
-    details = dict(
-        n_steps=FIT_STEPS, clip=FIT_CLIP, step_factor=FIT_STEP_FACTOR,
-        preconditioner_shrinkage=FIT_SHRINKAGE,
+    details.update(
         n_parties=len(problem.offsets) - 1,
         sum_unit=fixed_point_unit(FIT_CLIP, len(problem.offsets) - 1),
         release=("full-batch noisy gradient descent on the training rows: each "
                  "step releases the sum over parties of each party's gradient "
                  "clipped to clip (less sum_unit sqrt(d)) and rounded to "
                  "multiples of sum_unit (an exact sum, the same however the "
-                 "rows are split), on a grid with rounded Gaussian noise; each "
-                 "step is step_factor times the preconditioned released mean "
-                 "gradient (preconditioner: the loss's curvature bound times the "
-                 "validation rows' second moments, shrunk toward their mean "
-                 "eigenvalue by preconditioner_shrinkage, plus the L2 term); "
-                 "warm-started from the model fitted on the validation set; the "
-                 "model is the mean of the second half's iterates"))
+                 "rows are split), on a grid with rounded Gaussian noise; "
+                 + rule + "; warm-started from the model fitted on the "
+                 "validation set; the model is the mean of the second half's "
+                 "iterates"))
     return theta, details
 
 
@@ -494,7 +562,8 @@ class PublicModel:
             raise ValueError("public_model='private' needs subspace='public' "
                              "(the public model gives its line).")
         resolve_public_model(valuator, estimator, n_parties=0, n_val=0, n_params=1,
-                             mu=None if valuator.noise_multiplier is not None else 0.0)
+                             mu=None if valuator.noise_multiplier is not None else 0.0,
+                             line=True)
 
     def choose(self, game, line):
         """Sets the valuator's ``public_model_fitted_privately_`` and
@@ -513,7 +582,7 @@ class PublicModel:
         valuator._layout_inputs_ = layout_inputs(len(game.X_val), n_params)
         fits, reason = resolve_public_model(
             valuator, self.estimator, n_parties=n_parties, n_val=len(game.X_val),
-            n_params=n_params, mu=budget_mu(mechanism))
+            n_params=n_params, mu=budget_mu(mechanism), line=True)
         valuator.public_model_fitted_privately_ = fits
         valuator.public_model_reason_ = reason
         mechanism.details["public_model"] = reason
