@@ -73,7 +73,8 @@ def test_auto_drops_a_private_fit_biased_by_class_dependent_flips(Valuator, extr
     assert "not kept" in reason and "share of mu^2 is spent" in reason
     rule = report["details"]["public_model_fit"]["rule"]
     assert report["details"]["public_model_fit"]["kept"] is False
-    assert (rule["difference"] < -rule["margin"]
+    assert rule["limit"] == max(rule["margin"], 1.5 * rule["standard_error"])
+    assert (rule["difference"] < -rule["limit"]
             or rule["class_share_shift"] > AUTO_SHARE_SES)
     parts = {part["name"]: part for part in report["parts"]}
     assert parts["public model fit"]["share"] == 0.05

@@ -28,7 +28,8 @@ def tied():
 
 
 def _scorer(seed):
-    return DPLabelQuality(epsilon=np.inf, public_model="validation", random_state=seed)
+    return DPLabelQuality(LogisticRegression(), epsilon=np.inf, public_model="validation",
+                          random_state=seed)
 
 
 def test_the_lowest_scores_tie_beyond_what_a_filter_drops(tied):

@@ -108,6 +108,7 @@ def test_fitted_attributes_are_the_documented_ones(classification):
                       "batch_permutations_",
                       "delta_", "noise_multiplier_", "n_releases_",
                       "privacy_report_", "n_features_in_", "marginal_mean_",
+                      "model_choice_",
                       "marginal_var_", "n_marginals_", "initial_utility_",
                       "final_utilities_", "values_stderr_", "subspace_",
                       "clip_norm_", "q_", "privacy_unit_", "chosen_params_",

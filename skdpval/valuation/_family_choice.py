@@ -144,11 +144,17 @@ def choose_model(valuator, model, parties, seed, mechanism):
     valuator.model_choice_ = None
     if model.candidates is None:
         return model
-    dask = hasattr(parties.X, "project_on") or hasattr(parties.X, "sum_blocks")
-    candidates = [c for c in model.candidates
-                  if not (dask and not family_of(c).walks_on_dask)]
+    candidates = model.candidates
     chosen, valuator.model_choice_ = choose_candidate(candidates, parties.X_val,
                                                       parties.y_val, seed)
+    dask = hasattr(parties.X, "project_on") or hasattr(parties.X, "sum_blocks")
+    if dask and not family_of(candidates[chosen]).walks_on_dask:
+        chosen = next(i for i, c in enumerate(candidates)
+                      if family_of(c).walks_on_dask)
+        valuator.model_choice_.update(
+            chosen=type(candidates[chosen]).__name__,
+            why="the choice's family has no walk on Dask input: the first "
+                "candidate that has one")
     if valuator.model_choice_ is not None:
         mechanism.details["model_choice"] = valuator.model_choice_
     estimator = candidates[chosen]

@@ -250,8 +250,8 @@ PUBLIC_MODEL_DOCS = {
         models the fit does not cover, the validation model. A private fit
         that ``"auto"`` made is then kept only if it passes two checks on
         the validation rows (public, no privacy spent): its balanced
-        accuracy there is at most 0.05 below the validation model's
-        cross-validated one, and (where it gives class probabilities) their
+        accuracy there is not below the validation model's cross-validated
+        one by more than 0.05 or 1.5 standard errors (the larger), and (where it gives class probabilities) their
         mean lies within 1.5 standard errors of class shares that symmetric
         label noise could have left (between the validation rows' shares
         and ``1 / K``). Label noise that depends on the class makes the
