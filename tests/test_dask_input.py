@@ -42,7 +42,11 @@ def regression():
 def valuator(**params):
     # The validation model on both paths ("auto" keeps it at these sizes);
     # the private fit's tests ask for public_model="private".
-    return DPDataValuator(**{"n_permutations": 12, "batch_permutations": 4,
+    # LogisticRegression: these tests are about the Dask path, and the
+    # default's network (chosen in memory on some of their data) has no
+    # walk on Dask input.
+    return DPDataValuator(**{"estimator": LogisticRegression(),
+                             "n_permutations": 12, "batch_permutations": 4,
                              "epsilon": 1.0, "random_state": 0, "noise_seed": 3,
                              "public_model": "validation", **params})
 
@@ -615,8 +619,8 @@ def test_the_private_fit_runs_on_the_cluster_with_the_same_values(binary, keep_r
 
     monkeypatch.setattr(distributed.Client, "scatter", recording_scatter)
     monkeypatch.setattr(dask_module, "_rows_fit_on_workers", recording_fit)
-    makers = (lambda: DPLabelQuality(random_state=0, noise_seed=1,
-                                     public_model="private"),
+    makers = (lambda: DPLabelQuality(LogisticRegression(), random_state=0,
+                                     noise_seed=1, public_model="private"),
               lambda: valuator(public_model="private"))
     expected = [make().fit(X, y, X_val=X_val, y_val=y_val) for make in makers]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
@@ -645,7 +649,8 @@ def test_a_worker_killed_mid_private_fit_changes_no_value(monkeypatch, keep_rows
         monkeypatch.setattr(dask_module, "KEEP_ROWS_MEMORY_SHARE", 0.0)
     X, y, X_val, y_val = split(*make_classification(n_samples=1300, n_features=5,
                                                     random_state=5), 300)
-    make = lambda: DPLabelQuality(random_state=0, noise_seed=1, public_model="private")
+    make = lambda: DPLabelQuality(LogisticRegression(), random_state=0, noise_seed=1,
+                                  public_model="private")
     expected = make().fit(X, y, X_val=X_val, y_val=y_val)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \

@@ -174,3 +174,27 @@ def test_a_search_over_a_network_scorer_plans_the_network_fit():
                 mu_sq[train] += fit.valuator_.privacy_report_["mu"] ** 2
     hand = float(np.sqrt(mu_sq.max()))
     assert hand * (1 - 1e-12) <= spent["gaussian_mu"] <= hand * (1 + 1e-5)
+
+
+def test_on_dask_input_the_network_fit_is_refused_and_auto_keeps_what_it_can():
+    da = pytest.importorskip("dask.array")
+    X, y, X_val, y_val, _, _ = _xor_data(n=4000, n_val=200)
+    rows = da.from_array(X, chunks=(1000, 3))
+    network = MLPClassifier((8,), max_iter=1000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="on Dask input"):
+            DPLabelQuality(network, epsilon=3.0, delta=DELTA, public_model="private",
+                           random_state=0).fit(rows, y, X_val=X_val, y_val=y_val)
+        auto = DPLabelQuality(network, epsilon=3.0, delta=DELTA, random_state=0).fit(
+            rows, y, X_val=X_val, y_val=y_val)
+        # The default candidates choose the network here (in memory too); a
+        # private fit on Dask input falls back on the linear model.
+        default = DPLabelQuality(epsilon=3.0, delta=DELTA, public_model="private",
+                                 random_state=0).fit(rows, y, X_val=X_val, y_val=y_val)
+    assert not auto.public_model_fitted_privately_
+    assert "Dask" in auto.public_model_reason_
+    assert [p["name"] for p in auto.privacy_report_["parts"]] == ["label score"]
+    assert default.model_choice_["chosen"] == "LogisticRegression"
+    assert "Dask" in default.model_choice_["why"]
+    assert default.public_model_fitted_privately_

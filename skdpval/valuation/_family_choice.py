@@ -126,6 +126,21 @@ def choose_candidate(candidates, X_val, y_val, seed):
     return best, details
 
 
+def fall_back_on_dask(candidates, chosen, details, parties, usable, what):
+    """``chosen``, or on Dask input where its family is not ``usable`` there
+    the first candidate whose family is (``details`` say so): the choice
+    itself is the same as in memory."""
+    if not (hasattr(parties.X, "project_on") or hasattr(parties.X, "sum_blocks")):
+        return chosen
+    if usable(family_of(candidates[chosen])):
+        return chosen
+    chosen = next(i for i, c in enumerate(candidates) if usable(family_of(c)))
+    details.update(chosen=type(candidates[chosen]).__name__,
+                   why=f"the choice's family has no {what} on Dask input: the "
+                       "first candidate that has one")
+    return chosen
+
+
 def data_candidates(estimator, public_model):
     """DPDataValuator's candidates for ``estimator`` None or a list: the
     default two (the linear model alone with ``public_model="private"``:
@@ -147,14 +162,8 @@ def choose_model(valuator, model, parties, seed, mechanism):
     candidates = model.candidates
     chosen, valuator.model_choice_ = choose_candidate(candidates, parties.X_val,
                                                       parties.y_val, seed)
-    dask = hasattr(parties.X, "project_on") or hasattr(parties.X, "sum_blocks")
-    if dask and not family_of(candidates[chosen]).walks_on_dask:
-        chosen = next(i for i, c in enumerate(candidates)
-                      if family_of(c).walks_on_dask)
-        valuator.model_choice_.update(
-            chosen=type(candidates[chosen]).__name__,
-            why="the choice's family has no walk on Dask input: the first "
-                "candidate that has one")
+    chosen = fall_back_on_dask(candidates, chosen, valuator.model_choice_, parties,
+                               lambda family: family.walks_on_dask, "walk")
     if valuator.model_choice_ is not None:
         mechanism.details["model_choice"] = valuator.model_choice_
     estimator = candidates[chosen]

@@ -12,7 +12,7 @@ from ..privacy import (LABEL_SCORE, PRIVACY_CONSTRAINTS, THREAT_MODEL_CONSTRAINT
                        with_threat_model_doc)
 from ..walks import map_row_blocks
 from ._base import STEP_TO_USER, BaseValuator
-from ._family_choice import check_candidates, choose_candidate
+from ._family_choice import check_candidates, choose_candidate, fall_back_on_dask
 from ._noisy_share import noisy_share, reference_scores
 from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, budget_mu,
                             check_public_model, declare_fit, document_public_model,
@@ -385,6 +385,10 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         model_seed, = seeds
         chosen, self.model_choice_ = choose_candidate(candidates, parties.X_val,
                                                       parties.y_val, model_seed)
+        if self.public_model == "private" and self.model_choice_ is not None:
+            chosen = fall_back_on_dask(candidates, chosen, self.model_choice_,
+                                       parties, lambda f: f.private_fit_on_dask,
+                                       "private fit")
         estimator = candidates[chosen]
         if self.model_choice_ is not None:
             mechanism.details["model_choice"] = self.model_choice_
