@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from sklearn.linear_model import LogisticRegression
 from numpy.testing import assert_array_equal
 from scipy.stats import chi2
 
@@ -625,7 +626,9 @@ def test_walk_draws_at_the_calibrated_scale(monkeypatch, params, dimension):
     stds = _recording_gaussian(monkeypatch, module)
     X, y, X_val, y_val = _label_quality_data(60)
     k = 8
-    DPDataValuator(n_permutations=k, epsilon=2.0, delta=1e-5, random_state=0,
+    # LogisticRegression: 5 parameters (the default may choose a network).
+    DPDataValuator(LogisticRegression(), n_permutations=k, epsilon=2.0, delta=1e-5,
+                   random_state=0,
                    **params).fit(X, y, X_val=X_val, y_val=y_val)
     delta_grid = 64.0 if dimension == 1 else 2.0**9 + math.sqrt(5) / 2 + 2.0**-20
     assert stds and all(s == pytest.approx(math.sqrt(k) * delta_grid / gdp_mu(2.0, 1e-5),

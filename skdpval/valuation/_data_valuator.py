@@ -367,7 +367,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         Whether the model kept is its private fit; why (a fit not kept, too).
 
     model_choice_ : dict or None
-        The candidates' choice (``estimator`` None or a list), else None.
+        The candidates' choice (``estimator`` None or a list; else None).
 
     privacy_report_ : dict
         The guarantee in full: unit, adjacency (zero-out with n public, and
@@ -385,8 +385,7 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         the record's mu, for the largest group).
 
     preprocessor_ : Pipeline
-        The steps of a wrapped Pipeline before its model, fitted on the
-        validation set only (when ``estimator`` is a Pipeline).
+        A wrapped Pipeline's steps before its model, fitted on the validation set.
 
     n_features_in_ : int
         Number of features seen during fit.
@@ -426,7 +425,8 @@ class DPDataValuator(PlannedLayout, BaseValuator):
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
-    >>>     >>> from skdpval import DPDataValuator
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skdpval import DPDataValuator
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> valuator = DPDataValuator(LogisticRegression(), epsilon=3.0,
     ...                           n_permutations=50, random_state=0)
