@@ -189,7 +189,7 @@ def run(args, parser=None):
     import dask.dataframe as dd
 
     params = parse_model_params(args.model_params)
-    if args.model is not None:
+    if args.model not in (None, "auto"):
         make_model(args.model, params, args.method)
     files = parquet_files(args.train)
     try:
@@ -209,9 +209,13 @@ def run(args, parser=None):
                                typed=layout.typed)
     _, y_val, task = targets(val[args.target].iloc[:0], val[args.target], args, pd,
                              progress)
-    name = args.model or DEFAULT_MODELS[task]
+    name = DEFAULT_MODELS[task] if args.model in (None, "auto") else args.model
     model = make_model(name, params, args.method, task)
-    if args.method == "shapley":
+    if args.model in (None, "auto") and not params and task == "classification":
+        # The library's default, as in the Python API: the family chosen on the
+        # validation rows (on Dask rows, among the families that walk there).
+        model = None
+    if args.method == "shapley" and model is not None:
         from ..families import family_of
         try:  # a family whose walk reads rows at every step: refused here
             family_of(model).require("dask", model)
@@ -239,7 +243,7 @@ def run(args, parser=None):
         y = np.concatenate([block for _, _, block in reports if block is not None]
                            or [np.empty(0)])
         del reports
-        if args.method == "shapley":
+        if args.method == "shapley" and model is not None:
             from ..families import family_of
             try:
                 family_of(model).objective(model, n_parties=n_rows)
