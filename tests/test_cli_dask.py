@@ -61,15 +61,21 @@ def seeded(monkeypatch):
     monkeypatch.setattr(_dask_files, "_valuator", with_seed)
 
 
-def _python_api(valuator, train, val):
-    """The valuator fitted on the rows in memory, encoded as the command line
-    does (the text column one-hot from the validation rows' categories)."""
+def _python_api(valuator, train, val, chunks=None):
+    """The valuator fitted on the rows in memory (or, given ``chunks``, as a
+    Dask array of those blocks), encoded as the command line does (the text
+    column one-hot from the validation rows' categories)."""
     def encode(frame):
         return np.column_stack([frame["site"] == "(missing)", frame["site"] == "north",
                                 frame["site"] == "south",
                                 frame[["a", "b", "c", "d"]]]).astype(np.float64)
 
-    return valuator.fit(encode(train), train["label"].to_numpy(),
+    X = encode(train)
+    if chunks is not None:
+        import dask.array as da
+
+        X = da.from_array(X, chunks=(chunks, X.shape[1]))
+    return valuator.fit(X, train["label"].to_numpy(),
                         X_val=encode(val), y_val=val["label"].to_numpy())
 
 
@@ -94,9 +100,14 @@ def test_a_glob_on_two_workers_gives_the_python_apis_values(tmp_path, capsys, se
     assert names == [f"part-{i:05d}.parquet" for i in range(4)]
     assert [len(pd.read_parquet(tmp_path / "out" / name)) for name in names] == list(
         np.diff(bounds))
+    # On Dask input the network the choice prefers here has no walk: both
+    # walk the linear model, and say so.
     expected = _python_api(DPDataValuator(
         n_permutations=20, epsilon=3.0, random_state=0, noise_seed=NOISE_SEED),
-        train, val)
+        train, val, chunks=tuple(np.diff(bounds)))
+    assert expected.model_choice_["chosen"] == "LogisticRegression"
+    assert "no walk on Dask input" in expected.model_choice_["why"]
+    assert "model: LogisticRegression of LogisticRegression, MLPClassifier (" in err
     np.testing.assert_array_equal(result["value"].to_numpy(), expected.values_)
     np.testing.assert_array_equal(result["stderr"].to_numpy(), expected.values_stderr_)
     np.testing.assert_array_equal(result["rank"].to_numpy(), expected.rank_)

@@ -32,7 +32,7 @@ import numpy as np
 from ._files import (PART_NAME, parquet_files, read_table, stale_parts,
                      write_atomically)
 from ._flag import auto_flag_fraction
-from ._models import DEFAULT_MODELS, make_model, parse_model_params
+from ._models import DEFAULT_MODELS, choice_line, make_model, parse_model_params
 from ._parser import InputError
 from ._table import choose_features, columns_line, encode, targets
 from ._value import (NOT_PRIVATE, PROG, _import, _show_warning, _valuator,
@@ -265,6 +265,8 @@ def run(args, parser=None):
                 valuator.fit(X, y, X_val=X_val, y_val=y_val)
             except (ValueError, TypeError, FloatingPointError) as error:
                 raise InputError(cli_words(error)) from None
+    if choice_line(valuator) is not None:
+        progress(choice_line(valuator))
     report = dict(valuator.privacy_report_)
     fraction, estimate = args.flag_fraction, None
     if fraction == "auto":

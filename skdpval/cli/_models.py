@@ -135,3 +135,14 @@ def make_model(name, params, method, task=None):
                          "predict_proba (with these --model-params): "
                          "--method label-quality scores labels with one of them")
     return model
+
+
+def choice_line(valuator):
+    """The progress line naming the model chosen on the validation rows
+    (``--model auto``), or None when no choice was made."""
+    choice = getattr(valuator, "model_choice_", None)
+    if choice is None:
+        return None
+    why = choice.get("why", "the lower cross-validated log loss on the "
+                             "validation rows, by more than one standard error")
+    return f"model: {choice['chosen']} of {', '.join(choice['candidates'])} ({why})"

@@ -20,7 +20,7 @@ import numpy as np
 
 from ._files import describe_separator, file_kind, read_table, write_atomically
 from ._flag import auto_flag_fraction
-from ._models import DEFAULT_MODELS, make_model, parse_model_params
+from ._models import DEFAULT_MODELS, choice_line, make_model, parse_model_params
 from ._parser import InputError
 from ._table import choose_features, columns_line, encode, targets
 
@@ -273,6 +273,8 @@ def run(args, parser=None):
         except (ValueError, TypeError, FloatingPointError) as error:
             # the valuators' errors quote no private value
             raise InputError(cli_words(error)) from None
+    if choice_line(valuator) is not None:
+        progress(choice_line(valuator))
     unit = "groups" if groups is not None else "rows"
     fraction, estimate = args.flag_fraction, None
     if fraction == "auto":
