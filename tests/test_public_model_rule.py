@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 
 from skdpval import DPDataValuator, DPLabelQuality, privacy_spent
@@ -57,7 +58,9 @@ def test_class_share_shift():
 
 
 @pytest.mark.parametrize("Valuator, extra", [
-    (DPLabelQuality, {}), (DPDataValuator, {"n_permutations": 20})])
+    (DPLabelQuality, {}),
+    # the linear model pinned: the walk follows a privately fitted line of it
+    (DPDataValuator, {"n_permutations": 20, "estimator": LogisticRegression()})])
 def test_auto_drops_a_private_fit_biased_by_class_dependent_flips(Valuator, extra):
     """45% of class 1 and 15% of class 0 flipped: the private fit is made,
     not kept, and still counted (its share of mu^2 in the report and in

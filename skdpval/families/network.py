@@ -37,8 +37,10 @@ pre-activations ``a + z c`` precomputed, so O(width x outputs) a row).
 
 import copy
 from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy.optimize import minimize
 from sklearn import neural_network as nn
@@ -61,6 +63,8 @@ from .linear import check_basis
 # (benchmarks/results/quality_regime_network.jsonl).
 NETWORK_FIT_STEPS = 30
 NETWORK_FIT_RATE = 0.01
+# Fewer parties a thread than this and the private fit's sum runs in one.
+MIN_CHUNK_PARTIES = 5000
 ADAM_BETAS = (0.9, 0.999)
 DASK_FIT_REFUSED = ("The private fit of a network reads whole rows at every "
                     "step and is not built for Dask input: pass numpy arrays, "
@@ -617,13 +621,28 @@ class NetworkFamily(Family):
         offsets = _i64(problem.offsets)
         units = _network.n_units(layout)
 
-        def total(theta):
+        # The parties in contiguous chunks, one a thread (the kernel releases
+        # the GIL): integer sums, so the total's bits do not depend on the split.
+        n_parties = len(offsets) - 1
+        n_chunks = max(1, min(numba.get_num_threads(), n_parties // MIN_CHUNK_PARTIES))
+        edges = np.linspace(0, n_parties, n_chunks + 1).astype(np.int64)
+
+        def chunk_sum(theta, lo, hi):
             out = np.empty(theta.size, dtype=np.int64)
             fit_sums.network_gradient_sum(
-                _f64(theta.ravel()), layout, act, loss, X, T, weights, offsets,
+                theta, layout, act, loss, X, T, weights, offsets[lo:hi + 1],
                 float(problem.l2), float(clip), float(unit), np.zeros(units),
                 np.zeros(units), np.empty(theta.size), out)
-            return out.reshape(theta.shape)
+            return out
+
+        def total(theta):
+            flat = _f64(theta.ravel())
+            if n_chunks == 1:
+                return chunk_sum(flat, 0, n_parties).reshape(theta.shape)
+            with ThreadPoolExecutor(n_chunks) as pool:
+                parts = list(pool.map(lambda lo, hi: chunk_sum(flat, lo, hi),
+                                      edges[:-1], edges[1:]))
+            return np.sum(parts, axis=0).reshape(theta.shape)
 
         return total
 

@@ -24,13 +24,27 @@ from ..families import family_of
 
 CHOICE_FOLDS = 5
 CHOICE_MIN_ROWS = 100
-# The default candidates: a linear model and a small network.
-DEFAULT_HIDDEN = (64,)
+# The default candidates: a linear model and a small network. The network
+# trains for a fixed budget of epochs at a larger step than scikit-learn's
+# default: on a few hundred validation rows longer training overfits (its
+# cross-validated log loss rises), and the budget keeps the choice cheap
+# (benchmarks/results/quality_regime_network.jsonl).
+DEFAULT_NETWORK = dict(hidden_layer_sizes=(64,), learning_rate_init=0.01,
+                       max_iter=50)
 
 
 def default_candidates():
-    """``[LogisticRegression(), MLPClassifier((64,))]`` (fresh instances)."""
-    return [LogisticRegression(), MLPClassifier(DEFAULT_HIDDEN)]
+    """``[LogisticRegression(), MLPClassifier((64,), learning_rate_init=0.01,
+    max_iter=50)]`` (fresh instances)."""
+    return [LogisticRegression(), MLPClassifier(**DEFAULT_NETWORK)]
+
+
+def is_default_network(estimator):
+    """Whether ``estimator`` is the default candidate network, whose epochs
+    end at its budget on purpose (its ConvergenceWarning says nothing)."""
+    return (type(estimator) is MLPClassifier and estimator.get_params()
+            == MLPClassifier(**DEFAULT_NETWORK).set_params(
+                random_state=estimator.random_state).get_params())
 
 
 def check_candidates(estimator, name="estimator"):

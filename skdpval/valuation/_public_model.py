@@ -63,7 +63,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..families import family_of
 from ..privacy import PUBLIC_FIT, WALK, PrivacyMechanism, gdp_mu
-from ._family_choice import choose_model, data_candidates
+from ._family_choice import choose_model, data_candidates, is_default_network
 from ._keep_rule import design_labels, keep_private_fit
 
 # choose_model and data_candidates: DPDataValuator's, through this module.
@@ -658,7 +658,9 @@ def fit_on_validation(estimator, X_val, y_val, seed, purpose, stacklevel=2):
     A warning of the model's ``fit`` (e.g. scikit-learn's
     ``ConvergenceWarning``) is issued again, in its own category, saying
     that it comes from fitting this model on the ``len(X_val)`` validation
-    rows (public) and what to change; ``stacklevel`` counts from the caller
+    rows (public) and what to change (except the default candidate network's
+    ConvergenceWarning: it ends at its budget of epochs by design);
+    ``stacklevel`` counts from the caller
     of this function. Those rows are public, so the message may quote
     scikit-learn's own text.
     """
@@ -676,7 +678,10 @@ def fit_on_validation(estimator, X_val, y_val, seed, purpose, stacklevel=2):
             raise ValueError(
                 f"{purpose} fits {name} on the validation set, and that failed: "
                 f"{error}") from error
+    budgeted = is_default_network(estimator)
     for warning in caught:
+        if budgeted and issubclass(warning.category, ConvergenceWarning):
+            continue  # the default network stops at its budget of epochs by design
         warnings.warn(_validation_fit_message(purpose, name, len(X_val), warning),
                       warning.category, stacklevel=stacklevel + 1)
     return model
