@@ -9,8 +9,9 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.neural_network import MLPClassifier
 
 from skdpval import DPLabelQuality
-from skdpval.valuation._family_choice import (CHOICE_FOLDS, CHOICE_MIN_ROWS,
-                                              check_candidates, choose_candidate)
+from skdpval.valuation._family_choice import (CHOICE_MIN_ROWS, check_candidates,
+                                              choose_candidate)
+from skdpval.valuation._validation_folds import N_FOLDS, ValidationFolds
 
 
 def _rows(n, seed, kind):
@@ -28,8 +29,8 @@ def test_the_choice_is_the_one_standard_error_rule_on_cross_validated_log_loss()
     candidates = [LogisticRegression(), MLPClassifier((16,), max_iter=2000)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        chosen, details = choose_candidate(candidates, X, y, seed=3)
-        folds = StratifiedKFold(CHOICE_FOLDS, shuffle=True, random_state=3)
+        chosen, details = choose_candidate(candidates, ValidationFolds(X, y, 3))
+        folds = StratifiedKFold(N_FOLDS, shuffle=True, random_state=3)
         losses = []
         for model in (LogisticRegression(),
                       MLPClassifier((16,), max_iter=2000, random_state=3)):
@@ -80,3 +81,49 @@ def test_bad_candidates_fail_before_any_work(estimator, match):
         DPLabelQuality(estimator, epsilon=1.0).fit(np.array([[np.nan, 1.0]]), [0])
     with pytest.raises(ValueError, match="estimator"):
         check_candidates(estimator)
+
+
+def test_the_choice_and_the_keep_rule_share_their_fold_fits(monkeypatch):
+    """DPLabelQuality's family choice and "auto"'s keep rule read one set of
+    out-of-fold fits: each candidate is cross-validated once."""
+    made = []
+    fit = ValidationFolds._fit
+
+    def counted(self, model):
+        made.append(type(model).__name__)
+        return fit(self, model)
+
+    monkeypatch.setattr(ValidationFolds, "_fit", counted)
+    X, y = _rows(20000, 3, "linear")
+    X_val, y_val = _rows(CHOICE_MIN_ROWS + 50, 4, "linear")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scorer = DPLabelQuality(epsilon=3.0, random_state=0).fit(
+            X, y, X_val=X_val, y_val=y_val)
+    rule = scorer.privacy_report_["details"]["public_model_fit"]["rule"]
+    assert rule["n_folds"] == N_FOLDS and "difference" in rule
+    assert made == ["LogisticRegression", "MLPClassifier"]
+
+
+def test_the_default_networks_budget_does_not_warn_but_a_users_network_does():
+    """The default candidate network ends at its budget of epochs on purpose:
+    no ConvergenceWarning when it is chosen; the same network passed by the
+    user keeps scikit-learn's warning."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skdpval.valuation._family_choice import DEFAULT_NETWORK
+
+    X, y = _rows(3000, 1, "xor")
+    X_val, y_val = _rows(150, 2, "xor")
+    caught = {}
+    for name, estimator in (("default", None),
+                            ("user's", MLPClassifier(**DEFAULT_NETWORK))):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            scorer = DPLabelQuality(estimator, epsilon=3.0, public_model="validation",
+                                    random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+        assert type(scorer.estimator_) is MLPClassifier
+        assert scorer.estimator_.n_iter_ == DEFAULT_NETWORK["max_iter"]  # its budget
+        caught[name] = [w for w in record if issubclass(w.category, ConvergenceWarning)]
+    assert caught["default"] == []
+    assert len(caught["user's"]) == 1

@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
 from skdpval import DPLabelQuality
-from skdpval.valuation._public_model import fit_on_validation
+from skdpval.valuation._validation_folds import fit_on_validation
 
 
 @pytest.fixture(scope="module")

@@ -225,7 +225,7 @@ def _value_options(parser):
                         help="the scikit-learn estimator, by class name, or auto "
                              "(the default: for classification without "
                              "--model-params, LogisticRegression or "
-                             "MLPClassifier((64,)), chosen on the validation rows "
+                             "a 64-unit MLPClassifier, chosen on the validation rows "
                              "by cross-validated log loss, which costs no "
                              "privacy; otherwise as below). --method "
                              "shapley: a model the valuators map (the linear "

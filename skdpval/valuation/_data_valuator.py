@@ -83,7 +83,8 @@ class DPDataValuator(PlannedLayout, BaseValuator):
         walked; ``fit`` then needs ``X_val``. A list: candidates, one chosen
         on the validation rows as :class:`~skdpval.DPLabelQuality` chooses
         (``model_choice_``). ``None``: ``[LogisticRegression(),
-        MLPClassifier((64,))]`` (the first with ``public_model="private"``).
+        MLPClassifier((64,), learning_rate_init=0.01, max_iter=50)]`` (the
+        first with ``public_model="private"``).
 
     semivalue : {"shapley", "banzhaf", "loo"} or tuple ("beta", a, b), \
             default="shapley"

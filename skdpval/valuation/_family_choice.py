@@ -12,17 +12,14 @@ validation rows, so that a flexible model does not win by chance on few
 rows (the rule alone let a network beat logistic regression on 30 rows of
 a linear task: tests/test_family_choice.py).
 """
-import warnings
-
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.neural_network import MLPClassifier
 
 from ..families import family_of
+from ._validation_folds import ValidationFolds
 
-CHOICE_FOLDS = 5
 CHOICE_MIN_ROWS = 100
 # The default candidates: a linear model and a small network. The network
 # trains for a fixed budget of epochs at a larger step than scikit-learn's
@@ -40,8 +37,9 @@ def default_candidates():
 
 
 def is_default_network(estimator):
-    """Whether ``estimator`` is the default candidate network, whose epochs
-    end at its budget on purpose (its ConvergenceWarning says nothing)."""
+    """Whether ``estimator`` has the default candidate network's parameters
+    (from ``estimator=None``, its epochs end at its budget on purpose: its
+    ConvergenceWarning says nothing)."""
     return (type(estimator) is MLPClassifier and estimator.get_params()
             == MLPClassifier(**DEFAULT_NETWORK).set_params(
                 random_state=estimator.random_state).get_params())
@@ -65,60 +63,34 @@ def check_candidates(estimator, name="estimator"):
     return list(estimator)
 
 
-def _row_losses(model, X, y, classifier):
-    if not classifier:
-        return (y - model.predict(X)) ** 2
-    proba = np.zeros((len(X), int(y.max()) + 1 if len(y) else 1))
-    known = np.asarray(model.classes_, dtype=np.int64)
-    if hasattr(model, "predict_proba"):
-        proba_known = model.predict_proba(X)
-    else:  # no probabilities: the predicted class has probability 1
-        proba_known = (model.predict(X)[:, None] == known[None, :]).astype(float)
-    proba[:, known[known < proba.shape[1]]] = proba_known[:, known < proba.shape[1]]
-    picked = proba[np.arange(len(y)), y]
-    return -np.log(np.clip(picked, 1e-15, 1.0))
-
-
-def cross_validated_losses(candidate, X_val, y_val, seed, classifier):
+def _row_losses(folds, candidate, classifier):
     """Each validation row's out-of-fold loss under ``candidate`` (public),
     and how many fold fits warned."""
-    if classifier:
-        n_folds = min(CHOICE_FOLDS, int(np.bincount(y_val).min()))
-        folds = StratifiedKFold(n_folds, shuffle=True, random_state=seed) \
-            if n_folds >= 2 else None
-    else:
-        n_folds = min(CHOICE_FOLDS, len(y_val))
-        folds = KFold(n_folds, shuffle=True, random_state=seed) if n_folds >= 2 else None
-    if folds is None:
+    out, n_warned = folds.predictions(candidate)
+    if out is None:
         return None, 0
-    losses, n_warned = np.empty(len(y_val)), 0
-    for train, test in folds.split(X_val, y_val):
-        model = clone(candidate)
-        if "random_state" in model.get_params() and model.random_state is None:
-            model.set_params(random_state=seed)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            model.fit(X_val[train], y_val[train])
-        n_warned += bool(caught)
-        losses[test] = _row_losses(model, X_val[test], y_val[test], classifier)
-    return losses, n_warned
+    y_val = folds.y_val
+    if not classifier:
+        return (y_val - out) ** 2, n_warned
+    picked = out[np.arange(len(y_val)), y_val]
+    return -np.log(np.clip(picked, 1e-15, 1.0)), n_warned
 
 
-def choose_candidate(candidates, X_val, y_val, seed):
+def choose_candidate(candidates, folds):
     """``(index, details)``: the candidate the one-standard-error rule picks
-    from their cross-validated losses on the validation rows (public)."""
+    from their cross-validated losses on the validation rows (public;
+    ``folds`` a :class:`~._validation_folds.ValidationFolds`)."""
     if len(candidates) == 1:
         return 0, None
     classifier = bool(is_classifier(candidates[0]))
     names = [type(c).__name__ for c in candidates]
-    if len(y_val) < CHOICE_MIN_ROWS:
+    if len(folds.y_val) < CHOICE_MIN_ROWS:
         return 0, dict(candidates=names, chosen=names[0],
                        why=f"fewer than {CHOICE_MIN_ROWS} validation rows: the "
                            "first candidate (no cross-validation)")
-    losses, warned = zip(*(cross_validated_losses(c, X_val, y_val, seed, classifier)
-                           for c in candidates))
+    losses, warned = zip(*(_row_losses(folds, c, classifier) for c in candidates))
     details = dict(candidates=names, loss="log loss" if classifier else
-                   "squared error", n_folds=CHOICE_FOLDS,
+                   "squared error", n_folds=folds.n_folds(classifier),
                    n_fold_fits_warned=list(warned),
                    rule="the first candidate unless a later one's mean "
                         "cross-validated loss on the validation rows is lower by "
@@ -174,8 +146,8 @@ def choose_model(valuator, model, parties, seed, mechanism):
     if model.candidates is None:
         return model
     candidates = model.candidates
-    chosen, valuator.model_choice_ = choose_candidate(candidates, parties.X_val,
-                                                      parties.y_val, seed)
+    chosen, valuator.model_choice_ = choose_candidate(
+        candidates, ValidationFolds(parties.X_val, parties.y_val, seed))
     chosen = fall_back_on_dask(candidates, chosen, valuator.model_choice_, parties,
                                lambda family: family.walks_on_dask, "walk")
     if valuator.model_choice_ is not None:

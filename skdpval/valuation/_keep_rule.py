@@ -9,11 +9,9 @@ private fit's balanced accuracy on the validation rows with the validation
 model's cross-validated one. A fit that is made and then not kept has still
 spent its share of ``mu^2`` (its part of the mechanism stays declared).
 """
-import warnings
 
 import numpy as np
 from scipy.special import expit, softmax
-from sklearn.base import clone
 
 from ..kernels import _losses
 
@@ -31,7 +29,6 @@ AUTO_KEEP_MARGIN = 0.05
 # 0.08: under symmetric flips a margin of 0.05 alone dropped good fits;
 # benchmarks/results/quality_regime_bias.jsonl).
 AUTO_KEEP_SES = 1.5
-AUTO_KEEP_FOLDS = 5
 # Second check, where the private fit gives probabilities: their mean on the
 # validation rows estimates the training labels' class shares. Symmetric
 # label noise (every label flipped to a uniformly drawn other class) only
@@ -77,48 +74,24 @@ def class_share_shift(private_proba, labels):
     return float(np.max(outside / se))
 
 
-def cross_validated_labels(estimator, X_val, labels, seed):
-    """The validation model's out-of-fold class indices on the validation rows
-    (public: ``AUTO_KEEP_FOLDS`` stratified folds, fewer when a class has
-    fewer rows, shuffled by the public ``seed``; an unset ``random_state`` of
-    the model seeded from it), and how many of the fold fits warned; None
-    when a class has a single row (no fold can hold it out)."""
-    from sklearn.model_selection import StratifiedKFold
-    present = np.unique(labels)
-    n_folds = min(AUTO_KEEP_FOLDS, min(int(np.sum(labels == c)) for c in present))
-    if n_folds < 2 or len(present) < 2:
-        return None, 0
-    predicted = np.empty(len(labels), dtype=np.int64)
-    folds = StratifiedKFold(n_folds, shuffle=True, random_state=seed)
-    n_warned = 0
-    for train, test in folds.split(X_val, labels):
-        model = clone(estimator)
-        if "random_state" in model.get_params() and model.random_state is None:
-            model.set_params(random_state=seed)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            model.fit(X_val[train], labels[train])
-        n_warned += bool(caught)
-        predicted[test] = np.asarray(model.predict(X_val[test]), dtype=np.int64)
-    return predicted, n_warned
-
-
-def keep_private_fit(valuator, estimator, private_labels, X_val, labels, seed,
-                     private_proba=None):
+def keep_private_fit(valuator, estimator, private_labels, folds, private_proba=None):
     """``(keep, why, details)``: whether ``"auto"`` keeps the private fit whose
     class indices on the validation rows are ``private_labels`` and class
     probabilities ``private_proba`` (None: the model gives none) (public:
-    the fit is released, the rows are public). The statistics are computed
-    (and reported) for ``"private"`` too, which always keeps the fit.
-    Regressors (``private_labels`` None) and validation sets without two
-    rows of every class keep it (no comparison)."""
+    the fit is released, the rows are public), against ``estimator``'s
+    out-of-fold labels from ``folds`` (a
+    :class:`~._validation_folds.ValidationFolds` of the validation rows).
+    The statistics are computed (and reported) for ``"private"`` too, which
+    always keeps the fit. Regressors (``private_labels`` None) and
+    validation sets without two rows of every class keep it (no
+    comparison)."""
     auto = valuator.public_model == "auto"
     large = "public_model='auto': the training set is large enough"
     if private_labels is None:
         return True, (large + " (a regressor: no classification check)"
                       if auto else "public_model='private'"), {}
-    validation_labels, n_warned = cross_validated_labels(estimator, X_val, labels,
-                                                         seed)
+    labels = folds.y_val
+    validation_labels, n_warned = folds.labels(estimator)
     if validation_labels is None:
         return True, (large + " (a class has one validation row: no "
                       "cross-validated check)" if auto
@@ -131,8 +104,7 @@ def keep_private_fit(valuator, estimator, private_labels, X_val, labels, seed,
                              "validation rows minus the validation model's "
                              "cross-validated one",
                    difference=difference, standard_error=se, margin=AUTO_KEEP_MARGIN,
-                   n_folds=min(AUTO_KEEP_FOLDS, min(int(np.sum(labels == c))
-                                                    for c in np.unique(labels))),
+                   n_folds=folds.n_folds(classifier=True),
                    n_fold_fits_warned=n_warned,
                    class_share_shift=shift, class_share_limit=AUTO_SHARE_SES)
     if not auto:

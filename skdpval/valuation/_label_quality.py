@@ -12,13 +12,15 @@ from ..privacy import (LABEL_SCORE, PRIVACY_CONSTRAINTS, THREAT_MODEL_CONSTRAINT
                        with_threat_model_doc)
 from ..walks import map_row_blocks
 from ._base import STEP_TO_USER, BaseValuator
-from ._family_choice import check_candidates, choose_candidate, fall_back_on_dask
+from ._family_choice import (check_candidates, choose_candidate, fall_back_on_dask,
+                             is_default_network)
 from ._noisy_share import noisy_share, reference_scores
 from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, budget_mu,
                             check_public_model, declare_fit, document_public_model,
-                            fit_on_validation, fit_steps, keep_private_fit,
-                            labels_model, labels_problem, layout_inputs,
-                            resolve_public_model, run_fit)
+                            fit_steps, keep_private_fit, labels_model,
+                            labels_problem, layout_inputs, resolve_public_model,
+                            run_fit)
+from ._validation_folds import ValidationFolds, fit_on_validation
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 # Under the joint threat model a score is not clipped, only kept finite (a
@@ -112,7 +114,9 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         one-standard-error rule), and only with at least 100 validation
         rows (so that a flexible model does not win by chance on few rows;
         ``model_choice_``). ``None`` means the candidates
-        ``[LogisticRegression(), MLPClassifier((64,))]``.
+        ``[LogisticRegression(), MLPClassifier((64,), learning_rate_init=0.01,
+        max_iter=50)]`` (the network's fixed budget of epochs: longer
+        training overfits a few hundred validation rows).
 
     %(epsilon)s
     %(delta)s
@@ -383,8 +387,9 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         """The model chosen on the validation rows, the public model, each
         party's clipped score and its one release."""
         model_seed, = seeds
-        chosen, self.model_choice_ = choose_candidate(candidates, parties.X_val,
-                                                      parties.y_val, model_seed)
+        # The same out-of-fold fits serve the family choice and the keep rule.
+        folds = ValidationFolds(parties.X_val, parties.y_val, model_seed)
+        chosen, self.model_choice_ = choose_candidate(candidates, folds)
         if self.public_model == "private" and self.model_choice_ is not None:
             chosen = fall_back_on_dask(candidates, chosen, self.model_choice_,
                                        parties, lambda f: f.private_fit_on_dask,
@@ -394,7 +399,9 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
             mechanism.details["model_choice"] = self.model_choice_
         self.estimator_ = fit_on_validation(estimator, parties.X_val, parties.y_val,
                                             model_seed, "DPLabelQuality",
-                                            stacklevel=STEP_TO_USER)
+                                            stacklevel=STEP_TO_USER,
+                                            budgeted=self.estimator is None
+                                            and is_default_network(estimator))
         record_level = self._record_level(groups)
         # A private fit of the public model is a part of its own, declared
         # before the release it serves; the two share mu^2.
@@ -443,8 +450,7 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
             classifier = is_classifier(fitted)
             keep, self.public_model_reason_, rule = keep_private_fit(
                 self, estimator, fitted.predict(parties.X_val) if classifier
-                else None, parties.X_val, parties.y_val, model_seed,
-                fitted.predict_proba(parties.X_val)
+                else None, folds, fitted.predict_proba(parties.X_val)
                 if classifier and hasattr(fitted, "predict_proba") else None)
             mechanism.details["public_model"] = self.public_model_reason_
             mechanism.details["public_model_fit"].update(kept=keep, rule=rule)

@@ -53,18 +53,16 @@ sums and its parameter layout (:class:`~skdpval.families.Family`); the noise
 is the mechanism's.
 """
 import math
-import warnings
 from numbers import Real
 
 import numpy as np
-from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..families import family_of
 from ..privacy import PUBLIC_FIT, WALK, PrivacyMechanism, gdp_mu
-from ._family_choice import choose_model, data_candidates, is_default_network
+from ._family_choice import choose_model, data_candidates
 from ._keep_rule import design_labels, keep_private_fit
+from ._validation_folds import ValidationFolds
 
 # choose_model and data_candidates: DPDataValuator's, through this module.
 __all__ = ["choose_model", "data_candidates"]
@@ -616,8 +614,8 @@ class PublicModel:
             labels, proba = (design_labels(game.X_val, theta, game.loss)
                              if game.objective.is_classifier else (None, None))
             keep, reason, rule = keep_private_fit(
-                valuator, self.estimator, labels, game.X_val, game.labels_val, seed,
-                proba)
+                valuator, self.estimator, labels,
+                ValidationFolds(game.X_val, game.labels_val, seed), proba)
             details["public_model_fit"].update(kept=keep, rule=rule)
             if keep and (not np.isfinite(norm) or norm == 0):  # noisy releases: public
                 keep, reason = False, (reason + "; its released parameters give "
@@ -648,53 +646,3 @@ class PublicModel:
             return walk
         mechanism.reclip(self.walk, clip, dimension)
         return self.walk
-
-
-def fit_on_validation(estimator, X_val, y_val, seed, purpose, stacklevel=2):
-    """A clone of ``estimator`` fitted on the (public) validation set only.
-
-    An unset ``random_state`` of the clone is seeded from the public
-    randomness, so that results repeat with the valuator's ``random_state``.
-    A warning of the model's ``fit`` (e.g. scikit-learn's
-    ``ConvergenceWarning``) is issued again, in its own category, saying
-    that it comes from fitting this model on the ``len(X_val)`` validation
-    rows (public) and what to change (except the default candidate network's
-    ConvergenceWarning: it ends at its budget of epochs by design);
-    ``stacklevel`` counts from the caller
-    of this function. Those rows are public, so the message may quote
-    scikit-learn's own text.
-    """
-    model = clone(estimator)
-    if "random_state" in model.get_params() and model.random_state is None:
-        model.set_params(random_state=seed)
-    name = type(model).__name__
-    with warnings.catch_warnings(record=True) as caught:
-        # Every warning is caught here and goes through the caller's filters
-        # once, reworded, below.
-        warnings.simplefilter("always")
-        try:
-            model.fit(X_val, y_val)
-        except ValueError as error:
-            raise ValueError(
-                f"{purpose} fits {name} on the validation set, and that failed: "
-                f"{error}") from error
-    budgeted = is_default_network(estimator)
-    for warning in caught:
-        if budgeted and issubclass(warning.category, ConvergenceWarning):
-            continue  # the default network stops at its budget of epochs by design
-        warnings.warn(_validation_fit_message(purpose, name, len(X_val), warning),
-                      warning.category, stacklevel=stacklevel + 1)
-    return model
-
-
-def _validation_fit_message(purpose, name, n_val, warning):
-    """The text of a warning raised by ``name``'s fit on the validation set."""
-    if issubclass(warning.category, ConvergenceWarning):
-        remedy = ("Raise its max_iter (or its tol), or scale the features "
-                  "(standardize=True scales them by the validation set's "
-                  "statistics)")
-    else:
-        remedy = ("Change the model's parameters or the validation set (the "
-                  "only rows it is fitted on)")
-    return (f"{purpose} fits the public model {name} on the {n_val} validation "
-            f"rows (public), and that fit warned: {warning.message} {remedy}.")
