@@ -73,9 +73,40 @@ def test_the_interval_is_honest_not_loose_on_a_known_mixture():
         train = np.clip(rng.normal(0.5, 0.6, 2000), -1, 1)
         flipped = rng.random(2000) < 0.25
         values = np.where(flipped, -train, train) + rng.normal(0, 1.0, 2000)
-        share = noisy_share(values, clean, -clean, labels, draw)
+        share = noisy_share(values, clean, -clean, labels, draw, noise_std=1.0)
         covered += share.low <= flipped.mean() <= share.high
+        assert share.low <= share.share <= share.high
     assert covered >= 39, covered
+
+
+def test_the_releases_law_tells_the_share_better_than_their_mean():
+    """Releases drawn from the mixture of a clean law (most scores near the
+    clip) and its mirror plus Gaussian noise of a known std, 400 a draw: the
+    maximum-likelihood weight of the flipped law is closer to the realised
+    share than the mean's estimate over 100 seeded draws (RMSE 0.033 and
+    0.040), and without bias; told a noise std twice or half the true one,
+    it is not (a mutation: RMSE above 0.07)."""
+    def rmse(noise_std):
+        rng = np.random.default_rng(3)
+        errors, mean_errors = [], []
+        for draw in range(100):
+            labels = rng.integers(0, 2, 100)
+            clean = np.clip(rng.normal(0.9, 0.2, 100), -1, 1)
+            train = np.clip(rng.normal(0.9, 0.2, 400), -1, 1)
+            flipped = rng.random(400) < 0.1
+            values = np.where(flipped, -train, train) + rng.normal(0, 1.3, 400)
+            share = noisy_share(values, clean, -clean, labels, draw,
+                                noise_std=noise_std)
+            assert share.low <= share.share <= share.high
+            errors.append(share.share - flipped.mean())
+            mean_errors.append(noisy_share(values, clean, -clean, labels, draw).share
+                               - flipped.mean())
+        return (np.sqrt(np.mean(np.square(errors))), np.mean(errors),
+                np.sqrt(np.mean(np.square(mean_errors))))
+
+    likelihood, bias, mean = rmse(1.3)
+    assert likelihood < 0.9 * mean and abs(bias) < 0.01, (likelihood, bias, mean)
+    assert min(rmse(2.6)[0], rmse(0.65)[0]) > 0.07
 
 
 def test_the_estimate_is_close_on_a_large_table():
@@ -96,9 +127,10 @@ def test_the_estimate_reads_the_releases_and_public_rows_only(monkeypatch):
     through its release."""
     calls = []
 
-    def spy(values, clean, flipped, labels, seed, *args):
-        calls.append((values.copy(), clean, flipped, labels, seed))
-        return noisy_share(values, clean, flipped, labels, seed, *args)
+    def spy(values, clean, flipped, labels, seed, *args, **kwargs):
+        calls.append((values.copy(), clean, flipped, labels, seed,
+                      kwargs.get("noise_std")))
+        return noisy_share(values, clean, flipped, labels, seed, *args, **kwargs)
 
     monkeypatch.setattr(_label_quality, "noisy_share", spy)
     X, y, X_val, y_val, _ = _flipped_table(300, 80, 0.2, 0)

@@ -261,9 +261,12 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         number (the private counterpart of cleanlab's
         ``num_label_issues``). Post-processing: it reads the released
         scores, the validation rows and the public model only, and spends
-        no privacy. It compares the releases' mean with what the validation
-        rows score with their own label and with another one: exact in
-        expectation when a flipped label is drawn uniformly among the
+        no privacy. ``share`` is the weight of the flipped law in the
+        releases' law, fitted by maximum likelihood: the mixture of what the
+        validation rows score with their own label and with another one,
+        convolved with the release noise (its std is public); with groups,
+        or without noise, the releases' mean is compared with those scores'
+        means instead. Both assume a flipped label drawn uniformly among the
         other classes; the interval holds every share that class-dependent
         flip rates could give, plus the sampling spread of the releases and
         of the validation rows (a bootstrap from ``random_state``).
@@ -486,8 +489,13 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
                                    np.diff(parties.offsets) if record_level else None))
         scores += centre  # in place: the released copy (an array of n)
         if references is not None:  # post-processing of the releases
-            self.noisy_share_ = noisy_share(scores, *references, parties.y_val,
-                                            model_seed)
+            # A release is one row's score plus noise of a public law only
+            # when a party is one row and there is noise: then the releases'
+            # whole law is fitted; else their mean is (see noisy_share).
+            one_row = len(parties.offsets) - 1 == len(parties.X)
+            self.noisy_share_ = noisy_share(
+                scores, *references, parties.y_val, model_seed,
+                noise_std=score.noise_std if one_row and score.noise_std > 0 else None)
         return scores
 
     def _public_model_problem(self, estimator, parties, record_level, mechanism,

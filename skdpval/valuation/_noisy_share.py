@@ -12,8 +12,18 @@ mean score with the other labels. With ``C = sum_j pi_j c_j`` and gaps
 ``d_j = c_j - f_j``, the share of bad labels ``s = sum_j pi_j rho_j``
 satisfies ``sum_j pi_j rho_j d_j = C - M``:
 
-- the estimate is ``(C - M) / sum_j pi_j d_j`` (within the interval),
-  exact in expectation when every class's labels are flipped at one rate;
+- with one rate for every class, the share is also the weight of the
+  flipped law in the releases' whole law: each release is one row's score
+  plus Gaussian noise of a public std, so that law is the mixture
+  ``(1 - s) clean + s flipped`` of the validation rows' scores with their
+  own label and with each other label, each convolved with the noise. The
+  estimate is its maximum-likelihood weight (:func:`_mixture_share`), within
+  the interval: the mean alone is one summary of the releases, and on the
+  small tables of ``benchmarks/noise_rate.py`` the whole law tells the
+  weight better (``benchmarks/results/noise_rate_estimators.jsonl``). When a
+  release is a group's mean, or has no noise, the laws are not those, and
+  the estimate is ``(C - M) / sum_j pi_j d_j`` (within the interval), exact
+  in expectation when every class's labels are flipped at one rate;
 - the interval holds every share that some class-dependent rates
   ``rho_j`` in ``[0, 1]`` reach (from ``(C - M) / max d`` to
   ``(C - M) / min d``, when the gaps differ: a model fitted on flipped
@@ -42,6 +52,7 @@ import warnings
 from collections import namedtuple
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold
 
@@ -59,11 +70,16 @@ NoisyShare.__doc__ = """The estimated share of bad labels, its interval (at
 ``level``), and the estimated number of bad labels among the valued parties."""
 
 
-def noisy_share(values, clean, flipped, labels, seed, level=LEVEL):
+def noisy_share(values, clean, flipped, labels, seed, level=LEVEL, noise_std=None):
     """:class:`NoisyShare` of the finite releases ``values``, and the
-    validation rows' ``clean`` and ``flipped`` scores and class ``labels``
-    (``0..K-1``); ``seed`` is public."""
+    validation rows' ``clean`` scores, ``flipped`` ones (one a row and other
+    label, or their mean) and class ``labels`` (``0..K-1``); ``seed`` is
+    public. ``noise_std`` (public, positive): each release is one row's
+    score plus Gaussian noise of that std, and the estimate fits the
+    releases' law (:func:`_mixture_share`); None: it compares their mean."""
     values = values[np.isfinite(values)]
+    others = flipped.reshape(len(clean), -1)
+    flipped = others.mean(axis=1)
     n, m = len(values), len(clean)
     if n < 2 or m < 2:
         return NoisyShare(np.nan, 0.0, 1.0, 0, level)
@@ -71,7 +87,11 @@ def noisy_share(values, clean, flipped, labels, seed, level=LEVEL):
     mean_values, se_values = values.mean(), values.std(ddof=1) / np.sqrt(n)
     clean_mean = clean.mean()
     gap = clean_mean - flipped.mean()
-    share = min(max((clean_mean - mean_values) / gap, 0.0), 1.0) if gap > 0 else np.nan
+    share = np.nan
+    if gap > 0:
+        share = (min(max((clean_mean - mean_values) / gap, 0.0), 1.0)
+                 if noise_std is None else
+                 _mixture_share(values, noise_std, clean, others))
     rng = np.random.default_rng(seed)
     means = mean_values + se_values * rng.standard_normal(N_BOOTSTRAP)
     # Per draw and class: pi_j, pi_j c_j, pi_j d_j (in chunks of draws).
@@ -89,10 +109,47 @@ def noisy_share(values, clean, flipped, labels, seed, level=LEVEL):
     lows, highs = _reach(pi, pi_c - pi_f, pi_c.sum(axis=1) - means)
     tail = (1 - level) / 2
     low, high = float(np.quantile(lows, tail)), float(np.quantile(highs, 1 - tail))
-    if not np.isnan(share):  # the symmetric estimate, within the interval
+    if not np.isnan(share):  # the one-rate estimate, within the interval
         share = min(max(share, low), high)
     n_noisy = 0 if np.isnan(share) else int(round(share * n))
     return NoisyShare(float(share), low, high, n_noisy, level)
+
+
+def _mixture_share(values, noise_std, clean, others):
+    """The share ``s`` that maximises the likelihood of the releases as the
+    mixture ``(1 - s) clean + s flipped`` of two laws: the validation rows'
+    scores with their own label (``clean``) and with each other label
+    (``others``), each smoothed by a kernel of Silverman's width (the rows
+    are a sample of the law) and convolved with the release noise (Gaussian,
+    ``noise_std`` public, positive). The log-likelihood is concave in ``s``: its
+    derivative ``sum_i (r_i - 1) / (1 - s + s r_i)``, with ``r_i`` the
+    flipped law's density at release ``i`` over the clean law's, falls
+    from ``s = 0`` to ``s = 1``; its root is found by bisection."""
+    spread = min(clean.std(), np.subtract(*np.percentile(clean, [75, 25])) / 1.349)
+    bandwidth = 0.9 * (spread if spread > 0 else clean.std()) * len(clean) ** -0.2
+    width = np.sqrt(noise_std ** 2 + bandwidth ** 2)
+    others = others.ravel()
+    log_ratio = np.empty(len(values))
+    chunk = max(1, 2**20 // len(others))
+    for start in range(0, len(values), chunk):
+        z = values[start:start + chunk, None] / width
+        log_ratio[start:start + chunk] = (
+            logsumexp(-0.5 * (z - others / width) ** 2, axis=1) - np.log(len(others))
+            - logsumexp(-0.5 * (z - clean / width) ** 2, axis=1) + np.log(len(clean)))
+    ratio = np.exp(np.clip(log_ratio, -50.0, 50.0))
+
+    def slope(s):
+        return np.sum((ratio - 1.0) / ((1.0 - s) + s * ratio))
+
+    if slope(0.0) <= 0:
+        return 0.0
+    if slope(1.0) >= 0:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(50):  # the width 2**-50: exact in double precision
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if slope(middle) > 0 else (low, middle)
+    return 0.5 * (low + high)
 
 
 def _reach(pi, pi_d, target):
@@ -138,7 +195,7 @@ def _reach(pi, pi_d, target):
 
 def reference_scores(scorer, X_val, y_val, estimator, seed, gamma):
     """``(clean, flipped)``: each validation row's clipped score on the grid
-    with its label, and its mean one with another label (None, with a
+    with its label, and its scores with each other label (None, with a
     warning, when a fit on the folds fails).
 
     ``scorer`` is the fitted :class:`~skdpval.DPLabelQuality` (its
@@ -151,7 +208,8 @@ def reference_scores(scorer, X_val, y_val, estimator, seed, gamma):
     if scorer.public_model_fitted_privately_ or n_folds < 2:
         # Not fitted on them, or a class too rare to leave out of a fold.
         return _scores(scorer, scorer.public_model_, X_val, y_val, gamma)
-    clean, flipped = np.empty(len(y_val)), np.empty(len(y_val))
+    n_classes = len(scorer.classes_)
+    clean, flipped = np.empty(len(y_val)), np.empty((len(y_val), n_classes - 1))
     folds = StratifiedKFold(n_folds, shuffle=True, random_state=seed % 2**32)
     with warnings.catch_warnings():
         # The folds' warnings repeat those of the fit on all the rows (issued).
@@ -179,7 +237,7 @@ def reference_scores(scorer, X_val, y_val, estimator, seed, gamma):
 
 def _scores(scorer, model, X, y, gamma):
     """Each row's clipped score on the grid under ``model`` with its label,
-    and its mean over the other labels."""
+    and its scores with each other label (one column each)."""
     n_classes = len(scorer.classes_)
     per_class = np.empty((len(X), n_classes))
     with np.errstate(all="ignore"):
@@ -189,7 +247,5 @@ def _scores(scorer, model, X, y, gamma):
                                           -scorer.clip, scorer.clip)
     if gamma > 0:  # the release's rounding (skdpval.privacy._release)
         per_class = gamma * np.rint(per_class / gamma)
-    rows = np.arange(len(X))
-    clean = per_class[rows, y]
-    flipped = (per_class.sum(axis=1) - clean) / (n_classes - 1)
-    return clean, flipped
+    own = np.arange(n_classes) == y[:, None]
+    return per_class[own], per_class[~own].reshape(len(X), n_classes - 1)
