@@ -129,14 +129,16 @@ def _mixture_share(values, noise_std, clean, others):
     bandwidth = 0.9 * (spread if spread > 0 else clean.std()) * len(clean) ** -0.2
     width = np.sqrt(noise_std ** 2 + bandwidth ** 2)
     others = others.ravel()
-    log_ratio = np.empty(len(values))
+    # The releases lie on the release's grid: each distinct one once.
+    points, index = np.unique(values, return_inverse=True)
+    log_ratio = np.empty(len(points))
     chunk = max(1, 2**20 // len(others))
-    for start in range(0, len(values), chunk):
-        z = values[start:start + chunk, None] / width
+    for start in range(0, len(points), chunk):
+        z = points[start:start + chunk, None] / width
         log_ratio[start:start + chunk] = (
             logsumexp(-0.5 * (z - others / width) ** 2, axis=1) - np.log(len(others))
             - logsumexp(-0.5 * (z - clean / width) ** 2, axis=1) + np.log(len(clean)))
-    ratio = np.exp(np.clip(log_ratio, -50.0, 50.0))
+    ratio = np.exp(np.clip(log_ratio, -50.0, 50.0))[index.ravel()]
 
     def slope(s):
         return np.sum((ratio - 1.0) / ((1.0 - s) + s * ratio))
