@@ -100,13 +100,14 @@ def test_a_glob_on_two_workers_gives_the_python_apis_values(tmp_path, capsys, se
     assert names == [f"part-{i:05d}.parquet" for i in range(4)]
     assert [len(pd.read_parquet(tmp_path / "out" / name)) for name in names] == list(
         np.diff(bounds))
-    # On Dask input the network the choice prefers here has no walk: both
-    # walk the linear model, and say so.
+    # On Dask input the network (which the choice prefers here in memory) has
+    # no walk: both leave it out, walk the linear model and say so.
     expected = _python_api(DPDataValuator(
         n_permutations=20, epsilon=3.0, random_state=0, noise_seed=NOISE_SEED),
         train, val, chunks=tuple(np.diff(bounds)))
     assert expected.model_choice_["chosen"] == "LogisticRegression"
-    assert "no walk on Dask input" in expected.model_choice_["why"]
+    assert ("MLPClassifier left out: no walk on Dask input"
+            in expected.model_choice_["why"])
     assert "model: LogisticRegression of LogisticRegression, MLPClassifier (" in err
     np.testing.assert_array_equal(result["value"].to_numpy(), expected.values_)
     np.testing.assert_array_equal(result["stderr"].to_numpy(), expected.values_stderr_)

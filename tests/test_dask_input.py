@@ -755,3 +755,27 @@ def test_waiting_for_a_wave_keeps_no_walk_frame_alive(binary, monkeypatch):
             gc.garbage.clear()
             gc.enable()
     assert walk_frames == []
+
+
+def test_the_default_choice_leaves_out_a_network_without_a_walk_on_dask(monkeypatch):
+    """DPDataValuator() on Dask input: the network candidate, which has no walk
+    there, is neither cross-validated nor chosen, and the choice says so."""
+    from skdpval.valuation._validation_folds import ValidationFolds
+
+    made = []
+    fit = ValidationFolds._fit
+    monkeypatch.setattr(ValidationFolds, "_fit",
+                        lambda self, model: made.append(model) or fit(self, model))
+    X, y = make_classification(n_samples=2300, n_features=4, random_state=5)
+    X_val, y_val, X, y = X[:300], y[:300], X[300:], y[300:]
+    fitted = DPDataValuator(n_permutations=4, epsilon=3.0, random_state=0,
+                            noise_seed=2).fit(*chunked(X, y, 1000), X_val=X_val,
+                                              y_val=y_val)
+    # (the linear model's folds: "auto"'s keep rule)
+    assert [type(model).__name__ for model in made] == ["LogisticRegression"]
+    assert fitted.model_choice_["chosen"] == "LogisticRegression"
+    assert fitted.model_choice_["candidates"] == ["LogisticRegression",
+                                                  "MLPClassifier"]
+    assert "MLPClassifier left out: no walk on Dask input" in fitted.model_choice_[
+        "why"]
+    assert fitted.privacy_report_["details"]["model_choice"] == fitted.model_choice_

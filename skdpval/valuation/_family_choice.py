@@ -112,15 +112,21 @@ def choose_candidate(candidates, folds):
     return best, details
 
 
+def is_dask_rows(parties):
+    """Whether the training rows are held by Dask."""
+    return hasattr(parties.X, "project_on") or hasattr(parties.X, "sum_blocks")
+
+
 def fall_back_on_dask(candidates, chosen, details, parties, usable, what):
     """``chosen``, or on Dask input where its family is not ``usable`` there
     the first candidate whose family is (``details`` say so): the choice
     itself is the same as in memory."""
-    if not (hasattr(parties.X, "project_on") or hasattr(parties.X, "sum_blocks")):
+    if not is_dask_rows(parties):
         return chosen
-    if usable(family_of(candidates[chosen])):
+    usable_ones = [i for i, c in enumerate(candidates) if usable(family_of(c))]
+    if chosen in usable_ones or not usable_ones:  # none: the family refuses
         return chosen
-    chosen = next(i for i, c in enumerate(candidates) if usable(family_of(c)))
+    chosen = usable_ones[0]
     details.update(chosen=type(candidates[chosen]).__name__,
                    why=f"the choice's family has no {what} on Dask input: the "
                        "first candidate that has one")
@@ -139,17 +145,35 @@ def data_candidates(estimator, public_model):
 
 def choose_model(valuator, model, parties, seed, mechanism):
     """DPDataValuator's wrapped model with the candidate chosen on the
-    validation rows (``model.candidates``; networks left out on Dask input,
-    whose walk they do not have); sets ``model_choice_`` and the report's
-    ``details["model_choice"]``."""
+    validation rows (``model.candidates``; on Dask input those whose family
+    has no walk there are left out before the choice, and said so); sets
+    ``model_choice_`` and the report's ``details["model_choice"]``."""
     valuator.model_choice_ = None
     if model.candidates is None:
         return model
     candidates = model.candidates
-    chosen, valuator.model_choice_ = choose_candidate(
-        candidates, ValidationFolds(parties.X_val, parties.y_val, seed))
-    chosen = fall_back_on_dask(candidates, chosen, valuator.model_choice_, parties,
-                               lambda family: family.walks_on_dask, "walk")
+    folds = ValidationFolds(parties.X_val, parties.y_val, seed)
+    walking = [i for i, c in enumerate(candidates)
+               if family_of(c).walks_on_dask or not is_dask_rows(parties)]
+    if (len(walking) in (0, len(candidates))
+            or len(parties.y_val) < CHOICE_MIN_ROWS):
+        chosen, details = choose_candidate(candidates, folds)  # as in memory
+        chosen = fall_back_on_dask(candidates, chosen, details, parties,
+                                   lambda family: family.walks_on_dask, "walk")
+    else:
+        # On Dask input a candidate without a walk there is not
+        # cross-validated: it could not be kept.
+        among, details = choose_candidate([candidates[i] for i in walking], folds)
+        chosen = walking[among]
+        left_out = [type(c).__name__ for i, c in enumerate(candidates)
+                    if i not in walking]
+        details = dict(details or {}, candidates=[type(c).__name__
+                                                  for c in candidates],
+                       chosen=type(candidates[chosen]).__name__)
+        details.setdefault("why", "the only candidate with a walk on Dask input")
+        details["why"] += (f" ({', '.join(left_out)} left out: no walk on Dask "
+                           "input)")
+    valuator.model_choice_ = details
     if valuator.model_choice_ is not None:
         mechanism.details["model_choice"] = valuator.model_choice_
     estimator = candidates[chosen]
