@@ -214,7 +214,7 @@ def run(args, parser=None):
     if args.model in (None, "auto") and not params and task == "classification":
         # The library's default, as in the Python API: the family chosen on the
         # validation rows (on Dask rows, among the families that walk there).
-        model = None
+        name, model = "a linear model or a network, chosen on the validation rows", None
     if args.method == "shapley" and model is not None:
         from ..families import family_of
         try:  # a family whose walk reads rows at every step: refused here
