@@ -179,8 +179,10 @@ def test_grid_spend_equals_the_hand_computation(data, n_jobs):
     assert spent["epsilon"] == pytest.approx(analytic_epsilon(mu, DELTA), rel=1e-4)
     assert spent["epsilon"] >= analytic_epsilon(mu, DELTA)
     # Replace-one (eps ~18 here): inf where the samplers' share of delta at
-    # that epsilon exceeds half of delta, as here; never below the analytic.
-    assert spent["epsilon_replace_one"] >= analytic_epsilon(2 * mu, DELTA)
+    # that epsilon exceeds half of delta, as here; never below the analytic
+    # (up to the last bits: with n_jobs=2 the fits are recorded in the order
+    # they end, so the nine mu^2 are summed in another order than here).
+    assert spent["epsilon_replace_one"] >= analytic_epsilon(2 * mu, DELTA) * (1 - 1e-12)
     # The requested delta, the rounded Gaussian samplers' share over the 9
     # fits ((1 + e^eps) times their total variation, at the total epsilon)
     # included: at most half of it.
