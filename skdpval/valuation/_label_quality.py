@@ -13,7 +13,7 @@ from ..privacy import (LABEL_SCORE, PRIVACY_CONSTRAINTS, THREAT_MODEL_CONSTRAINT
 from ..walks import map_row_blocks
 from ._base import STEP_TO_USER, BaseValuator
 from ._family_choice import (check_candidates, choose_candidate, fall_back_on_dask,
-                             is_default_network)
+                             is_dask_rows, is_default_network)
 from ._noisy_share import noisy_share, reference_scores
 from ._public_model import (PUBLIC_MODEL_CONSTRAINTS, PlannedLayout, budget_mu,
                             check_public_model, declare_fit, document_public_model,
@@ -516,7 +516,7 @@ class DPLabelQuality(PlannedLayout, BaseValuator):
         fits, self.public_model_reason_ = resolve_public_model(
             self, estimator, n_parties=n_parties, mu=budget_mu(mechanism),
             share=1.0 if self.threat_model == "joint" else None,
-            dask=hasattr(parties.X, "sum_blocks"), n_val=self._layout_inputs_["n_val"],
+            dask=is_dask_rows(parties), n_val=self._layout_inputs_["n_val"],
             n_params=self._layout_inputs_["n_params"])
         self.public_model_fitted_privately_ = fits
         if not fits:

@@ -53,8 +53,9 @@ from collections import namedtuple
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold
+
+from ._validation_folds import seeded_clone
 
 __all__ = ["NoisyShare", "noisy_share", "reference_scores"]
 
@@ -218,10 +219,7 @@ def reference_scores(scorer, X_val, y_val, estimator, seed, gamma):
         warnings.simplefilter("ignore")
         try:
             for fit_rows, score_rows in folds.split(X_val, y_val):
-                model = clone(estimator)
-                if ("random_state" in model.get_params()
-                        and model.random_state is None):
-                    model.set_params(random_state=seed % 2**32)
+                model = seeded_clone(estimator, seed % 2**32)
                 model.fit(X_val[fit_rows], y_val[fit_rows])
                 clean[score_rows], flipped[score_rows] = _scores(
                     scorer, model, X_val[score_rows], y_val[score_rows], gamma)

@@ -18,6 +18,15 @@ from sklearn.model_selection import KFold, StratifiedKFold
 N_FOLDS = 5
 
 
+def seeded_clone(estimator, seed):
+    """A clone of ``estimator`` whose unset ``random_state`` is ``seed`` (the
+    public randomness: its fits on the validation rows repeat)."""
+    model = clone(estimator)
+    if "random_state" in model.get_params() and model.random_state is None:
+        model.set_params(random_state=seed)
+    return model
+
+
 class ValidationFolds:
     """The folds of ``(X_val, y_val)`` (class indices for a classifier) and
     each model's out-of-fold predictions, computed on first use."""
@@ -73,10 +82,7 @@ class ValidationFolds:
         labels = np.empty(len(y_val), dtype=np.int64) if classifier else None
         n_warned = 0
         for train, test in splitter.split(X_val, y_val):
-            fold_model = clone(model)
-            if ("random_state" in fold_model.get_params()
-                    and fold_model.random_state is None):
-                fold_model.set_params(random_state=self.seed)
+            fold_model = seeded_clone(model, self.seed)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 fold_model.fit(X_val[train], y_val[train])
@@ -108,9 +114,7 @@ def fit_on_validation(estimator, X_val, y_val, seed, purpose, stacklevel=2,
     of this function. Those rows are public, so the message may quote
     scikit-learn's own text.
     """
-    model = clone(estimator)
-    if "random_state" in model.get_params() and model.random_state is None:
-        model.set_params(random_state=seed)
+    model = seeded_clone(estimator, seed)
     name = type(model).__name__
     with warnings.catch_warnings(record=True) as caught:
         # Every warning is caught here and goes through the caller's filters
