@@ -59,6 +59,18 @@ def test_the_interval_covers_the_true_share_over_fresh_noise(class_dependent,
     assert np.mean(widths) < max_width, widths
 
 
+def _mixture(rng, centre, spread, n, rate, noise_std):
+    """100 validation rows' labels and clean scores (a normal law clipped to
+    [-1, 1]), and ``n`` releases: scores of that law, a share ``rate`` of
+    them flipped (mirrored), plus Gaussian noise; and which were flipped."""
+    labels = rng.integers(0, 2, 100)
+    clean = np.clip(rng.normal(centre, spread, 100), -1, 1)
+    train = np.clip(rng.normal(centre, spread, n), -1, 1)
+    flipped = rng.random(n) < rate
+    values = np.where(flipped, -train, train) + rng.normal(0, noise_std, n)
+    return labels, clean, values, flipped
+
+
 def test_the_interval_is_honest_not_loose_on_a_known_mixture():
     """Releases drawn from the mixture of a clean and a flipped law plus
     Gaussian noise, the validation rows from the clean law (both classes
@@ -68,11 +80,7 @@ def test_the_interval_is_honest_not_loose_on_a_known_mixture():
     rng = np.random.default_rng(1)
     covered = 0
     for draw in range(40):
-        labels = rng.integers(0, 2, 100)
-        clean = np.clip(rng.normal(0.5, 0.6, 100), -1, 1)
-        train = np.clip(rng.normal(0.5, 0.6, 2000), -1, 1)
-        flipped = rng.random(2000) < 0.25
-        values = np.where(flipped, -train, train) + rng.normal(0, 1.0, 2000)
+        labels, clean, values, flipped = _mixture(rng, 0.5, 0.6, 2000, 0.25, 1.0)
         share = noisy_share(values, clean, -clean, labels, draw, noise_std=1.0)
         covered += share.low <= flipped.mean() <= share.high
         assert share.low <= share.share <= share.high
@@ -90,11 +98,7 @@ def test_the_releases_law_tells_the_share_better_than_their_mean():
         rng = np.random.default_rng(3)
         errors, mean_errors = [], []
         for draw in range(100):
-            labels = rng.integers(0, 2, 100)
-            clean = np.clip(rng.normal(0.9, 0.2, 100), -1, 1)
-            train = np.clip(rng.normal(0.9, 0.2, 400), -1, 1)
-            flipped = rng.random(400) < 0.1
-            values = np.where(flipped, -train, train) + rng.normal(0, 1.3, 400)
+            labels, clean, values, flipped = _mixture(rng, 0.9, 0.2, 400, 0.1, 1.3)
             share = noisy_share(values, clean, -clean, labels, draw,
                                 noise_std=noise_std)
             assert share.low <= share.share <= share.high
